@@ -1,0 +1,235 @@
+//! Engine configuration and per-call options, from code or from environment variables.
+//!
+//! Environment variables (all optional; a value that cannot be parsed is an
+//! [`Error::InvalidConfig`], never silently ignored):
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `FIL_PROOFS_PARAMETER_CACHE` | directory of the `.params` / `.vk` files | `/var/tmp/filecoin-proof-parameters` |
+//! | `CUZK_BACKEND` | `auto`, `cpu` or `gpu` | `auto` (GPU when built with `cuda` and a device exists, else CPU) |
+//! | `CUZK_DEVICES` | comma-separated CUDA ordinals (after `CUDA_VISIBLE_DEVICES`) | all |
+//! | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, ≥ 1 | 2 |
+//! | `CUZK_VRAM_LIMIT` | cap on device memory cuzk may use per device, e.g. `16GiB` | none |
+//! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | none |
+//! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
+//! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+use crate::progress::ProgressFn;
+
+/// Default parameter directory of filecoin-proofs.
+pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
+
+/// Which prover backend runs the NTT and MSMs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// GPU if the crate was built with `cuda` and a usable device exists, otherwise CPU
+    /// (the choice is logged and reported per partition, never silent).
+    #[default]
+    Auto,
+    /// CPU only (rayon, blst multi-exponentiation).
+    Cpu,
+    /// GPU only: no device is [`Error::NoDevice`] (unless `allow_cpu_fallback`).
+    Gpu,
+}
+
+/// Engine-wide settings, fixed when the [`crate::Engine`] is created.
+#[derive(Clone, Debug, Default)]
+pub struct EngineConfig {
+    /// Directory holding the Groth16 `.params` and `.vk` files; `None`: the
+    /// `FIL_PROOFS_PARAMETER_CACHE` variable, else [`DEFAULT_PARAMETER_CACHE`].
+    pub parameter_dir: Option<PathBuf>,
+    /// Backend choice.
+    pub backend: Backend,
+    /// CUDA device ordinals to use (`None`: all visible devices).
+    pub devices: Option<Vec<usize>>,
+    /// GPU workers per device (default 2 when 0).
+    pub gpu_workers_per_device: usize,
+    /// Cap, in bytes, on the device memory cuzk may use on each device (`None`: the card's).
+    pub vram_limit: Option<u64>,
+    /// Host-memory budget in bytes for partitions synthesized at once (`None`: no cap
+    /// beyond the machine's).
+    pub host_memory_limit: Option<u64>,
+    /// Let GPU jobs run on the CPU when no device can take them (reported, never silent).
+    pub allow_cpu_fallback: bool,
+}
+
+impl EngineConfig {
+    /// Reads the configuration from the environment variables in the module table.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the variable when a value cannot be parsed.
+    pub fn from_env() -> Result<Self> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let mut c = EngineConfig {
+            parameter_dir: var("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from),
+            ..Default::default()
+        };
+        if let Some(v) = var("CUZK_BACKEND") {
+            c.backend = match v.trim().to_ascii_lowercase().as_str() {
+                "auto" => Backend::Auto,
+                "cpu" => Backend::Cpu,
+                "gpu" | "cuda" => Backend::Gpu,
+                _ => return Err(bad("CUZK_BACKEND", &v, "expected auto, cpu or gpu")),
+            };
+        }
+        if let Some(v) = var("CUZK_DEVICES") {
+            let list: std::result::Result<Vec<usize>, _> =
+                v.split(',').map(|s| s.trim().parse::<usize>()).collect();
+            c.devices =
+                Some(list.map_err(|_| bad("CUZK_DEVICES", &v, "expected e.g. 0,1"))?);
+        }
+        if let Some(v) = var("CUZK_GPU_WORKERS_PER_DEVICE") {
+            c.gpu_workers_per_device = match v.trim().parse::<usize>() {
+                Ok(n) if (1..=64).contains(&n) => n,
+                _ => return Err(bad("CUZK_GPU_WORKERS_PER_DEVICE", &v, "expected 1..=64")),
+            };
+        }
+        if let Some(v) = var("CUZK_VRAM_LIMIT") {
+            c.vram_limit = Some(parse_bytes(&v).map_err(|r| bad("CUZK_VRAM_LIMIT", &v, &r))?);
+        }
+        if let Some(v) = var("CUZK_HOST_MEM_LIMIT") {
+            c.host_memory_limit =
+                Some(parse_bytes(&v).map_err(|r| bad("CUZK_HOST_MEM_LIMIT", &v, &r))?);
+        }
+        if let Some(v) = var("CUZK_ALLOW_CPU") {
+            c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
+        }
+        Ok(c)
+    }
+
+    /// The parameter directory this configuration resolves to.
+    pub fn resolved_parameter_dir(&self) -> PathBuf {
+        self.parameter_dir
+            .clone()
+            .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
+    }
+
+    /// Workers per device, with the default applied.
+    pub fn workers_per_device(&self) -> usize {
+        if self.gpu_workers_per_device == 0 {
+            2
+        } else {
+            self.gpu_workers_per_device
+        }
+    }
+}
+
+/// Per-call options of [`crate::Engine::prove_porep_c2`].
+#[derive(Clone)]
+pub struct ProveOptions {
+    /// Verify every partition's proof before returning (default `true`). A proof that fails is
+    /// [`Error::VerificationFailed`], never a result.
+    pub verify: bool,
+    /// Called for every finished stage of every partition.
+    pub progress: Option<ProgressFn>,
+    /// Fixed Groth16 blinding factors `(r, s)` per partition, for known-answer tests only.
+    /// `None` (the default) draws them from the OS random generator.
+    pub randomness: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
+}
+
+impl Default for ProveOptions {
+    fn default() -> Self {
+        ProveOptions { verify: true, progress: None, randomness: None }
+    }
+}
+
+impl ProveOptions {
+    /// Default options with `CUZK_VERIFY` applied.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when `CUZK_VERIFY` is not a boolean.
+    pub fn from_env() -> Result<Self> {
+        let mut o = ProveOptions::default();
+        if let Ok(v) = std::env::var("CUZK_VERIFY") {
+            if !v.trim().is_empty() {
+                o.verify = parse_bool("CUZK_VERIFY", &v)?;
+            }
+        }
+        Ok(o)
+    }
+}
+
+impl std::fmt::Debug for ProveOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProveOptions")
+            .field("verify", &self.verify)
+            .field("progress", &self.progress.is_some())
+            .field("randomness", &self.randomness.as_ref().map(|v| v.len()))
+            .finish()
+    }
+}
+
+fn bad(name: &str, value: &str, reason: &str) -> Error {
+    Error::InvalidConfig { name: name.into(), value: value.into(), reason: reason.into() }
+}
+
+/// Parses a boolean setting: `1/true/yes/on` or `0/false/no/off` (case-insensitive).
+/// Anything else is an error, so `X=0` can never mean "on".
+pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(bad(name, value, "expected 1/0, true/false, yes/no or on/off")),
+    }
+}
+
+/// Parses a byte size: a plain number of bytes, or a number with a unit
+/// `KiB/MiB/GiB/TiB` (powers of 1024) or `KB/MB/GB/TB` (powers of 1000); `K/M/G/T` alone are
+/// binary. Fractions are allowed (`1.5GiB`).
+///
+/// # Errors
+/// A human-readable reason when the text is not a size.
+pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num: f64 = num.parse().map_err(|_| format!("{text:?} is not a size like 16GiB"))?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tib" => 1024.0f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        u => return Err(format!("unknown unit {u:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")),
+    };
+    let v = num * mult;
+    if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
+        return Err(format!("{text:?} is out of range"));
+    }
+    Ok(v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_bytes("16GiB").unwrap(), 16 << 30);
+        assert_eq!(parse_bytes("512 MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_bytes("141GB").unwrap(), 141_000_000_000);
+        assert_eq!(parse_bytes("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert!(parse_bytes("sixteen").is_err());
+        assert!(parse_bytes("16XB").is_err());
+        assert!(parse_bytes("").is_err());
+    }
+
+    #[test]
+    fn bools_parse_strictly() {
+        assert!(!parse_bool("X", "0").unwrap());
+        assert!(!parse_bool("X", "off").unwrap());
+        assert!(parse_bool("X", "TRUE").unwrap());
+        let e = parse_bool("X", "2").unwrap_err();
+        assert_eq!(e.code(), 104);
+        assert!(e.to_string().contains("X=\"2\""));
+    }
+}

@@ -1,0 +1,222 @@
+//! The crate's one error type and its stable numeric codes.
+//!
+//! Every fallible function of cuzk returns [`Result<T>`]. Each [`Error`] variant maps to a stable
+//! code ([`Error::code`]) that the C ABI (`ffi.rs`) returns unchanged, grouped by origin:
+//!
+//! | range | origin |
+//! |---|---|
+//! | 100–199 | input (C1 JSON, sector id, prover id, configuration / environment values) |
+//! | 200–299 | parameters (Groth16 `.params` / `.vk` files) |
+//! | 300–399 | device (no GPU, unsupported GPU, CUDA driver errors) |
+//! | 400–499 | out of memory (device or host) |
+//! | 500–599 | proving (synthesis, self-verification) |
+//! | 900–999 | internal (I/O, panics, bugs) |
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every error cuzk can return. Messages carry the numbers a user needs to act.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    // ---- input: 100-199 ----
+    /// The C1 output is not valid JSON of the expected shape (or the wrapper's base64 is bad).
+    #[error("malformed C1 output: {0}")]
+    MalformedInput(String),
+    /// The C1 output is well formed but inconsistent (e.g. partition count, wrapper sector size).
+    #[error("invalid C1 output: {0}")]
+    InvalidInput(String),
+    /// The prover id must be exactly 32 bytes.
+    #[error("prover id must be 32 bytes, got {len}")]
+    InvalidProverId {
+        /// Length that was passed, in bytes.
+        len: usize,
+    },
+    /// The registered proof of the C1 output is not one cuzk can prove.
+    #[error("unsupported proof type: {0}")]
+    UnsupportedProof(String),
+    /// A configuration value (option or environment variable) could not be used.
+    #[error("invalid configuration {name}={value:?}: {reason}")]
+    InvalidConfig {
+        /// Option or environment variable name.
+        name: String,
+        /// The offending value.
+        value: String,
+        /// What was expected.
+        reason: String,
+    },
+
+    // ---- parameters: 200-299 ----
+    /// A parameter or verifying-key file is missing.
+    #[error("Groth16 parameters not found at {path} (set FIL_PROOFS_PARAMETER_CACHE or pass a parameter directory)")]
+    ParametersNotFound {
+        /// Path that was looked up.
+        path: PathBuf,
+    },
+    /// A parameter file exists but is truncated, corrupt or for another circuit.
+    #[error("bad Groth16 parameter file {path}: {reason}")]
+    ParametersInvalid {
+        /// File that was read.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    // ---- device: 300-399 ----
+    /// The GPU backend was requested but no usable CUDA device exists (or the crate was built
+    /// without the `cuda` feature).
+    #[error("no usable GPU: {0}")]
+    NoDevice(String),
+    /// A device exists but cannot run our kernels (compute capability not in the fatbin).
+    #[error("device {device} unsupported: {reason}")]
+    DeviceUnsupported {
+        /// CUDA device ordinal.
+        device: usize,
+        /// Why.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("CUDA error on device {device} in {call}: {message}")]
+    Cuda {
+        /// CUDA device ordinal.
+        device: usize,
+        /// The driver call or kernel that failed.
+        call: String,
+        /// Driver's message / code.
+        message: String,
+    },
+
+    // ---- out of memory: 400-499 ----
+    /// Not even the streaming tier fits in the device memory left after the 512 MiB margin.
+    #[error("out of device memory on device {device}: needs {needed} bytes, {free} bytes free after the safety margin")]
+    OutOfDeviceMemory {
+        /// CUDA device ordinal.
+        device: usize,
+        /// Bytes the smallest tier needs.
+        needed: u64,
+        /// Bytes available to this process after the margin and other reservations.
+        free: u64,
+    },
+    /// The host-memory budget does not allow even one partition.
+    #[error("out of host memory: needs {needed} bytes, budget {budget} bytes")]
+    OutOfHostMemory {
+        /// Bytes one partition needs.
+        needed: u64,
+        /// Configured budget.
+        budget: u64,
+    },
+
+    // ---- proving: 500-599 ----
+    /// Circuit synthesis failed (the C1 output does not satisfy the circuit, or is inconsistent).
+    #[error("synthesis of partition {partition} failed: {message}")]
+    Synthesis {
+        /// Partition index.
+        partition: usize,
+        /// bellpepper's message.
+        message: String,
+    },
+    /// The produced proof did not verify: never returned as success.
+    #[error("proof of partition {partition} failed self-verification")]
+    VerificationFailed {
+        /// Partition index (or `usize::MAX` when the whole multi-proof failed).
+        partition: usize,
+    },
+
+    // ---- internal: 900-999 ----
+    /// I/O error outside parameter files.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A panic was caught at the API or C boundary.
+    #[error("internal panic: {0}")]
+    Panic(String),
+    /// Anything else that indicates a bug in cuzk or a dependency.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Stable numeric code of this error (see the module table). Never 0 (0 is success in C).
+    pub fn code(&self) -> i32 {
+        match self {
+            Error::MalformedInput(_) => 100,
+            Error::InvalidInput(_) => 101,
+            Error::InvalidProverId { .. } => 102,
+            Error::UnsupportedProof(_) => 103,
+            Error::InvalidConfig { .. } => 104,
+            Error::ParametersNotFound { .. } => 200,
+            Error::ParametersInvalid { .. } => 201,
+            Error::NoDevice(_) => 300,
+            Error::DeviceUnsupported { .. } => 301,
+            Error::Cuda { .. } => 302,
+            Error::OutOfDeviceMemory { .. } => 400,
+            Error::OutOfHostMemory { .. } => 401,
+            Error::Synthesis { .. } => 500,
+            Error::VerificationFailed { .. } => 501,
+            Error::Io(_) => 900,
+            Error::Panic(_) => 901,
+            Error::Internal(_) => 902,
+        }
+    }
+
+    /// Builds an [`Error::Internal`] from anything printable (used for dependency errors that
+    /// indicate a bug rather than bad input).
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        Error::Internal(e.to_string())
+    }
+
+    /// Converts a panic payload (from `catch_unwind`) into [`Error::Panic`], keeping the message
+    /// of `&str` and `String` payloads.
+    pub fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Self {
+        let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        };
+        Error::Panic(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_grouped_and_distinct() {
+        let all = [
+            Error::MalformedInput(String::new()),
+            Error::InvalidInput(String::new()),
+            Error::InvalidProverId { len: 3 },
+            Error::UnsupportedProof(String::new()),
+            Error::InvalidConfig { name: "X".into(), value: "y".into(), reason: "z".into() },
+            Error::ParametersNotFound { path: "p".into() },
+            Error::ParametersInvalid { path: "p".into(), reason: "r".into() },
+            Error::NoDevice(String::new()),
+            Error::DeviceUnsupported { device: 0, reason: String::new() },
+            Error::Cuda { device: 0, call: String::new(), message: String::new() },
+            Error::OutOfDeviceMemory { device: 0, needed: 1, free: 0 },
+            Error::OutOfHostMemory { needed: 1, budget: 0 },
+            Error::Synthesis { partition: 0, message: String::new() },
+            Error::VerificationFailed { partition: 0 },
+            Error::Io(std::io::Error::other("x")),
+            Error::Panic(String::new()),
+            Error::Internal(String::new()),
+        ];
+        let codes: std::collections::BTreeSet<i32> = all.iter().map(Error::code).collect();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(Error::InvalidProverId { len: 3 }.code() / 100, 1);
+        assert_eq!(Error::ParametersNotFound { path: "p".into() }.code() / 100, 2);
+        assert_eq!(Error::OutOfDeviceMemory { device: 0, needed: 1, free: 0 }.code() / 100, 4);
+        assert_eq!(Error::Panic(String::new()).code() / 100, 9);
+    }
+
+    #[test]
+    fn panic_payloads_keep_their_message() {
+        let e = Error::from_panic(Box::new("boom"));
+        assert_eq!(e.to_string(), "internal panic: boom");
+        let e = Error::from_panic(Box::new(String::from("bang 7")));
+        assert_eq!(e.to_string(), "internal panic: bang 7");
+    }
+}

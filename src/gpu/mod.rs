@@ -1,0 +1,15 @@
+//! GPU side of the prover.
+//!
+//! The planning parts (the VRAM-aware allocator's tiers, the pinned-range registry) are plain
+//! Rust, compiled and unit-tested without CUDA; the parts that call the CUDA driver are behind
+//! the `cuda` feature.
+
+pub mod alloc;
+pub mod pinned;
+
+#[cfg(feature = "cuda")]
+pub mod device;
+#[cfg(feature = "cuda")]
+pub mod msm;
+#[cfg(feature = "cuda")]
+pub mod ntt;

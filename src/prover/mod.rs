@@ -1,0 +1,1 @@
+//! Groth16 assembly and backends.
