@@ -1,10 +1,31 @@
-//! The engine: parameter cache, backend choice, and the `prove_porep_c2` entry point.
+//! The engine: parameter cache, backend choice, partition workers, and the `prove_porep_c2`
+//! entry point.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use crate::config::{EngineConfig, ProveOptions};
+use bellperson::groth16::verify_proof;
+use blstrs::Scalar as Fr;
+use ff::Field;
+use filecoin_proofs::types::{MerkleTreeTrait, VanillaSealProof as RawVanillaSealProof};
+use filecoin_proofs::DefaultPieceHasher;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
+
+use crate::c1;
+use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions};
 use crate::error::{Error, Result};
-use crate::progress::Timings;
+use crate::progress::{Reporter, Stage, Timings};
+use crate::prover::{self, Backend, CpuBackend, PartitionCtx, PROOF_BYTES};
+use crate::srs::{porep_param_paths, Srs};
+use crate::synth::Assignment;
+
+/// Message of the panic armed by [`Engine::inject_panic_for_test`].
+#[doc(hidden)]
+pub const INJECTED_PANIC_MESSAGE: &str = "cuzk test: injected panic";
 
 /// Where and how one partition was proved.
 #[derive(Clone, Debug)]
@@ -33,25 +54,100 @@ pub struct C2Output {
     pub verified: bool,
 }
 
+/// One slot per parameter file: loaded at most once, even by concurrent callers.
+type ParamSlot = Arc<Mutex<Option<Arc<Srs>>>>;
+
 /// A prover engine: keeps loaded Groth16 parameters (one handle per proof type, reused by every
-/// later call) and the GPU workers. Thread-safe: share it behind an `Arc` and call
+/// later call) and the backends. Thread-safe: share it behind an `Arc` and call
 /// [`Engine::prove_porep_c2`] from many threads.
 pub struct Engine {
     config: EngineConfig,
+    params: Mutex<HashMap<PathBuf, ParamSlot>>,
+    cpu: CpuBackend,
+    gpu: Option<Arc<dyn Backend>>,
+    /// One-shot switch of [`Engine::inject_panic_for_test`].
+    panic_next: AtomicBool,
 }
 
 impl Engine {
-    /// Creates an engine. Loads nothing yet: parameters are loaded on first use.
+    /// Creates an engine. Parameters are loaded on first use and kept.
     ///
     /// # Errors
-    /// [`Error::NoDevice`] when `config.backend` is `Gpu` and no device is usable.
+    /// [`Error::NoDevice`] when `config.backend` is `Gpu` and no device is usable (and CPU
+    /// fallback was not allowed).
     pub fn new(config: EngineConfig) -> Result<Arc<Engine>> {
-        Ok(Arc::new(Engine { config }))
+        let gpu = match config.backend {
+            BackendChoice::Cpu => None,
+            BackendChoice::Gpu | BackendChoice::Auto => match gpu_backend(&config) {
+                Ok(g) => Some(g),
+                Err(e) if config.backend == BackendChoice::Auto => {
+                    log::info!("GPU backend unavailable ({e}); proving on the CPU");
+                    None
+                }
+                Err(e) if config.allow_cpu_fallback => {
+                    log::warn!("GPU backend requested but unavailable ({e}); CPU fallback allowed: proving on the CPU");
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        Ok(Arc::new(Engine {
+            config,
+            params: Mutex::new(HashMap::new()),
+            cpu: CpuBackend,
+            gpu,
+            panic_next: AtomicBool::new(false),
+        }))
+    }
+
+    /// Testing only: makes the next [`Engine::prove_porep_c2`] call panic with the message
+    /// [`INJECTED_PANIC_MESSAGE`] (once), to test the panic boundaries (C ABI, Go).
+    #[doc(hidden)]
+    pub fn inject_panic_for_test(&self) {
+        self.panic_next.store(true, Ordering::SeqCst);
     }
 
     /// The configuration this engine was created with.
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// Name of the backend partitions run on (`"gpu"` or `"cpu"`).
+    pub fn backend_name(&self) -> &'static str {
+        self.backend().name()
+    }
+
+    fn backend(&self) -> &dyn Backend {
+        match &self.gpu {
+            Some(g) => g.as_ref(),
+            None => &self.cpu,
+        }
+    }
+
+    /// Loads (once) and returns the parameters at `path`.
+    ///
+    /// # Errors
+    /// [`Error::ParametersNotFound`] / [`Error::ParametersInvalid`] from [`Srs::load`]. A failed
+    /// load is not cached: a later call tries again (e.g. after the file was fetched).
+    pub fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
+        let slot = {
+            let mut map = self.params.lock().map_err(|_| Error::internal("parameter cache poisoned"))?;
+            map.entry(path.to_path_buf()).or_default().clone()
+        };
+        let mut slot = slot.lock().map_err(|_| Error::internal("parameter slot poisoned"))?;
+        if let Some(srs) = slot.as_ref() {
+            return Ok(srs.clone());
+        }
+        let t = Instant::now();
+        let srs = Arc::new(Srs::load(path)?);
+        log::info!(
+            "loaded parameters {} ({:.2} GB) in {:.2} s",
+            path.display(),
+            srs.size_bytes() as f64 / 1e9,
+            t.elapsed().as_secs_f64()
+        );
+        *slot = Some(srs.clone());
+        Ok(srs)
     }
 
     /// Proves commit phase 2 of one sector.
@@ -61,11 +157,14 @@ impl Engine {
     /// * `sector_id` — the sector number.
     /// * `prover_id` — 32 bytes (see [`crate::c1::prover_id_from_actor_id`]).
     ///
-    /// Returns 192 bytes per partition (10 partitions for 32 GiB sectors, 1 for 2 KiB … 512 MiB).
+    /// Returns 192 bytes per partition (10 partitions for 32 GiB sectors, 1 for 2 KiB … 512 MiB),
+    /// verified against the verifying key unless `options.verify` is off.
     ///
     /// # Errors
     /// Input errors (1xx) before any heavy work; parameter errors (2xx); device and memory errors
-    /// (3xx, 4xx); [`Error::VerificationFailed`] if a proof does not verify.
+    /// (3xx, 4xx); [`Error::Synthesis`] when the C1 output does not satisfy the circuit;
+    /// [`Error::VerificationFailed`] if a proof does not verify; [`Error::Panic`] if a worker
+    /// panicked.
     pub fn prove_porep_c2(
         &self,
         c1_output: &[u8],
@@ -73,9 +172,228 @@ impl Engine {
         prover_id: &[u8],
         options: &ProveOptions,
     ) -> Result<C2Output> {
-        let _ = (c1_output, sector_id, prover_id, options);
-        Err(Error::Internal("not implemented yet".into()))
+        if self.panic_next.swap(false, Ordering::SeqCst) {
+            panic!("{INJECTED_PANIC_MESSAGE}");
+        }
+        let reporter = Reporter::new(options.progress.clone());
+        let mut timings = Timings::default();
+        let start = Instant::now();
+        let prover_id = c1::prover_id(prover_id)?;
+        let input = reporter.time(&mut timings, None, Stage::Parse, || -> Result<_> {
+            let input = c1::parse(c1_output)?;
+            c1::validate(&input, sector_id, &prover_id)?;
+            Ok(input)
+        })?;
+        let proof_type = input.output.registered_proof;
+        if let Some(rs) = &options.randomness {
+            let want = usize::from(proof_type.partitions());
+            if rs.len() != want {
+                return Err(Error::InvalidInput(format!(
+                    "{} (r, s) pairs given for {want} partitions",
+                    rs.len()
+                )));
+            }
+        }
+        log::info!(
+            "prove_porep_c2: sector {sector_id}, {proof_type:?}, {} partition(s), backend {}",
+            proof_type.partitions(),
+            self.backend_name()
+        );
+        let mut out = filecoin_proofs::with_shape!(
+            u64::from(proof_type.sector_size()),
+            prove_shape,
+            self,
+            input.output,
+            options,
+            &reporter,
+            &mut timings,
+        )?;
+        reporter.report(&mut timings, None, Stage::Total, start.elapsed());
+        out.timings = timings;
+        Ok(out)
     }
+
+    /// Host-memory budget and per-partition estimate → how many partitions may be synthesized
+    /// and proved at once.
+    fn partition_concurrency(&self, sector_size: u64, partitions: usize) -> Result<usize> {
+        let need = partition_host_bytes(sector_size);
+        let budget = self.config.host_memory_limit.or_else(available_host_memory);
+        let Some(budget) = budget else { return Ok(partitions.min(2)) };
+        if budget < need {
+            if self.config.host_memory_limit.is_some() {
+                return Err(Error::OutOfHostMemory { needed: need, budget });
+            }
+            return Ok(1);
+        }
+        Ok(((budget / need) as usize).clamp(1, partitions))
+    }
+}
+
+/// Estimated host bytes one partition needs while it is proved (assignment a, b, c, aux,
+/// density and the H vector: ≈ 170 B per constraint): 32 GiB → ~22 GB, 2 KiB → ~0.5 GB.
+pub fn partition_host_bytes(sector_size: u64) -> u64 {
+    let constraints: u64 = match sector_size {
+        s if s >= 32 << 30 => 130_300_000,
+        s if s >= 512 << 20 => 40_000_000,
+        s if s >= 8 << 20 => 12_000_000,
+        _ => 2_700_000,
+    };
+    constraints * 170
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes (Linux), if readable.
+fn available_host_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_backend(config: &EngineConfig) -> Result<Arc<dyn Backend>> {
+    crate::prover::gpu::GpuBackend::new(config).map(|b| Arc::new(b) as Arc<dyn Backend>)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_backend(_config: &EngineConfig) -> Result<Arc<dyn Backend>> {
+    Err(Error::NoDevice("cuzk was built without the `cuda` feature".into()))
+}
+
+/// The proof of one sector shape (`Tree` = the sector's Merkle tree shape).
+fn prove_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    options: &ProveOptions,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<C2Output> {
+    let proof_type = c1.registered_proof;
+    let config = proof_type.as_v1_config();
+    let vanilla: Vec<Vec<RawVanillaSealProof<Tree>>> = c1
+        .vanilla_proofs
+        .try_into()
+        .map_err(|e: anyhow::Error| Error::InvalidInput(format!("vanilla proofs: {e:#}")))?;
+    let comm_r = filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r")
+        .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
+    let comm_d = filecoin_proofs::as_safe_commitment(&c1.comm_d, "comm_d")
+        .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
+    let public_inputs = stacked::PublicInputs {
+        replica_id: c1.replica_id,
+        tau: Some(stacked::Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(c1.seed),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: filecoin_proofs::parameters::setup_params(&config).map_err(Error::internal)?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    let pub_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
+    .map_err(Error::internal)?;
+    let vanilla_params = &pub_params.vanilla_params;
+
+    let (params_path, _) = porep_param_paths::<Tree>(&engine.config.resolved_parameter_dir(), vanilla_params);
+    let srs = reporter.time(timings, None, Stage::LoadParams, || engine.load_params(&params_path))?;
+
+    let partitions = vanilla.len();
+    let workers = engine.partition_concurrency(u64::from(proof_type.sector_size()), partitions)?;
+    let next = AtomicUsize::new(0);
+    type Slot = Option<Result<([u8; PROOF_BYTES], PartitionReport, Timings)>>;
+    let results: Vec<Mutex<Slot>> = (0..partitions).map(|_| Mutex::new(None)).collect();
+    let failed = AtomicBool::new(false);
+
+    let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
+        let mut t = Timings::default();
+        let p = Some(k);
+        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+            &public_inputs,
+            Default::default(),
+            &vanilla[k],
+            vanilla_params,
+            Some(k),
+        )
+        .map_err(|e| Error::InvalidInput(format!("partition {k}: {e:#}")))?;
+        let mut asg = reporter.time(&mut t, p, Stage::Synthesis, || Assignment::synthesize(circuit))
+            .map_err(|e| Error::Synthesis { partition: k, message: e.to_string() })?;
+        srs.check_shape(&asg)?;
+        prover::check_satisfied(&asg, k)?;
+        let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+            &public_inputs,
+            vanilla_params,
+            Some(k),
+        )
+        .map_err(Error::internal)?;
+        if asg.input[1..] != inputs[..] {
+            return Err(Error::Synthesis {
+                partition: k,
+                message: "the circuit's public inputs differ from the expected ones".into(),
+            });
+        }
+        let backend = engine.backend();
+        let mut ctx = PartitionCtx { partition: k, reporter, timings: &mut t, device: None, tier: None };
+        let msm = backend.compute(&mut asg, &srs, &mut ctx)?;
+        let (device, tier) = (ctx.device, ctx.tier.take());
+        drop(asg);
+        let (r, s) = match &options.randomness {
+            Some(rs) => rs[k],
+            None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),
+        };
+        let proof = reporter.time(&mut t, p, Stage::Epilogue, || prover::assemble(&srs.vk, &msm, r, s))?;
+        if options.verify {
+            let ok = reporter.time(&mut t, p, Stage::Verify, || verify_proof(&srs.pvk, &proof, &inputs));
+            if !matches!(ok, Ok(true)) {
+                return Err(Error::VerificationFailed { partition: k });
+            }
+        }
+        let report = PartitionReport { partition: k, backend: backend.name(), device, tier };
+        Ok((prover::proof_to_bytes(&proof), report, t))
+    };
+
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::SeqCst);
+                if k >= partitions || failed.load(Ordering::SeqCst) {
+                    break;
+                }
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prove_one(k)))
+                    .unwrap_or_else(|p| Err(Error::from_panic(p)));
+                if r.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                if let Ok(mut slot) = results[k].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+
+    let mut proof = Vec::with_capacity(partitions * PROOF_BYTES);
+    let mut reports = Vec::with_capacity(partitions);
+    for (k, slot) in results.into_iter().enumerate() {
+        let slot = slot.into_inner().map_err(|_| Error::internal("result slot poisoned"))?;
+        match slot {
+            Some(Ok((bytes, report, t))) => {
+                proof.extend_from_slice(&bytes);
+                reports.push(report);
+                timings.entries.extend(t.entries);
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                // Skipped because another partition failed first: report that failure.
+                if !failed.load(Ordering::SeqCst) {
+                    return Err(Error::Internal(format!("partition {k} was not proved")));
+                }
+            }
+        }
+    }
+    if reports.len() != partitions {
+        return Err(Error::Internal("a partition failed without an error".into()));
+    }
+    Ok(C2Output { proof, partitions: reports, timings: Timings::default(), verified: options.verify })
 }
 
 /// Proves with a process-wide engine configured from the environment

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The test suite (the README's test command). Runs on a machine with no GPU:
+#   1. cargo test --release            — unit tests, the real 2 KiB proof on the CPU (fixture made
+#                                        on first use, ~15 min on 2 cores, then cached), the C ABI
+#                                        and its C program, header drift;
+#   2. go test in examples/go          — the cgo example against the static library;
+#   3. cargo test --release --features cuda --no-run
+#                                      — compiles all GPU code and GPU tests (nvcc from
+#                                        scripts/install-cuda.sh when no CUDA toolkit is present).
+# Installs what is missing (nvcc from PyPI wheels, Go from Debian's golang-go) when run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+
+echo "== 1/3 cargo test --release"
+cargo test --release
+
+echo "== 2/3 Go example (go test)"
+if ! command -v go >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq golang-go >/dev/null
+  else
+    echo "Go is not installed: install Debian's golang-go (or Go >= 1.19) and rerun" >&2
+    exit 1
+  fi
+fi
+cargo build --release --lib
+(cd examples/go && go test -count=1 ./...)
+echo "== 3/3 GPU code compiles (cargo test --release --features cuda --no-run)"
+if ! command -v nvcc >/dev/null 2>&1; then
+  # shellcheck disable=SC1090
+  source <(bash scripts/install-cuda.sh)
+fi
+export CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-sm_90}
+cargo test --release --features cuda --no-run
+
+echo "== all tests passed"

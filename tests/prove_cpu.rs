@@ -1,0 +1,255 @@
+//! The main job on the real 2 KiB fixture, CPU backend: our proof verifies with filecoin-proofs'
+//! `verify_seal`, equals bellperson's proof for the same r and s, and bad input gets typed errors.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use bellperson::groth16::{create_proof, Proof};
+use blstrs::{Bls12, Scalar as Fr};
+use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture, Fixture};
+use cuzk::{Backend, Engine, EngineConfig, ProveOptions};
+use ff::Field;
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let _ = env_logger::builder().is_test(true).try_init();
+        ensure_2kib_fixture(&default_fixture_dir()).expect("2 KiB fixture")
+    })
+}
+
+fn engine() -> Arc<Engine> {
+    static E: OnceLock<Arc<Engine>> = OnceLock::new();
+    E.get_or_init(|| {
+        Engine::new(EngineConfig {
+            parameter_dir: Some(fixture().param_dir.clone()),
+            backend: Backend::Cpu,
+            ..Default::default()
+        })
+        .expect("engine")
+    })
+    .clone()
+}
+
+fn c1() -> Vec<u8> {
+    fixture().read_c1().expect("c1.json")
+}
+
+#[test]
+fn cpu_proof_verifies_with_filecoin_proofs_and_every_byte_flip_fails() {
+    let f = fixture();
+    let out = engine().prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &ProveOptions::default()).unwrap();
+    assert_eq!(out.proof.len(), 192);
+    assert!(out.verified);
+    assert_eq!(out.partitions.len(), 1);
+    assert_eq!(out.partitions[0].backend, "cpu");
+    for stage in [cuzk::Stage::Synthesis, cuzk::Stage::Ntt, cuzk::Stage::MsmH, cuzk::Stage::Verify] {
+        assert!(out.timings.of_partition(0).any(|(s, _)| s == stage), "{stage:?} timed");
+    }
+    assert!(f.verify(&out.proof).unwrap(), "verify_seal rejects our proof");
+    for i in 0..out.proof.len() {
+        let mut bad = out.proof.clone();
+        bad[i] ^= 0x01;
+        assert!(!matches!(f.verify(&bad), Ok(true)), "proof with byte {i} flipped verified");
+    }
+}
+
+#[test]
+fn wrapped_input_proves_and_checks_its_sector_number() {
+    use base64::Engine as _;
+    let f = fixture();
+    let wrap = |num: u64, size: u64| {
+        serde_json::json!({
+            "SectorNum": num,
+            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(c1()),
+            "SectorSize": size,
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let out = engine()
+        .prove_porep_c2(&wrap(f.sector_id, 2048), f.sector_id, &f.prover_id, &ProveOptions::default())
+        .unwrap();
+    assert!(f.verify(&out.proof).unwrap());
+    let e = engine().prove_porep_c2(&wrap(f.sector_id, 8 << 20), f.sector_id, &f.prover_id, &ProveOptions::default());
+    assert!(matches!(e, Err(cuzk::Error::InvalidInput(ref m)) if m.contains("SectorSize")), "{e:?}");
+    let e = engine().prove_porep_c2(&wrap(f.sector_id + 1, 2048), f.sector_id, &f.prover_id, &ProveOptions::default());
+    assert!(matches!(e, Err(cuzk::Error::InvalidInput(ref m)) if m.contains("SectorNum")), "{e:?}");
+}
+
+/// The 2 KiB circuit of the fixture, built independently of the engine from filecoin-proofs'
+/// own types, plus the parameters read by bellperson.
+fn reference_circuit() -> (
+    storage_proofs_porep::stacked::StackedCircuit<
+        filecoin_proofs::SectorShape2KiB,
+        filecoin_proofs::DefaultPieceHasher,
+    >,
+    bellperson::groth16::Parameters<Bls12>,
+) {
+    use filecoin_proofs::{DefaultPieceHasher as G, SectorShape2KiB as Tree};
+    use storage_proofs_core::compound_proof::{CompoundProof, SetupParams};
+    use storage_proofs_porep::stacked::{PublicInputs, StackedCompound, StackedDrg, Tau};
+    let f = fixture();
+    let out = f.c1_output().unwrap();
+    let config = out.registered_proof.as_v1_config();
+    let vanilla: Vec<Vec<filecoin_proofs::types::VanillaSealProof<Tree>>> =
+        out.vanilla_proofs.try_into().unwrap();
+    let setup = SetupParams {
+        vanilla_params: filecoin_proofs::parameters::setup_params(&config).unwrap(),
+        partitions: Some(1),
+        priority: false,
+    };
+    let pp = <StackedCompound<Tree, G> as CompoundProof<StackedDrg<'_, Tree, G>, _>>::setup(&setup).unwrap();
+    let pub_in = PublicInputs {
+        replica_id: out.replica_id,
+        tau: Some(Tau {
+            comm_d: filecoin_proofs::as_safe_commitment(&out.comm_d, "comm_d").unwrap(),
+            comm_r: filecoin_proofs::as_safe_commitment(&out.comm_r, "comm_r").unwrap(),
+        }),
+        k: None,
+        seed: Some(out.seed),
+    };
+    let circuit = <StackedCompound<Tree, G> as CompoundProof<_, _>>::circuit(
+        &pub_in,
+        Default::default(),
+        &vanilla[0],
+        &pp.vanilla_params,
+        Some(0),
+    )
+    .unwrap();
+    let params = bellperson::groth16::Parameters::read(
+        std::fs::File::open(&f.params_file).unwrap(),
+        false,
+    )
+    .unwrap();
+    (circuit, params)
+}
+
+#[test]
+fn known_answer_same_r_s_gives_bellpersons_bytes_and_h() {
+    let f = fixture();
+    let r = Fr::from(0x1234_5678_9abc_def0u64).square();
+    let s = Fr::from(0x0fed_cba9_8765_4321u64).square();
+    let opts = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
+    let ours = engine().prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts).unwrap();
+
+    let (circuit, params) = reference_circuit();
+    // H polynomial: ours vs bellperson's EvaluationDomain on the same a, b, c.
+    let asg = cuzk::synth::Assignment::synthesize(circuit.clone()).unwrap();
+    assert_eq!(asg.num_constraints(), 2_687_921);
+    assert_eq!(asg.input.len(), 41, "40 public inputs + one");
+    let h = cuzk::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone()).unwrap();
+    {
+        use bellperson::domain::EvaluationDomain;
+        use ec_gpu_gen::threadpool::Worker;
+        let w = Worker::new();
+        let mut a = EvaluationDomain::from_coeffs(asg.a.clone()).unwrap();
+        let mut b = EvaluationDomain::from_coeffs(asg.b.clone()).unwrap();
+        let mut c = EvaluationDomain::from_coeffs(asg.c.clone()).unwrap();
+        for d in [&mut a, &mut b, &mut c] {
+            d.ifft(&w, &mut None).unwrap();
+            d.coset_fft(&w, &mut None).unwrap();
+        }
+        a.mul_assign(&w, &b);
+        a.sub_assign(&w, &c);
+        a.divide_by_z_on_coset(&w);
+        a.icoset_fft(&w, &mut None).unwrap();
+        let mut reference = a.into_coeffs();
+        assert_eq!(reference.pop(), Some(Fr::ZERO), "deg h ≤ n − 2");
+        assert_eq!(h.len(), (1 << 22) - 1);
+        assert!(h == reference, "H polynomial differs from bellperson's");
+    }
+    drop(asg);
+
+    let theirs: Proof<Bls12> = create_proof(circuit, &params, r, s).unwrap();
+    let mut theirs_bytes = Vec::new();
+    theirs.write(&mut theirs_bytes).unwrap();
+    assert_eq!(ours.proof, theirs_bytes, "same r, s must give bellperson's exact proof bytes");
+    assert!(f.verify(&ours.proof).unwrap());
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cuzk-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn engine_with_params(dir: &Path) -> Arc<Engine> {
+    Engine::new(EngineConfig { parameter_dir: Some(dir.to_path_buf()), backend: Backend::Cpu, ..Default::default() })
+        .unwrap()
+}
+
+#[test]
+fn bad_inputs_get_typed_errors_and_nothing_panics() {
+    let f = fixture();
+    let good = c1();
+    let e = engine();
+    let prove = |eng: &Engine, input: &[u8], sector: u64, prover: &[u8]| {
+        eng.prove_porep_c2(input, sector, prover, &ProveOptions::default()).map(|_| ()).unwrap_err()
+    };
+    // malformed and truncated JSON
+    assert_eq!(prove(&e, b"{not json", f.sector_id, &f.prover_id).code(), 100);
+    let err = prove(&e, &good[..good.len() / 2], f.sector_id, &f.prover_id);
+    assert!(err.to_string().contains("truncated"), "{err}");
+    // prover id of the wrong length
+    assert!(matches!(prove(&e, &good, f.sector_id, &f.prover_id[..31]), cuzk::Error::InvalidProverId { len: 31 }));
+    // another prover id or sector number than the C1 was sealed for
+    let mut other = f.prover_id;
+    other[0] ^= 1;
+    assert!(prove(&e, &good, f.sector_id, &other).to_string().contains("replica id"));
+    assert!(prove(&e, &good, f.sector_id + 1, &f.prover_id).to_string().contains("replica id"));
+
+    let name = f.params_file.file_name().unwrap();
+    // missing parameter file
+    let empty = temp_dir("missing");
+    let err = prove(&engine_with_params(&empty), &good, f.sector_id, &f.prover_id);
+    assert!(matches!(err, cuzk::Error::ParametersNotFound { .. }), "{err}");
+    // zero-length parameter file
+    let zero = temp_dir("zero");
+    std::fs::write(zero.join(name), b"").unwrap();
+    let err = prove(&engine_with_params(&zero), &good, f.sector_id, &f.prover_id);
+    assert!(err.code() == 201 && err.to_string().contains("empty"), "{err}");
+    // truncated parameter file (first 50 MB of the real one)
+    let trunc = temp_dir("trunc");
+    {
+        use std::io::Read;
+        let mut head = vec![0u8; 50 << 20];
+        std::fs::File::open(&f.params_file).unwrap().read_exact(&mut head).unwrap();
+        std::fs::write(trunc.join(name), head).unwrap();
+    }
+    let err = prove(&engine_with_params(&trunc), &good, f.sector_id, &f.prover_id);
+    assert!(err.code() == 201 && err.to_string().contains("truncated"), "{err}");
+    // parameters of another circuit (a well-formed file with other query sizes) under this name
+    let other_params = temp_dir("other");
+    write_small_params(&other_params.join(name));
+    let err = prove(&engine_with_params(&other_params), &good, f.sector_id, &f.prover_id);
+    assert!(err.code() == 201 && err.to_string().contains("not the parameters of this circuit"), "{err}");
+    for d in [empty, zero, trunc, other_params] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// A structurally valid parameter file of a tiny circuit: 41 inputs, 3 points per query.
+fn write_small_params(path: &Path) {
+    use group::{Curve, Group};
+    let g1 = |i: u64| (blstrs::G1Projective::generator() * Fr::from(i + 2)).to_affine();
+    let g2 = |i: u64| (blstrs::G2Projective::generator() * Fr::from(i + 2)).to_affine();
+    let p = bellperson::groth16::Parameters::<Bls12> {
+        vk: bellperson::groth16::VerifyingKey {
+            alpha_g1: g1(0),
+            beta_g1: g1(1),
+            beta_g2: g2(0),
+            gamma_g2: g2(1),
+            delta_g1: g1(2),
+            delta_g2: g2(2),
+            ic: (0..41).map(g1).collect(),
+        },
+        h: Arc::new((0..3).map(g1).collect()),
+        l: Arc::new((0..3).map(g1).collect()),
+        a: Arc::new((0..3).map(g1).collect()),
+        b_g1: Arc::new((0..3).map(g1).collect()),
+        b_g2: Arc::new((0..3).map(g2).collect()),
+    };
+    p.write(&mut std::fs::File::create(path).unwrap()).unwrap();
+}
