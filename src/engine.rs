@@ -273,12 +273,14 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         .vanilla_proofs
         .try_into()
         .map_err(|e: anyhow::Error| Error::InvalidInput(format!("vanilla proofs: {e:#}")))?;
-    let comm_r = filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r")
+    let comm_r: <Tree::Hasher as filecoin_hashers::Hasher>::Domain =
+        filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r")
         .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
-    let comm_d = filecoin_proofs::as_safe_commitment(&c1.comm_d, "comm_d")
+    let comm_d: filecoin_proofs::DefaultPieceDomain =
+        filecoin_proofs::as_safe_commitment(&c1.comm_d, "comm_d")
         .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
     let public_inputs = stacked::PublicInputs {
-        replica_id: c1.replica_id,
+        replica_id: Fr::from(c1.replica_id).into(),
         tau: Some(stacked::Tau { comm_d, comm_r }),
         k: None,
         seed: Some(c1.seed),

@@ -136,8 +136,9 @@ fn known_answer_same_r_s_gives_bellpersons_bytes_and_h() {
     let (circuit, params) = reference_circuit();
     // H polynomial: ours vs bellperson's EvaluationDomain on the same a, b, c.
     let asg = cuzk::synth::Assignment::synthesize(circuit.clone()).unwrap();
-    assert_eq!(asg.num_constraints(), 2_687_921);
-    assert_eq!(asg.input.len(), 41, "40 public inputs + one");
+    // 2,687,921 circuit constraints + one `input · 0 = 0` constraint per input (40).
+    assert_eq!(asg.num_constraints(), 2_687_961);
+    assert_eq!(asg.input.len(), 40, "39 public inputs + the constant one");
     let h = cuzk::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone()).unwrap();
     {
         use bellperson::domain::EvaluationDomain;
