@@ -1,1 +1,692 @@
-//! TODO
+//! A real, deterministic 2 KiB PoRep test fixture: a sealed sector's C1 output plus Groth16
+//! parameters generated from a fixed seed.
+//!
+//! [`ensure_2kib_fixture`] builds (once) and reuses a directory laid out as
+//!
+//! ```text
+//! <dir>/fixture.json   metadata (this module's `Fixture`, hex-encoded byte arrays); written last
+//! <dir>/c1.json        filecoin-proofs-api `SealCommitPhase1Output`, serde_json
+//! <dir>/params/        v28-stacked-proof-of-replication-…-<sha256>.params / .vk / .meta
+//! <dir>/seal/          the staged, sealed and cache files of the sector (not needed afterwards)
+//! <dir>/.lock          held (flock) while a process checks or builds the fixture
+//! ```
+//!
+//! Everything is derived from constants of this module: the piece data, ticket, seed, prover id
+//! (actor 1000) and sector id (4242) are fixed, so `comm_d`, `comm_r` and `c1.json` are the same
+//! on every machine; the parameters come from `ChaCha20Rng::from_seed(PARAMS_RNG_SEED)` and are
+//! therefore the same too (they are **test** parameters: anyone knowing the seed knows the
+//! toxic waste).
+//!
+//! Costs: sealing takes well under a second; generating the parameters takes about 10 minutes
+//! on 2 cores and writes a 1.1 GB `.params` file.
+//!
+//! # The parameter-cache environment variable
+//!
+//! filecoin-proofs looks its Groth16 files up in `FIL_PROOFS_PARAMETER_CACHE`, which it reads
+//! **once per process** (the first time any of its settings is used). [`use_parameter_dir`]
+//! therefore sets that variable to `<dir>/params` before the first filecoin-proofs call, and
+//! fails if the process already uses another directory. Call [`ensure_2kib_fixture`] early,
+//! before starting threads that read the environment. `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must
+//! be unset (or false): these parameters are not the production ones.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB};
+use filecoin_proofs_api::seal::{self, SealCommitPhase1Output};
+use filecoin_proofs_api::{RegisteredSealProof, SectorId, UnpaddedBytesAmount};
+use fs2::FileExt;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::parameter_cache::{
+    parameter_cache_params_path, parameter_cache_verifying_key_path, CacheEntryMetadata,
+    CacheableParameters, ParameterSetMetadata, PARAMETER_METADATA_EXT, VERSION,
+};
+use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
+
+use crate::c1::{hex as to_hex, prover_id_from_actor_id};
+use crate::error::{Error, Result};
+
+/// Version of the fixture layout and constants; bumping it changes the default directory name.
+pub const FIXTURE_VERSION: u32 = 1;
+/// The proof type of the fixture.
+pub const REGISTERED_PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+/// Sector number of the fixture.
+pub const SECTOR_ID: u64 = 4242;
+/// Miner actor id whose prover id seals the fixture (`f01000`).
+pub const ACTOR_ID: u64 = 1000;
+/// Interactive-PoRep ticket (32 bytes).
+pub const TICKET: [u8; 32] = *b"cuzk 2KiB fixture ticket, v1 ...";
+/// Interactive-PoRep seed (32 bytes).
+pub const SEED: [u8; 32] = *b"cuzk 2KiB fixture seed, v1 .....";
+/// ChaCha20 seed of the piece data (2032 unpadded bytes).
+pub const PIECE_RNG_SEED: [u8; 32] = *b"cuzk 2KiB fixture piece data, v1";
+/// ChaCha20 seed of the Groth16 parameter generation.
+pub const PARAMS_RNG_SEED: [u8; 32] = *b"cuzk 2KiB fixture groth16 params";
+
+/// Name of the metadata file inside a fixture directory.
+pub const FIXTURE_JSON: &str = "fixture.json";
+/// Name of the C1 output file inside a fixture directory.
+pub const C1_JSON: &str = "c1.json";
+
+type Tree = SectorShape2KiB;
+type Compound = StackedCompound<Tree, DefaultPieceHasher>;
+
+/// A ready 2 KiB fixture: where its files are and the values needed to prove and verify it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fixture {
+    /// The fixture directory.
+    pub dir: PathBuf,
+    /// Directory of the Groth16 `.params` / `.vk` files (`<dir>/params`); pass it as
+    /// `EngineConfig::parameter_dir`.
+    pub param_dir: PathBuf,
+    /// The C1 output (`SealCommitPhase1Output` JSON of filecoin-proofs-api), `<dir>/c1.json`.
+    pub c1_json: PathBuf,
+    /// Groth16 parameter file (about 1.1 GB), inside `param_dir`.
+    pub params_file: PathBuf,
+    /// Groth16 verifying-key file, inside `param_dir`.
+    pub vk_file: PathBuf,
+    /// Proof type (`StackedDrg2KiBV1_1`).
+    pub registered_proof: RegisteredSealProof,
+    /// Sector number.
+    pub sector_id: u64,
+    /// Miner actor id the prover id was derived from.
+    pub actor_id: u64,
+    /// 32-byte prover id ([`crate::c1::prover_id_from_actor_id`] of `actor_id`).
+    pub prover_id: [u8; 32],
+    /// 32-byte ticket.
+    pub ticket: [u8; 32],
+    /// 32-byte interactive seed.
+    pub seed: [u8; 32],
+    /// Replica commitment (32 bytes, as filecoin-proofs returns it).
+    pub comm_r: [u8; 32],
+    /// Data commitment (32 bytes).
+    pub comm_d: [u8; 32],
+}
+
+/// On-disk form of [`Fixture`]: byte arrays in hex, paths relative to the fixture directory.
+#[derive(Serialize, Deserialize)]
+struct Meta {
+    version: u32,
+    registered_proof: RegisteredSealProof,
+    sector_id: u64,
+    actor_id: u64,
+    prover_id: String,
+    ticket: String,
+    seed: String,
+    comm_r: String,
+    comm_d: String,
+    c1_json: String,
+    params_file: String,
+    vk_file: String,
+}
+
+impl Fixture {
+    /// Reads `<dir>/fixture.json` (paths in it are relative to `dir`).
+    ///
+    /// Does not check that the files it names exist (see [`Fixture::is_complete`]) and does not
+    /// touch `FIL_PROOFS_PARAMETER_CACHE`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read; [`Error::Internal`] if it is not a fixture
+    /// metadata file of version [`FIXTURE_VERSION`].
+    pub fn load(dir: &Path) -> Result<Fixture> {
+        let path = dir.join(FIXTURE_JSON);
+        let text = fs::read(&path)?;
+        let m: Meta = serde_json::from_slice(&text).map_err(|e| {
+            Error::Internal(format!("bad fixture metadata {}: {e}", path.display()))
+        })?;
+        if m.version != FIXTURE_VERSION {
+            return Err(Error::Internal(format!(
+                "fixture metadata {} has version {}, expected {FIXTURE_VERSION}",
+                path.display(),
+                m.version
+            )));
+        }
+        let b = |name: &str, v: &str| {
+            from_hex32(v).ok_or_else(|| {
+                Error::Internal(format!(
+                    "bad fixture metadata {}: {name} is not 64 hex digits",
+                    path.display()
+                ))
+            })
+        };
+        let param_dir = dir.join("params");
+        Ok(Fixture {
+            dir: dir.to_path_buf(),
+            c1_json: dir.join(&m.c1_json),
+            params_file: param_dir.join(&m.params_file),
+            vk_file: param_dir.join(&m.vk_file),
+            param_dir,
+            registered_proof: m.registered_proof,
+            sector_id: m.sector_id,
+            actor_id: m.actor_id,
+            prover_id: b("prover_id", &m.prover_id)?,
+            ticket: b("ticket", &m.ticket)?,
+            seed: b("seed", &m.seed)?,
+            comm_r: b("comm_r", &m.comm_r)?,
+            comm_d: b("comm_d", &m.comm_d)?,
+        })
+    }
+
+    /// Writes `<dir>/fixture.json` atomically (temporary name, then rename).
+    ///
+    /// # Errors
+    /// [`Error::Io`] on write failure; [`Error::Internal`] if a path is not inside the fixture
+    /// directory.
+    pub fn save(&self) -> Result<()> {
+        let rel = |p: &Path, base: &Path| -> Result<String> {
+            p.strip_prefix(base)
+                .map(|r| r.to_string_lossy().into_owned())
+                .map_err(|_| {
+                    Error::Internal(format!("{} is not inside {}", p.display(), base.display()))
+                })
+        };
+        let m = Meta {
+            version: FIXTURE_VERSION,
+            registered_proof: self.registered_proof,
+            sector_id: self.sector_id,
+            actor_id: self.actor_id,
+            prover_id: to_hex(&self.prover_id),
+            ticket: to_hex(&self.ticket),
+            seed: to_hex(&self.seed),
+            comm_r: to_hex(&self.comm_r),
+            comm_d: to_hex(&self.comm_d),
+            c1_json: rel(&self.c1_json, &self.dir)?,
+            params_file: rel(&self.params_file, &self.param_dir)?,
+            vk_file: rel(&self.vk_file, &self.param_dir)?,
+        };
+        let json = serde_json::to_vec_pretty(&m).map_err(Error::internal)?;
+        write_atomic(&self.dir.join(FIXTURE_JSON), |w| w.write_all(&json))
+    }
+
+    /// Whether every file the fixture needs (`fixture.json`, `c1.json`, `.params`, `.vk`) exists.
+    /// Files are only ever created by rename, so existing files are complete.
+    pub fn is_complete(&self) -> bool {
+        [
+            self.dir.join(FIXTURE_JSON),
+            self.c1_json.clone(),
+            self.params_file.clone(),
+            self.vk_file.clone(),
+        ]
+        .iter()
+        .all(|p| p.is_file())
+    }
+
+    /// Reads the C1 output bytes (`c1.json`).
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub fn read_c1(&self) -> Result<Vec<u8>> {
+        Ok(fs::read(&self.c1_json)?)
+    }
+
+    /// Reads and parses the C1 output as filecoin-proofs-api's type.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; [`Error::MalformedInput`] if `c1.json` does not parse.
+    pub fn c1_output(&self) -> Result<SealCommitPhase1Output> {
+        let bytes = self.read_c1()?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| Error::MalformedInput(format!("{}: {e}", self.c1_json.display())))
+    }
+
+    /// Verifies `proof` (192 bytes per partition) against this fixture's public values with
+    /// filecoin-proofs-api's `verify_seal` — an implementation independent of cuzk's prover.
+    /// Points filecoin-proofs at [`Fixture::param_dir`] first (see [`use_parameter_dir`]).
+    ///
+    /// Returns `Ok(false)` for a well-formed proof that does not verify.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (parameter directory already pinned elsewhere);
+    /// [`Error::Internal`] when filecoin-proofs fails (e.g. bytes that are not curve points, or a
+    /// missing verifying key).
+    pub fn verify(&self, proof: &[u8]) -> Result<bool> {
+        use_parameter_dir(&self.param_dir)?;
+        seal::verify_seal(
+            self.registered_proof,
+            self.comm_r,
+            self.comm_d,
+            self.prover_id,
+            SectorId::from(self.sector_id),
+            self.ticket,
+            self.seed,
+            proof,
+        )
+        .map_err(|e| Error::Internal(format!("verify_seal: {e:#}")))
+    }
+}
+
+/// The default fixture directory: `$CUZK_FIXTURE_DIR` if set (and not empty), else
+/// `$HOME/.cache/cuzk/fixture-2kib-v1` (kept across CI runs on one machine), else
+/// `<temp dir>/cuzk/fixture-2kib-v1` when `HOME` is unset.
+pub fn default_fixture_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("CUZK_FIXTURE_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    let base = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".cache"))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("cuzk")
+        .join(format!("fixture-2kib-v{FIXTURE_VERSION}"))
+}
+
+/// Points filecoin-proofs' parameter cache at `param_dir` for this process.
+///
+/// Creates `param_dir`; sets `FIL_PROOFS_PARAMETER_CACHE` when unset (and
+/// `FIL_PROOFS_PARENT_CACHE` to `<param_dir>/../parents` when unset, so that the fixture is
+/// self-contained); then checks that the value filecoin-proofs actually uses — read once per
+/// process — is `param_dir`. Not thread-safe with respect to concurrent environment reads
+/// (it may call `std::env::set_var`): call it early.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] if `FIL_PROOFS_PARAMETER_CACHE` is set to another directory, if
+/// filecoin-proofs already read another value in this process, or if
+/// `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` is set to a true value; [`Error::Io`] if the
+/// directory cannot be created.
+pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
+    const VAR: &str = "FIL_PROOFS_PARAMETER_CACHE";
+    const VERIFY_VAR: &str = "FIL_PROOFS_VERIFY_PRODUCTION_PARAMS";
+    if let Ok(v) = std::env::var(VERIFY_VAR) {
+        if !v.trim().is_empty() && crate::config::parse_bool(VERIFY_VAR, &v).unwrap_or(true) {
+            return Err(Error::InvalidConfig {
+                name: VERIFY_VAR.into(),
+                value: v,
+                reason: "must be unset or false: the fixture's parameters are test parameters, \
+                         not the production ones"
+                    .into(),
+            });
+        }
+    }
+    fs::create_dir_all(param_dir)?;
+    let want = fs::canonicalize(param_dir)?;
+    match std::env::var_os(VAR).filter(|v| !v.is_empty()) {
+        Some(v) => {
+            if !same_dir(Path::new(&v), &want) {
+                return Err(Error::InvalidConfig {
+                    name: VAR.into(),
+                    value: v.to_string_lossy().into_owned(),
+                    reason: format!(
+                        "the 2 KiB fixture needs it to be {} (filecoin-proofs reads it once per \
+                         process); unset it or point it there",
+                        want.display()
+                    ),
+                });
+            }
+        }
+        None => {
+            std::env::set_var(VAR, &want);
+            if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
+                if let Some(parent) = want.parent() {
+                    std::env::set_var("FIL_PROOFS_PARENT_CACHE", parent.join("parents"));
+                }
+            }
+        }
+    }
+    // First use of filecoin-proofs' settings reads the environment; later uses see that value.
+    let in_force = storage_proofs_core::settings::SETTINGS
+        .parameter_cache
+        .clone();
+    if !same_dir(Path::new(&in_force), &want) {
+        return Err(Error::InvalidConfig {
+            name: VAR.into(),
+            value: in_force,
+            reason: format!(
+                "filecoin-proofs already read its parameter directory in this process; the \
+                 2 KiB fixture needs {} — set {VAR} to it before any filecoin-proofs call",
+                want.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Builds the 2 KiB fixture in `dir` if needed, or reuses what is there and complete.
+///
+/// Idempotent and safe to run from several processes at once (an exclusive lock on
+/// `<dir>/.lock` serializes them; the second finds the fixture complete). Every file is written
+/// under a temporary name and renamed into place, so an interrupted run is resumed, never
+/// mistaken for complete. Points filecoin-proofs at `<dir>/params` first
+/// ([`use_parameter_dir`]).
+///
+/// Steps, each logged with its duration: seal the sector (add_piece, pre-commit 1 and 2,
+/// commit 1 → `c1.json`; < 1 s), then generate the Groth16 parameters if missing (~10 min on
+/// 2 cores, 1.1 GB), then check that filecoin-proofs' parameter cache finds the verifying key.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] (see [`use_parameter_dir`]); [`Error::Io`] for file-system errors;
+/// [`Error::Internal`] when filecoin-proofs or bellperson fail.
+pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
+    let t_all = Instant::now();
+    fs::create_dir_all(dir)?;
+    let dir = fs::canonicalize(dir)?;
+    let param_dir = dir.join("params");
+    use_parameter_dir(&param_dir)?;
+
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))?;
+    if lock.try_lock_exclusive().is_err() {
+        log::info!(
+            "fixture {}: another process is building it, waiting for its lock",
+            dir.display()
+        );
+        lock.lock_exclusive()?;
+    }
+    let result = ensure_locked(&dir, &param_dir);
+    let _ = fs2::FileExt::unlock(&lock);
+    let fixture = result?;
+    log::info!(
+        "fixture {} ready in {:.1} s: comm_r {} comm_d {}",
+        dir.display(),
+        t_all.elapsed().as_secs_f64(),
+        to_hex(&fixture.comm_r),
+        to_hex(&fixture.comm_d)
+    );
+    Ok(fixture)
+}
+
+fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
+    let (params_file, vk_file, meta_file, pp) = parameter_files(param_dir)?;
+
+    if let Ok(f) = Fixture::load(dir) {
+        if f.is_complete() && f.params_file == params_file && f.vk_file == vk_file {
+            log::info!("fixture {}: reusing the complete fixture", dir.display());
+            return Ok(f);
+        }
+    }
+
+    // Leftovers of interrupted runs (we hold the lock, so nobody else is writing them).
+    for d in [dir, param_dir] {
+        for entry in fs::read_dir(d)? {
+            let path = entry?.path();
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains(".tmp."))
+            {
+                log::info!("fixture: removing leftover {}", path.display());
+                fs::remove_file(&path)?;
+            }
+        }
+    }
+
+    // (a) The sealed sector and its C1 output (cheap: always redone when fixture.json is absent).
+    let c1_json = dir.join(C1_JSON);
+    let t = Instant::now();
+    let (comm_r, comm_d) = seal_sector(dir, &c1_json)?;
+    log::info!(
+        "fixture: sealed 2 KiB sector {SECTOR_ID} and wrote {} in {:.2} s",
+        c1_json.display(),
+        t.elapsed().as_secs_f64()
+    );
+
+    // (b) Groth16 parameters and verifying key.
+    if params_file.is_file() {
+        log::info!("fixture: reusing parameters {}", params_file.display());
+    } else {
+        let t = Instant::now();
+        log::info!(
+            "fixture: generating Groth16 parameters for the 2 KiB PoRep circuit into {} \
+             (about 10 minutes on 2 cores, 1.1 GB)",
+            params_file.display()
+        );
+        let circuit = <Compound as CompoundProof<
+            '_,
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&pp);
+        let mut rng = ChaCha20Rng::from_seed(PARAMS_RNG_SEED);
+        let params = bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(
+            circuit, &mut rng,
+        )
+        .map_err(|e| Error::Internal(format!("Groth16 parameter generation: {e}")))?;
+        log::info!(
+            "fixture: generated parameters in {:.1} s, writing",
+            t.elapsed().as_secs_f64()
+        );
+        let t_w = Instant::now();
+        write_atomic(&params_file, |w| params.write(w))?;
+        log::info!(
+            "fixture: wrote {} ({} bytes) in {:.1} s",
+            params_file.display(),
+            fs::metadata(&params_file)?.len(),
+            t_w.elapsed().as_secs_f64()
+        );
+    }
+    if !vk_file.is_file() {
+        // The .params file starts with the verifying key (bellperson's Parameters::write).
+        let vk = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(BufReader::new(
+            File::open(&params_file)?,
+        ))
+        .map_err(|e| Error::ParametersInvalid {
+            path: params_file.clone(),
+            reason: e.to_string(),
+        })?;
+        write_atomic(&vk_file, |w| vk.write(w))?;
+        log::info!("fixture: wrote {}", vk_file.display());
+    }
+    if !meta_file.is_file() {
+        let meta = CacheEntryMetadata {
+            sector_size: pp.sector_size(),
+        };
+        let json = serde_json::to_vec(&meta).map_err(Error::internal)?;
+        write_atomic(&meta_file, |w| w.write_all(&json))?;
+    }
+
+    // Check that filecoin-proofs' own cache finds our verifying key (names and directory).
+    <Compound as CompoundProof<
+        '_,
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        StackedCircuit<Tree, DefaultPieceHasher>,
+    >>::verifying_key::<ChaCha20Rng>(None, &pp)
+    .map_err(|e| {
+        Error::Internal(format!(
+            "filecoin-proofs cannot load the fixture's verifying key: {e:#}"
+        ))
+    })?;
+
+    let fixture = Fixture {
+        dir: dir.to_path_buf(),
+        param_dir: param_dir.to_path_buf(),
+        c1_json,
+        params_file,
+        vk_file,
+        registered_proof: REGISTERED_PROOF,
+        sector_id: SECTOR_ID,
+        actor_id: ACTOR_ID,
+        prover_id: prover_id_from_actor_id(ACTOR_ID),
+        ticket: TICKET,
+        seed: SEED,
+        comm_r,
+        comm_d,
+    };
+    fixture.save()?;
+    Ok(fixture)
+}
+
+/// The `.params`, `.vk` and `.meta` paths filecoin-proofs looks up for the 2 KiB PoRep circuit,
+/// and the circuit's public parameters — built exactly as filecoin-proofs' `get_stacked_params`
+/// builds them for the registered proof's `PoRepConfig`.
+fn parameter_files(
+    param_dir: &Path,
+) -> Result<(
+    PathBuf,
+    PathBuf,
+    PathBuf,
+    storage_proofs_porep::stacked::PublicParams<Tree>,
+)> {
+    let porep_config = REGISTERED_PROOF.as_v1_config();
+    let pp = filecoin_proofs::parameters::public_params::<Tree>(&porep_config)
+        .map_err(|e| Error::Internal(format!("2 KiB public parameters: {e:#}")))?;
+    let id = <Compound as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&pp);
+    let name = |p: PathBuf| -> Result<PathBuf> {
+        p.file_name().map(|n| param_dir.join(n)).ok_or_else(|| {
+            Error::Internal(format!("parameter path {} has no file name", p.display()))
+        })
+    };
+    let params = name(parameter_cache_params_path(&id))?;
+    let vk = name(parameter_cache_verifying_key_path(&id))?;
+    let meta = param_dir.join(format!("v{VERSION}-{id}.{PARAMETER_METADATA_EXT}"));
+    Ok((params, vk, meta, pp))
+}
+
+/// Seals the fixture's sector under `<dir>/seal` (from scratch) and writes the C1 output to
+/// `c1_json` atomically. Returns `(comm_r, comm_d)`.
+fn seal_sector(dir: &Path, c1_json: &Path) -> Result<([u8; 32], [u8; 32])> {
+    let seal_dir = dir.join("seal");
+    if seal_dir.exists() {
+        fs::remove_dir_all(&seal_dir)?;
+    }
+    let cache_dir = seal_dir.join("cache");
+    fs::create_dir_all(&cache_dir)?;
+    let staged = seal_dir.join("staged");
+    let sealed = seal_dir.join("sealed");
+
+    let sector_size = u64::from(REGISTERED_PROOF.sector_size());
+    let piece_len = sector_size - sector_size / 128; // unpadded bytes of a full-sector piece
+    let mut data = vec![0u8; piece_len as usize];
+    ChaCha20Rng::from_seed(PIECE_RNG_SEED).fill_bytes(&mut data);
+
+    let mut staged_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)?;
+    let (piece, _) = seal::add_piece(
+        REGISTERED_PROOF,
+        &data[..],
+        &mut staged_file,
+        UnpaddedBytesAmount(piece_len),
+        &[],
+    )
+    .map_err(fp("add_piece"))?;
+    staged_file.sync_all()?;
+    drop(staged_file);
+    File::create(&sealed)?;
+    let pieces = [piece];
+
+    let prover_id = prover_id_from_actor_id(ACTOR_ID);
+    let sector = SectorId::from(SECTOR_ID);
+    let p1 = seal::seal_pre_commit_phase1(
+        REGISTERED_PROOF,
+        &cache_dir,
+        &staged,
+        &sealed,
+        prover_id,
+        sector,
+        TICKET,
+        &pieces,
+    )
+    .map_err(fp("seal_pre_commit_phase1"))?;
+    let p2 = seal::seal_pre_commit_phase2(p1, &cache_dir, &sealed)
+        .map_err(fp("seal_pre_commit_phase2"))?;
+    let (comm_r, comm_d) = (p2.comm_r, p2.comm_d);
+    let c1 = seal::seal_commit_phase1(
+        &cache_dir, &sealed, prover_id, sector, TICKET, SEED, p2, &pieces,
+    )
+    .map_err(fp("seal_commit_phase1"))?;
+    let json = serde_json::to_vec(&c1).map_err(Error::internal)?;
+    write_atomic(c1_json, |w| w.write_all(&json))?;
+    Ok((comm_r, comm_d))
+}
+
+/// Writes `path` through `write` into `<path>.tmp.<pid>`, flushes and fsyncs it, then renames it
+/// to `path`, so `path` only ever exists complete.
+fn write_atomic(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| Error::Internal(format!("{} has no file name", path.display())))?;
+    let mut tmp_name = file_name.to_os_string();
+    tmp_name.push(format!(".tmp.{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let res = (|| -> std::io::Result<()> {
+        let f = File::create(&tmp)?;
+        {
+            let mut w = BufWriter::with_capacity(1 << 20, &f);
+            write(&mut w)?;
+            w.flush()?;
+        }
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    Ok(res?)
+}
+
+/// Maps a filecoin-proofs (`anyhow`) error to [`Error::Internal`], naming the failed call.
+fn fp<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
+    move |e| Error::Internal(format!("{what}: {e:#}"))
+}
+
+fn same_dir(a: &Path, canonical_b: &Path) -> bool {
+    fs::canonicalize(a)
+        .map(|a| a == canonical_b)
+        .unwrap_or(false)
+}
+
+/// Parses exactly 64 hex digits into 32 bytes.
+fn from_hex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.as_bytes();
+    if s.len() != 64 {
+        return None;
+    }
+    let nib = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = nib(s[2 * i])? << 4 | nib(s[2 * i + 1])?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips() {
+        let b: [u8; 32] = std::array::from_fn(|i| (i * 37) as u8);
+        assert_eq!(from_hex32(&to_hex(&b)), Some(b));
+        assert_eq!(from_hex32("00"), None);
+        assert_eq!(from_hex32(&"zz".repeat(32)), None);
+    }
+
+    #[test]
+    fn metadata_round_trips() {
+        let dir = std::env::temp_dir().join(format!("cuzk-fixture-meta-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let param_dir = dir.join("params");
+        let f = Fixture {
+            dir: dir.clone(),
+            c1_json: dir.join(C1_JSON),
+            params_file: param_dir.join("a.params"),
+            vk_file: param_dir.join("a.vk"),
+            param_dir,
+            registered_proof: REGISTERED_PROOF,
+            sector_id: SECTOR_ID,
+            actor_id: ACTOR_ID,
+            prover_id: prover_id_from_actor_id(ACTOR_ID),
+            ticket: TICKET,
+            seed: SEED,
+            comm_r: [7; 32],
+            comm_d: [9; 32],
+        };
+        f.save().unwrap();
+        assert_eq!(Fixture::load(&dir).unwrap(), f);
+        assert!(!f.is_complete());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
