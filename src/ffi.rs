@@ -1,1 +1,925 @@
-//! TODO
+//! The C ABI of cuzk (`include/cuzk.h`, generated from this file by cbindgen).
+//!
+//! This module holds the C ABI only: it converts C arguments into calls of the Rust API
+//! ([`crate::Engine`]) and the results back, and nothing else.
+//!
+//! # Conventions
+//!
+//! * Every name is prefixed `cuzk_`. Handles are opaque (`cuzk_engine_t`) with a `_new` / `_free`
+//!   pair; results (`cuzk_result_t`) are owned by the caller and released with their `_free`.
+//! * Inputs come first (`const`), out-parameters last; sizes are `size_t`.
+//! * Every function that can fail returns a [`CuzkStatus`] (`cuzk_status_t`): `CUZK_STATUS_OK`
+//!   (0) or the stable code of [`crate::Error::code`] - 1xx input, 2xx parameters, 3xx device,
+//!   4xx out of memory, 5xx proving, 9xx internal (901: a panic caught at the boundary).
+//! * **Error messages** are kept per OS thread: every function returning a `cuzk_status_t`
+//!   replaces the calling thread's last-error message - with the error's text on failure, with
+//!   the empty string on success - and [`cuzk_last_error_message`] copies it out. Read it on the
+//!   thread that made the failing call, before the next status-returning call on that thread.
+//!   (Go: run the call and the read inside one `runtime.LockOSThread` section; the wrapper in
+//!   `examples/go` does.)
+//! * `NULL` is never dereferenced: a `NULL` handle, buffer (of non-zero length) or
+//!   out-parameter is the input error `CUZK_STATUS_INVALID_CONFIG` (104) naming the argument.
+//!   A `NULL` buffer with length 0 is an empty buffer (and fails as such: an empty C1 output is
+//!   `CUZK_STATUS_MALFORMED_INPUT`, an empty prover id `CUZK_STATUS_INVALID_PROVER_ID`);
+//!   `NULL` options mean the defaults; freeing `NULL` does nothing.
+//! * Functions without a status (`_free`, `cuzk_options_default`, `cuzk_last_error_message`)
+//!   leave the last-error message alone.
+//! * No panic crosses the boundary: every exported function body runs in one helper
+//!   (`boundary`, a `catch_unwind`); a panic becomes `CUZK_STATUS_PANIC` with the panic's
+//!   message (a panic in a function without a status is recorded as its message too). The library
+//!   must therefore be built with unwinding panics (the default; not `panic = "abort"`).
+//! * Thread safety: one engine may be used by many threads at once (`cuzk_prove_porep_c2` is
+//!   reentrant); results are independent objects. Freeing (`cuzk_engine_free`,
+//!   `cuzk_result_free`) must not race with other uses of the same object.
+//!
+//! # Linking
+//!
+//! `cargo build --release` writes the static library `target/release/libcuzk.a` (and
+//! `libcuzk.so`). A C program links it with the system libraries Rust's standard library needs:
+//! `cc prog.c -Iinclude target/release/libcuzk.a -lpthread -ldl -lm -lrt -lgcc_s -lutil -lc`
+//! (`cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs` prints
+//! the exact list; builds with the `cuda` feature also need `-lcuda`).
+
+// Raw pointers are only dereferenced in this module, each with a `// SAFETY:` line.
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::{Backend, EngineConfig, ProveOptions};
+use crate::engine::{C2Output, Engine};
+use crate::error::{Error, Result};
+use crate::progress::Stage;
+
+/// Length of a prover id in bytes.
+pub const CUZK_PROVER_ID_LEN: usize = 32;
+
+/// Length of one partition's Groth16 proof in bytes (compressed A || B || C).
+pub const CUZK_PROOF_BYTES_PER_PARTITION: usize = 192;
+
+/// cbindgen:rename-all=prefix:CUZK_STATUS_
+/// Status of a cuzk call: `CUZK_STATUS_OK` (0) or an error code, grouped by origin.
+///
+/// The numbers are stable (those of the Rust `cuzk::Error::code()`): 1xx input, 2xx
+/// parameters, 3xx device, 4xx out of memory, 5xx proving, 9xx internal. New codes may be added
+/// within a group; a caller should treat an unknown code by its hundreds. The message of the last
+/// failure on the calling thread is read with `cuzk_last_error_message`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CuzkStatus {
+    /// Success.
+    OK = 0,
+    /// The C1 output is not valid JSON of the expected shape (or the wrapper's base64 is bad).
+    MALFORMED_INPUT = 100,
+    /// The C1 output is well formed but inconsistent.
+    INVALID_INPUT = 101,
+    /// The prover id is not 32 bytes.
+    INVALID_PROVER_ID = 102,
+    /// The C1 output's proof type is not one cuzk can prove.
+    UNSUPPORTED_PROOF = 103,
+    /// An option, environment variable or argument (e.g. a `NULL` handle) cannot be used.
+    INVALID_CONFIG = 104,
+    /// A Groth16 parameter or verifying-key file is missing.
+    PARAMETERS_NOT_FOUND = 200,
+    /// A Groth16 parameter file is truncated, corrupt or for another circuit.
+    PARAMETERS_INVALID = 201,
+    /// The GPU backend was requested but no usable device exists.
+    NO_DEVICE = 300,
+    /// A device exists but cannot run cuzk's kernels.
+    DEVICE_UNSUPPORTED = 301,
+    /// A CUDA driver call failed.
+    CUDA = 302,
+    /// Not enough device memory, even for the smallest tier.
+    OUT_OF_DEVICE_MEMORY = 400,
+    /// The host-memory budget does not allow even one partition.
+    OUT_OF_HOST_MEMORY = 401,
+    /// Circuit synthesis failed.
+    SYNTHESIS = 500,
+    /// A produced proof failed self-verification (never returned as a result).
+    VERIFICATION_FAILED = 501,
+    /// I/O error outside parameter files.
+    IO = 900,
+    /// A panic was caught at the C boundary (a bug in cuzk); the engine stays usable.
+    PANIC = 901,
+    /// Any other internal error (a bug in cuzk or a dependency).
+    INTERNAL = 902,
+}
+
+impl CuzkStatus {
+    /// The status of an error: the same number as [`Error::code`]. The match is exhaustive, so
+    /// a new [`Error`] variant does not compile until it has a status here.
+    pub fn of(e: &Error) -> CuzkStatus {
+        match e {
+            Error::MalformedInput(_) => CuzkStatus::MALFORMED_INPUT,
+            Error::InvalidInput(_) => CuzkStatus::INVALID_INPUT,
+            Error::InvalidProverId { .. } => CuzkStatus::INVALID_PROVER_ID,
+            Error::UnsupportedProof(_) => CuzkStatus::UNSUPPORTED_PROOF,
+            Error::InvalidConfig { .. } => CuzkStatus::INVALID_CONFIG,
+            Error::ParametersNotFound { .. } => CuzkStatus::PARAMETERS_NOT_FOUND,
+            Error::ParametersInvalid { .. } => CuzkStatus::PARAMETERS_INVALID,
+            Error::NoDevice(_) => CuzkStatus::NO_DEVICE,
+            Error::DeviceUnsupported { .. } => CuzkStatus::DEVICE_UNSUPPORTED,
+            Error::Cuda { .. } => CuzkStatus::CUDA,
+            Error::OutOfDeviceMemory { .. } => CuzkStatus::OUT_OF_DEVICE_MEMORY,
+            Error::OutOfHostMemory { .. } => CuzkStatus::OUT_OF_HOST_MEMORY,
+            Error::Synthesis { .. } => CuzkStatus::SYNTHESIS,
+            Error::VerificationFailed { .. } => CuzkStatus::VERIFICATION_FAILED,
+            Error::Io(_) => CuzkStatus::IO,
+            Error::Panic(_) => CuzkStatus::PANIC,
+            Error::Internal(_) => CuzkStatus::INTERNAL,
+        }
+    }
+}
+
+/// cbindgen:rename-all=prefix:CUZK_BACKEND_
+/// Prover backend.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CuzkBackend {
+    /// GPU when cuzk was built with CUDA and a usable device exists, else CPU (options only;
+    /// reported per partition as the backend that actually ran).
+    AUTO = 0,
+    /// CPU only.
+    CPU = 1,
+    /// GPU only (see `allow_cpu_fallback`).
+    GPU = 2,
+}
+
+/// cbindgen:rename-all=prefix:CUZK_STAGE_
+/// A stage of a proof, for timings. Numbers are stable; new stages may be added.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CuzkStage {
+    /// Parsing and validating the C1 output.
+    PARSE = 0,
+    /// Loading (or reusing) the Groth16 parameters.
+    LOAD_PARAMS = 1,
+    /// Circuit synthesis of one partition.
+    SYNTHESIS = 2,
+    /// H polynomial (NTTs).
+    NTT = 3,
+    /// MSM over the H query.
+    MSM_H = 4,
+    /// MSM over the L query.
+    MSM_L = 5,
+    /// MSM over the A query.
+    MSM_A = 6,
+    /// MSM over the B query in G1.
+    MSM_B_G1 = 7,
+    /// MSM over the B query in G2.
+    MSM_B_G2 = 8,
+    /// Host-device transfers.
+    TRANSFER = 9,
+    /// Waiting for a GPU worker.
+    WAIT = 10,
+    /// Groth16 epilogue.
+    EPILOGUE = 11,
+    /// Self-verification.
+    VERIFY = 12,
+    /// The whole call.
+    TOTAL = 13,
+}
+
+impl CuzkStage {
+    fn of(s: Stage) -> CuzkStage {
+        match s {
+            Stage::Parse => CuzkStage::PARSE,
+            Stage::LoadParams => CuzkStage::LOAD_PARAMS,
+            Stage::Synthesis => CuzkStage::SYNTHESIS,
+            Stage::Ntt => CuzkStage::NTT,
+            Stage::MsmH => CuzkStage::MSM_H,
+            Stage::MsmL => CuzkStage::MSM_L,
+            Stage::MsmA => CuzkStage::MSM_A,
+            Stage::MsmBG1 => CuzkStage::MSM_B_G1,
+            Stage::MsmBG2 => CuzkStage::MSM_B_G2,
+            Stage::Transfer => CuzkStage::TRANSFER,
+            Stage::Wait => CuzkStage::WAIT,
+            Stage::Epilogue => CuzkStage::EPILOGUE,
+            Stage::Verify => CuzkStage::VERIFY,
+            Stage::Total => CuzkStage::TOTAL,
+        }
+    }
+}
+
+/// Options of an engine. Get the defaults from `cuzk_options_default()` and change fields;
+/// the struct is read during `cuzk_engine_new` only (the caller keeps ownership of it and of
+/// the memory its pointers point to, which may be freed once `cuzk_engine_new` returns).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct CuzkOptions {
+    /// Directory of the Groth16 `.params` / `.vk` files, a NUL-terminated path; `NULL`: the
+    /// `FIL_PROOFS_PARAMETER_CACHE` environment variable, else
+    /// `/var/tmp/filecoin-proof-parameters`.
+    pub parameter_dir: *const c_char,
+    /// A `cuzk_backend_t` value (`CUZK_BACKEND_AUTO` by default); anything else is
+    /// `CUZK_STATUS_INVALID_CONFIG`.
+    pub backend: i32,
+    /// CUDA device ordinals to use, `devices_len` of them; `NULL` / 0: all visible devices.
+    pub devices: *const u32,
+    /// Number of entries of `devices`.
+    pub devices_len: usize,
+    /// GPU workers per device; 0: the default (2).
+    pub workers_per_device: u32,
+    /// Cap in bytes on the device memory cuzk may use on each device; 0: no cap.
+    pub vram_limit_bytes: u64,
+    /// Host-memory budget in bytes for partitions synthesized at once; 0: no cap.
+    pub host_memory_limit_bytes: u64,
+    /// Verify every proof before returning it (default `true`).
+    pub verify: bool,
+    /// Let GPU work run on the CPU when no device can take it (default `false`); reported per
+    /// partition in the result, never silent.
+    pub allow_cpu_fallback: bool,
+}
+
+/// An engine: loaded parameters and workers, reused by every proof made with it. Opaque; created
+/// by `cuzk_engine_new`, released by `cuzk_engine_free`. Thread-safe.
+pub struct CuzkEngine {
+    engine: Arc<Engine>,
+    verify: bool,
+}
+
+/// Where and how one partition was proved. Part of a `cuzk_result_t`, which owns it.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CuzkPartition {
+    /// Partition index (0-based).
+    pub index: usize,
+    /// The backend that ran it: `CUZK_BACKEND_CPU` or `CUZK_BACKEND_GPU`.
+    pub backend: CuzkBackend,
+    /// CUDA device ordinal, or -1 on the CPU.
+    pub device: i32,
+    /// Allocator tier that ran on the GPU (NUL-terminated, owned by the result), or `NULL`.
+    pub tier: *const c_char,
+}
+
+/// One timing: a stage of one partition (or of the whole call) and how long it took.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CuzkTiming {
+    /// Partition index, or -1 for a stage of the whole call (e.g. `CUZK_STAGE_TOTAL`).
+    pub partition: i64,
+    /// Which stage.
+    pub stage: CuzkStage,
+    /// The stage's short name (`"synthesis"`, `"msm_h"`, ...): a static NUL-terminated string,
+    /// valid for the life of the process.
+    pub stage_name: *const c_char,
+    /// Duration in milliseconds.
+    pub ms: f64,
+}
+
+/// The result of a proof. Owned by the caller: release it with `cuzk_result_free` (once); every
+/// pointer in it stays valid until then. Read-only; may be read from any thread.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CuzkResult {
+    /// The proof: 192 bytes per partition, partitions in order - the byte layout of
+    /// filecoin-proofs' `seal_commit_phase2` proof.
+    pub proof: *const u8,
+    /// Length of `proof` in bytes.
+    pub proof_len: usize,
+    /// One entry per partition.
+    pub partitions: *const CuzkPartition,
+    /// Number of entries of `partitions`.
+    pub partitions_len: usize,
+    /// Stage timings in the order they were recorded (a stage appears once per partition).
+    pub timings: *const CuzkTiming,
+    /// Number of entries of `timings`.
+    pub timings_len: usize,
+    /// Wall time of the whole call in milliseconds.
+    pub total_ms: f64,
+    /// Whether the proof was verified before it was returned.
+    pub verified: bool,
+}
+
+/// A [`CuzkResult`] with the Rust values its pointers point into. `repr(C)` with `public` first,
+/// so a `*mut CuzkResult` handed out is also a `*mut OwnedResult`.
+#[repr(C)]
+struct OwnedResult {
+    public: CuzkResult,
+    _proof: Box<[u8]>,
+    _partitions: Box<[CuzkPartition]>,
+    _tiers: Vec<CString>,
+    _timings: Box<[CuzkTiming]>,
+}
+
+impl OwnedResult {
+    fn new(out: C2Output) -> Box<OwnedResult> {
+        let proof: Box<[u8]> = out.proof.into_boxed_slice();
+        let mut tiers = Vec::new();
+        let partitions: Box<[CuzkPartition]> = out
+            .partitions
+            .iter()
+            .map(|p| {
+                let tier = match &p.tier {
+                    Some(t) => {
+                        // Tier names are ours and contain no NUL; replace one rather than fail.
+                        let c = CString::new(t.replace('\0', "?")).unwrap_or_default();
+                        let ptr = c.as_ptr();
+                        tiers.push(c); // moving a CString does not move its heap buffer
+                        ptr
+                    }
+                    None => std::ptr::null(),
+                };
+                CuzkPartition {
+                    index: p.partition,
+                    backend: if p.backend == "gpu" {
+                        CuzkBackend::GPU
+                    } else {
+                        CuzkBackend::CPU
+                    },
+                    device: p.device.and_then(|d| i32::try_from(d).ok()).unwrap_or(-1),
+                    tier,
+                }
+            })
+            .collect();
+        let timings: Box<[CuzkTiming]> = out
+            .timings
+            .entries
+            .iter()
+            .map(|(partition, stage, elapsed)| CuzkTiming {
+                partition: partition.map(|p| p as i64).unwrap_or(-1),
+                stage: CuzkStage::of(*stage),
+                stage_name: stage_name(*stage).as_ptr(),
+                ms: elapsed.as_secs_f64() * 1e3,
+            })
+            .collect();
+        let total_ms = out.timings.total(Stage::Total).as_secs_f64() * 1e3;
+        Box::new(OwnedResult {
+            public: CuzkResult {
+                proof: proof.as_ptr(),
+                proof_len: proof.len(),
+                partitions: partitions.as_ptr(),
+                partitions_len: partitions.len(),
+                timings: timings.as_ptr(),
+                timings_len: timings.len(),
+                total_ms,
+                verified: out.verified,
+            },
+            _proof: proof,
+            _partitions: partitions,
+            _tiers: tiers,
+            _timings: timings,
+        })
+    }
+}
+
+/// Static NUL-terminated names of the stages (the same as [`Stage::name`]).
+fn stage_name(s: Stage) -> &'static CStr {
+    match s {
+        Stage::Parse => c"parse",
+        Stage::LoadParams => c"load_params",
+        Stage::Synthesis => c"synthesis",
+        Stage::Ntt => c"ntt",
+        Stage::MsmH => c"msm_h",
+        Stage::MsmL => c"msm_l",
+        Stage::MsmA => c"msm_a",
+        Stage::MsmBG1 => c"msm_b_g1",
+        Stage::MsmBG2 => c"msm_b_g2",
+        Stage::Transfer => c"transfer",
+        Stage::Wait => c"wait",
+        Stage::Epilogue => c"epilogue",
+        Stage::Verify => c"verify",
+        Stage::Total => c"total",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The panic boundary and the last-error message.
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn set_last_error(msg: String) {
+    LAST_ERROR.with(|m| *m.borrow_mut() = msg);
+}
+
+/// Records `e` as the calling thread's last error.
+fn record(e: &Error) {
+    // Interior NULs would cut the C string short.
+    set_last_error(e.to_string().replace('\0', "\u{FFFD}"));
+}
+
+/// The one panic boundary: every exported function's body runs in here. Returns what `body`
+/// returns; if it panics, records the panic's message (`Error::Panic`, `&str` and `String`
+/// payloads kept) as the calling thread's last error and returns `on_panic`.
+fn boundary<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(v) => v,
+        Err(payload) => {
+            record(&Error::from_panic(payload));
+            on_panic
+        }
+    }
+}
+
+/// Runs the body of a status-returning function in [`boundary`]: records its outcome as the
+/// calling thread's last error (empty on success) and returns its status; a panic is
+/// `CUZK_STATUS_PANIC`.
+fn with_status(body: impl FnOnce() -> Result<()>) -> CuzkStatus {
+    boundary(CuzkStatus::PANIC, || match body() {
+        Ok(()) => {
+            set_last_error(String::new());
+            CuzkStatus::OK
+        }
+        Err(e) => {
+            record(&e);
+            CuzkStatus::of(&e)
+        }
+    })
+}
+
+/// An argument that must not be `NULL`.
+fn null_arg(name: &str) -> Error {
+    Error::InvalidConfig {
+        name: name.into(),
+        value: "NULL".into(),
+        reason: "this argument must not be NULL".into(),
+    }
+}
+
+/// A `NULL` buffer whose length is not 0.
+fn null_buffer(name: &str, len_name: &str, len: usize) -> Error {
+    Error::InvalidConfig {
+        name: name.into(),
+        value: "NULL".into(),
+        reason: format!("must not be NULL when {len_name} is {len}"),
+    }
+}
+
+/// Borrows `len` bytes at `ptr` (`NULL` with length 0 is the empty slice).
+///
+/// # Safety
+/// Unless `ptr` is `NULL`, it must point to `len` readable bytes that stay valid and unchanged
+/// for `'a`.
+unsafe fn bytes<'a>(ptr: *const u8, len: usize, name: &str, len_name: &str) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(null_buffer(name, len_name, len));
+    }
+    if len > isize::MAX as usize {
+        return Err(Error::InvalidInput(format!(
+            "buffer length {len} is larger than isize::MAX"
+        )));
+    }
+    // SAFETY: ptr is non-NULL and, by the caller's contract, points to len readable bytes valid
+    // for 'a; len <= isize::MAX was checked.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Writes `value` through the out-parameter `out`.
+///
+/// # Safety
+/// `out` must be `NULL` (an error) or valid for a write of one `T`.
+unsafe fn write_out<T>(out: *mut T, name: &str, value: T) -> Result<()> {
+    if out.is_null() {
+        return Err(null_arg(name));
+    }
+    // SAFETY: out is non-NULL and, by the caller's contract, valid for writes of a T.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Reads an options struct into an engine configuration and the per-call `verify` flag.
+///
+/// # Safety
+/// `opts` must be a valid `CuzkOptions` whose pointers follow that struct's documentation.
+unsafe fn config_of(opts: &CuzkOptions) -> Result<(EngineConfig, bool)> {
+    let parameter_dir = if opts.parameter_dir.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL, and by the caller's contract a NUL-terminated string valid for this
+        // call.
+        let c = unsafe { CStr::from_ptr(opts.parameter_dir) };
+        Some(path_of(c)?)
+    };
+    let backend =
+        match opts.backend {
+            0 => Backend::Auto,
+            1 => Backend::Cpu,
+            2 => Backend::Gpu,
+            v => return Err(Error::InvalidConfig {
+                name: "backend".into(),
+                value: v.to_string(),
+                reason:
+                    "expected CUZK_BACKEND_AUTO (0), CUZK_BACKEND_CPU (1) or CUZK_BACKEND_GPU (2)"
+                        .into(),
+            }),
+        };
+    let devices = if opts.devices_len == 0 {
+        None
+    } else if opts.devices.is_null() {
+        return Err(null_buffer("devices", "devices_len", opts.devices_len));
+    } else if opts.devices_len > isize::MAX as usize / std::mem::size_of::<u32>() {
+        return Err(Error::InvalidConfig {
+            name: "devices_len".into(),
+            value: opts.devices_len.to_string(),
+            reason: "too large".into(),
+        });
+    } else {
+        // SAFETY: non-NULL, and by the caller's contract devices_len readable u32 values valid
+        // for this call; the size fits isize (checked above).
+        let list = unsafe { std::slice::from_raw_parts(opts.devices, opts.devices_len) };
+        Some(list.iter().map(|&d| d as usize).collect())
+    };
+    let config = EngineConfig {
+        parameter_dir,
+        backend,
+        devices,
+        gpu_workers_per_device: opts.workers_per_device as usize,
+        vram_limit: (opts.vram_limit_bytes != 0).then_some(opts.vram_limit_bytes),
+        host_memory_limit: (opts.host_memory_limit_bytes != 0)
+            .then_some(opts.host_memory_limit_bytes),
+        allow_cpu_fallback: opts.allow_cpu_fallback,
+    };
+    Ok((config, opts.verify))
+}
+
+#[cfg(unix)]
+fn path_of(c: &CStr) -> Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(c.to_bytes())))
+}
+
+#[cfg(not(unix))]
+fn path_of(c: &CStr) -> Result<PathBuf> {
+    c.to_str()
+        .map(PathBuf::from)
+        .map_err(|_| Error::InvalidConfig {
+            name: "parameter_dir".into(),
+            value: c.to_string_lossy().into_owned(),
+            reason: "not UTF-8".into(),
+        })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exported functions.
+
+/// The default options: parameter directory from the environment (`NULL`), backend
+/// `CUZK_BACKEND_AUTO`, all devices, default workers per device, no VRAM or host-memory cap,
+/// verification on, no CPU fallback. Pure; thread-safe.
+#[no_mangle]
+pub extern "C" fn cuzk_options_default() -> CuzkOptions {
+    boundary(DEFAULT_OPTIONS, || DEFAULT_OPTIONS)
+}
+
+const DEFAULT_OPTIONS: CuzkOptions = CuzkOptions {
+    parameter_dir: std::ptr::null(),
+    backend: CuzkBackend::AUTO as i32,
+    devices: std::ptr::null(),
+    devices_len: 0,
+    workers_per_device: 0,
+    vram_limit_bytes: 0,
+    host_memory_limit_bytes: 0,
+    verify: true,
+    allow_cpu_fallback: false,
+};
+
+/// Creates an engine.
+///
+/// * `opts` - options, read during this call only (the caller keeps ownership); `NULL`: the
+///   defaults of `cuzk_options_default()`.
+/// * `out` - receives the new engine, owned by the caller, to release with `cuzk_engine_free`;
+///   set to `NULL` on failure.
+///
+/// Loads nothing yet: parameters are loaded on the first proof. Thread-safe.
+///
+/// Returns `CUZK_STATUS_OK`, `CUZK_STATUS_INVALID_CONFIG` (bad option, `NULL` `out`),
+/// `CUZK_STATUS_NO_DEVICE` (GPU backend without a usable device), ...
+///
+/// # Safety
+/// `opts` is `NULL` or points to a valid `cuzk_options_t` (see its fields for their pointers);
+/// `out` is `NULL` or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_engine_new(
+    opts: *const CuzkOptions,
+    out: *mut *mut CuzkEngine,
+) -> CuzkStatus {
+    with_status(|| {
+        if !out.is_null() {
+            // SAFETY: out is non-NULL and valid for writes by the caller's contract.
+            unsafe { out.write(std::ptr::null_mut()) };
+        }
+        let defaults = cuzk_options_default();
+        let opts = if opts.is_null() {
+            &defaults
+        } else {
+            // SAFETY: opts is non-NULL and points to a valid CuzkOptions by the caller's contract.
+            unsafe { &*opts }
+        };
+        // SAFETY: opts' pointers follow CuzkOptions' documentation by the caller's contract.
+        let (config, verify) = unsafe { config_of(opts) }?;
+        if out.is_null() {
+            return Err(null_arg("out"));
+        }
+        let engine = Engine::new(config)?;
+        let handle = Box::into_raw(Box::new(CuzkEngine { engine, verify }));
+        // SAFETY: out is non-NULL (checked) and valid for writes by the caller's contract.
+        unsafe { write_out(out, "out", handle) }
+    })
+}
+
+/// Releases an engine and everything it holds (parameters, GPU workers). `NULL` is a no-op.
+///
+/// No other call may use `engine` during or after this one: wait for running
+/// `cuzk_prove_porep_c2` calls to return first. Results made with the engine stay valid.
+///
+/// # Safety
+/// `engine` is `NULL` or a handle from `cuzk_engine_new` not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_engine_free(engine: *mut CuzkEngine) {
+    boundary((), || {
+        if !engine.is_null() {
+            // SAFETY: engine came from Box::into_raw in cuzk_engine_new and, by the caller's
+            // contract, is freed once and not in use.
+            drop(unsafe { Box::from_raw(engine) });
+        }
+    })
+}
+
+/// Proves commit phase 2 (C2) of one sector.
+///
+/// * `engine` - from `cuzk_engine_new`; may be used by many threads at once.
+/// * `c1_json`, `c1_len` - the C1 output: the `SealCommitPhase1Output` JSON of
+///   filecoin-proofs(-api), or the wrapper `{"SectorNum": n, "Phase1Out": base64(JSON),
+///   "SectorSize": bytes}`. Borrowed for the call only.
+/// * `sector_id` - the sector number.
+/// * `prover_id`, `prover_id_len` - the 32-byte prover id (see
+///   `cuzk_prover_id_from_actor_id`). Borrowed for the call only.
+/// * `out` - receives the result, owned by the caller (release with `cuzk_result_free`); set
+///   to `NULL` on failure.
+///
+/// Blocks until the proof is done (seconds to minutes). Thread-safe.
+///
+/// Returns `CUZK_STATUS_OK` or an error status; the message is then in
+/// `cuzk_last_error_message` on this thread.
+///
+/// # Safety
+/// `engine` is `NULL` or a live handle from `cuzk_engine_new`; `c1_json` points to `c1_len`
+/// readable bytes (or is `NULL` with `c1_len` 0); `prover_id` points to `prover_id_len`
+/// readable bytes (or is `NULL` with length 0); `out` is `NULL` or valid for writing one
+/// pointer. The buffers must not be changed by another thread during the call.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_prove_porep_c2(
+    engine: *const CuzkEngine,
+    c1_json: *const u8,
+    c1_len: usize,
+    sector_id: u64,
+    prover_id: *const u8,
+    prover_id_len: usize,
+    out: *mut *mut CuzkResult,
+) -> CuzkStatus {
+    with_status(|| {
+        if !out.is_null() {
+            // SAFETY: out is non-NULL and valid for writes by the caller's contract.
+            unsafe { out.write(std::ptr::null_mut()) };
+        }
+        if engine.is_null() {
+            return Err(null_arg("engine"));
+        }
+        if out.is_null() {
+            return Err(null_arg("out"));
+        }
+        // SAFETY: engine is non-NULL and, by the caller's contract, a live handle not being
+        // freed during this call; CuzkEngine is Sync, so shared use from threads is fine.
+        let handle = unsafe { &*engine };
+        // SAFETY: c1_json points to c1_len readable bytes for this call (caller's contract).
+        let c1 = unsafe { bytes(c1_json, c1_len, "c1_json", "c1_len") }?;
+        // SAFETY: prover_id points to prover_id_len readable bytes for this call.
+        let prover = unsafe { bytes(prover_id, prover_id_len, "prover_id", "prover_id_len") }?;
+        let options = ProveOptions {
+            verify: handle.verify,
+            ..ProveOptions::default()
+        };
+        let output = handle
+            .engine
+            .prove_porep_c2(c1, sector_id, prover, &options)?;
+        let result = Box::into_raw(OwnedResult::new(output)) as *mut CuzkResult;
+        // SAFETY: out is non-NULL (checked) and valid for writes by the caller's contract.
+        unsafe { write_out(out, "out", result) }
+    })
+}
+
+/// Releases a result from `cuzk_prove_porep_c2` and everything it points to. `NULL` is a
+/// no-op. Not to be called twice, nor while another thread reads the result.
+///
+/// # Safety
+/// `result` is `NULL` or a result from `cuzk_prove_porep_c2` not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_result_free(result: *mut CuzkResult) {
+    boundary((), || {
+        if !result.is_null() {
+            // SAFETY: result came from Box::into_raw(Box<OwnedResult>) cast to its first field
+            // (repr(C), offset 0), and by the caller's contract is freed once.
+            drop(unsafe { Box::from_raw(result as *mut OwnedResult) });
+        }
+    })
+}
+
+/// Writes the 32-byte prover id of miner actor `actor_id` (`f0<actor_id>`; the payload of its
+/// ID address, as filecoin-ffi builds it) to `out`, which the caller owns and which must have
+/// room for `CUZK_PROVER_ID_LEN` (32) bytes. Thread-safe.
+///
+/// Returns `CUZK_STATUS_OK`, or `CUZK_STATUS_INVALID_CONFIG` when `out` is `NULL`.
+///
+/// # Safety
+/// `out` is `NULL` or valid for writing 32 bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_prover_id_from_actor_id(actor_id: u64, out: *mut u8) -> CuzkStatus {
+    with_status(|| {
+        let id: [u8; CUZK_PROVER_ID_LEN] = crate::c1::prover_id_from_actor_id(actor_id);
+        // SAFETY: out is NULL (rejected) or valid for writing 32 bytes by the caller's contract;
+        // [u8; 32] has alignment 1.
+        unsafe { write_out(out as *mut [u8; CUZK_PROVER_ID_LEN], "out", id) }
+    })
+}
+
+/// Copies the calling thread's last-error message (see the status conventions: set by every
+/// status-returning call, empty after a success) into `buf` as a NUL-terminated UTF-8 string,
+/// truncated to `len - 1` bytes at a character boundary. `buf` is owned by the caller;
+/// `NULL` or `len` 0 writes nothing.
+///
+/// Returns the message's full length in bytes, without the NUL: when it is `>= len`, the copy
+/// was truncated and a buffer of (return value + 1) bytes would hold it. Does not change the
+/// last error. Thread-safe (each thread has its own message).
+///
+/// # Safety
+/// `buf` is `NULL` or valid for writing `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_last_error_message(buf: *mut c_char, len: usize) -> usize {
+    boundary(0, || {
+        LAST_ERROR.with(|m| {
+            let m = m.borrow();
+            if !buf.is_null() && len > 0 {
+                let mut n = m.len().min(len - 1);
+                while !m.is_char_boundary(n) {
+                    n -= 1;
+                }
+                // SAFETY: buf is non-NULL and valid for len bytes by the caller's contract;
+                // n + 1 <= len; the source is a live String that cannot overlap a C buffer we
+                // do not own.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(m.as_ptr(), buf as *mut u8, n);
+                    buf.add(n).write(0);
+                }
+            }
+            m.len()
+        })
+    })
+}
+
+/// Testing only: makes the next `cuzk_prove_porep_c2` on `engine` panic inside the engine, to
+/// check that the panic comes back as `CUZK_STATUS_PANIC` and the engine stays usable.
+///
+/// # Safety
+/// `engine` is `NULL` (an error) or a live handle from `cuzk_engine_new`.
+#[doc(hidden)]
+#[no_mangle]
+pub unsafe extern "C" fn cuzk_test_inject_panic(engine: *const CuzkEngine) -> CuzkStatus {
+    with_status(|| {
+        if engine.is_null() {
+            return Err(null_arg("engine"));
+        }
+        // SAFETY: non-NULL and, by the caller's contract, a live handle.
+        let handle = unsafe { &*engine };
+        handle.engine.inject_panic_for_test();
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_errors() -> Vec<Error> {
+        vec![
+            Error::MalformedInput(String::new()),
+            Error::InvalidInput(String::new()),
+            Error::InvalidProverId { len: 3 },
+            Error::UnsupportedProof(String::new()),
+            Error::InvalidConfig {
+                name: "X".into(),
+                value: "y".into(),
+                reason: "z".into(),
+            },
+            Error::ParametersNotFound { path: "p".into() },
+            Error::ParametersInvalid {
+                path: "p".into(),
+                reason: "r".into(),
+            },
+            Error::NoDevice(String::new()),
+            Error::DeviceUnsupported {
+                device: 0,
+                reason: String::new(),
+            },
+            Error::Cuda {
+                device: 0,
+                call: String::new(),
+                message: String::new(),
+            },
+            Error::OutOfDeviceMemory {
+                device: 0,
+                needed: 1,
+                free: 0,
+            },
+            Error::OutOfHostMemory {
+                needed: 1,
+                budget: 0,
+            },
+            Error::Synthesis {
+                partition: 0,
+                message: String::new(),
+            },
+            Error::VerificationFailed { partition: 0 },
+            Error::Io(std::io::Error::other("x")),
+            Error::Panic(String::new()),
+            Error::Internal(String::new()),
+        ]
+    }
+
+    #[test]
+    fn statuses_are_the_error_codes() {
+        for e in all_errors() {
+            assert_eq!(CuzkStatus::of(&e) as i32, e.code(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn stage_names_match_the_rust_names() {
+        for s in [
+            Stage::Parse,
+            Stage::LoadParams,
+            Stage::Synthesis,
+            Stage::Ntt,
+            Stage::MsmH,
+            Stage::MsmL,
+            Stage::MsmA,
+            Stage::MsmBG1,
+            Stage::MsmBG2,
+            Stage::Transfer,
+            Stage::Wait,
+            Stage::Epilogue,
+            Stage::Verify,
+            Stage::Total,
+        ] {
+            assert_eq!(stage_name(s).to_str().unwrap(), s.name());
+            let _ = CuzkStage::of(s);
+        }
+    }
+
+    #[test]
+    fn boundary_catches_str_and_string_panics() {
+        assert_eq!(with_status(|| panic!("static message")), CuzkStatus::PANIC);
+        assert_eq!(last_message(), "internal panic: static message");
+        let n = 7;
+        assert_eq!(with_status(|| panic!("formatted {n}")), CuzkStatus::PANIC);
+        assert_eq!(last_message(), "internal panic: formatted 7");
+        assert_eq!(with_status(|| Ok(())), CuzkStatus::OK);
+        assert_eq!(last_message(), "");
+        // Functions without a status return their fallback and keep the message too.
+        assert_eq!(boundary(5usize, || panic!("in a free")), 5);
+        assert_eq!(last_message(), "internal panic: in a free");
+        assert_eq!(boundary(5usize, || 6), 6);
+        assert_eq!(last_message(), "internal panic: in a free");
+    }
+
+    #[test]
+    fn last_error_message_truncates_at_char_boundaries() {
+        let _ = with_status(|| Err(Error::Internal("é€x".into())));
+        let full = "internal error: é€x";
+        let mut buf = [0x55 as c_char; 64];
+        // SAFETY: buf is a live local array of 64 bytes.
+        let n = unsafe { cuzk_last_error_message(buf.as_mut_ptr(), buf.len()) };
+        assert_eq!(n, full.len());
+        // SAFETY: the call wrote a NUL-terminated string into buf.
+        assert_eq!(
+            unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(),
+            full
+        );
+        // Room for "internal error: " (16 bytes) plus one byte of the 2-byte 'é': cut before it.
+        let mut small = [0x55 as c_char; 18];
+        // SAFETY: small is a live local array of 18 bytes.
+        let n = unsafe { cuzk_last_error_message(small.as_mut_ptr(), small.len()) };
+        assert_eq!(n, full.len());
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { CStr::from_ptr(small.as_ptr()) }.to_bytes(),
+            b"internal error: "
+        );
+        // SAFETY: NULL with length 0 writes nothing.
+        assert_eq!(
+            unsafe { cuzk_last_error_message(std::ptr::null_mut(), 0) },
+            full.len()
+        );
+    }
+
+    fn last_message() -> String {
+        LAST_ERROR.with(|m| m.borrow().clone())
+    }
+}

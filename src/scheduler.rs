@@ -1,1 +1,1401 @@
-//! TODO
+//! Partition scheduler: partitions of one or many concurrent proof calls → W workers per device
+//! × D devices, with retries and typed failures.
+//!
+//! - [`Scheduler::submit`] takes one call's partitions (any `Job` type) and returns a
+//!   [`CallHandle`]; its results come back in partition order, whatever order they ran in.
+//!   Many threads may submit at once; their partitions share one FIFO queue.
+//! - Each device has `workers_per_device` worker threads, so at most that many partitions run on
+//!   a device at a time. A queued partition goes to the device with the fewest partitions
+//!   assigned, ties broken by the most free memory ([`SchedulerConfig::free_memory`]), then the
+//!   lowest index.
+//! - Only the GPU region is exclusive: the executor takes its device's [`GpuSection`]
+//!   ([`Attempt::enter_gpu`]) around kernel launches and transfers, so one worker's host work
+//!   (synthesis, epilogue) overlaps another's kernels. Time spent waiting for it is measured.
+//! - Failures (see [`retry_class`]): [`Error::OutOfDeviceMemory`] and [`Error::Cuda`] are retried
+//!   on the same device one tier lower than the tier the attempt recorded
+//!   ([`Attempt::record_tier`]), then — when no lower tier is left, or the attempt recorded none
+//!   (nothing fitted) — on another device that this partition has not exhausted, from the top
+//!   tier; [`Error::NoDevice`] / [`Error::DeviceUnsupported`] move to another device at once;
+//!   anything else fails the partition at once. A partition fails with its last typed error only
+//!   when every device is exhausted; the other partitions of the call are unaffected.
+//! - A panic inside the executor is caught and becomes [`Error::Panic`] for that partition; the
+//!   worker thread lives on.
+//! - Dropping a [`CallHandle`] before it is done cancels the call's partitions that have not
+//!   started; dropping the [`Scheduler`] fails the queued partitions with [`Error::Internal`] and
+//!   waits for the running ones.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::gpu::alloc::{PlanOptions, TierKind};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs one partition on one device. Implemented by the GPU prover (and by fakes in tests).
+pub trait PartitionExecutor: Send + Sync + 'static {
+    /// One partition's input (e.g. its synthesized assignment and the parameter handle).
+    type Job: Send + 'static;
+    /// One partition's result (e.g. the Groth16 proof and its report).
+    type Output: Send + 'static;
+
+    /// Proves `job` on `attempt.device`. Should plan with `attempt.plan_options(..)` (so a retry
+    /// starts one tier lower), call [`Attempt::record_tier`] with the tier it planned, and hold
+    /// [`Attempt::enter_gpu`] only around device work.
+    ///
+    /// # Errors
+    /// Any [`Error`]; [`retry_class`] decides what the scheduler does with it. A panic is caught
+    /// and treated as [`Error::Panic`] (not retried).
+    fn run(&self, attempt: &Attempt<'_>, job: &Self::Job) -> Result<Self::Output>;
+}
+
+/// A [`PartitionExecutor`] from a closure: `FnExecutor::new(|attempt, job| ...)`.
+pub struct FnExecutor<J, O, F> {
+    f: F,
+    _types: PhantomData<fn(J) -> O>,
+}
+
+impl<J, O, F> FnExecutor<J, O, F>
+where
+    F: Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync + 'static,
+{
+    /// Wraps `f`.
+    pub fn new(f: F) -> Self {
+        FnExecutor {
+            f,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<J, O, F> PartitionExecutor for FnExecutor<J, O, F>
+where
+    J: Send + 'static,
+    O: Send + 'static,
+    F: Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync + 'static,
+{
+    type Job = J;
+    type Output = O;
+
+    fn run(&self, attempt: &Attempt<'_>, job: &J) -> Result<O> {
+        (self.f)(attempt, job)
+    }
+}
+
+/// What the scheduler does after an attempt failed with an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryClass {
+    /// Out of device memory or a CUDA error: a lower tier on the same device, then other devices.
+    Resource,
+    /// The device cannot be used: other devices only.
+    Device,
+    /// Not retried (input, synthesis, verification, panic, internal errors).
+    Fatal,
+}
+
+/// Classifies an executor error (see the module documentation).
+pub fn retry_class(error: &Error) -> RetryClass {
+    match error {
+        Error::OutOfDeviceMemory { .. } | Error::Cuda { .. } => RetryClass::Resource,
+        Error::NoDevice(_) | Error::DeviceUnsupported { .. } => RetryClass::Device,
+        _ => RetryClass::Fatal,
+    }
+}
+
+/// Counters of a [`GpuSection`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuSectionStats {
+    /// Holders allowed at once.
+    pub permits: usize,
+    /// Times the section was entered.
+    pub entries: u64,
+    /// Total time spent waiting to enter.
+    pub total_wait: Duration,
+    /// Most holders seen at once (≤ `permits`).
+    pub max_inside: usize,
+}
+
+/// A counting semaphore around one device's GPU region (kernels and transfers), so workers of
+/// the device overlap host work with each other's device work. Entering is measured.
+#[derive(Debug)]
+pub struct GpuSection {
+    permits: usize,
+    inside: Mutex<usize>,
+    freed: Condvar,
+    entries: AtomicU64,
+    wait_ns: AtomicU64,
+    max_inside: AtomicUsize,
+}
+
+impl GpuSection {
+    /// A section that `permits` holders (at least 1) may be in at once.
+    pub fn new(permits: usize) -> Self {
+        GpuSection {
+            permits: permits.max(1),
+            inside: Mutex::new(0),
+            freed: Condvar::new(),
+            entries: AtomicU64::new(0),
+            wait_ns: AtomicU64::new(0),
+            max_inside: AtomicUsize::new(0),
+        }
+    }
+
+    /// Blocks until a permit is free and takes it; the guard gives it back on drop (also when
+    /// unwinding).
+    pub fn enter(&self) -> GpuSectionGuard<'_> {
+        let t0 = Instant::now();
+        let mut n = lock(&self.inside);
+        while *n >= self.permits {
+            n = self.freed.wait(n).unwrap_or_else(PoisonError::into_inner);
+        }
+        *n += 1;
+        self.max_inside.fetch_max(*n, Ordering::Relaxed);
+        drop(n);
+        let waited = t0.elapsed();
+        self.entries.fetch_add(1, Ordering::Relaxed);
+        self.wait_ns
+            .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        GpuSectionGuard {
+            section: self,
+            waited,
+        }
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> GpuSectionStats {
+        GpuSectionStats {
+            permits: self.permits,
+            entries: self.entries.load(Ordering::Relaxed),
+            total_wait: Duration::from_nanos(self.wait_ns.load(Ordering::Relaxed)),
+            max_inside: self.max_inside.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A held permit of a [`GpuSection`].
+#[derive(Debug)]
+pub struct GpuSectionGuard<'a> {
+    section: &'a GpuSection,
+    waited: Duration,
+}
+
+impl GpuSectionGuard<'_> {
+    /// How long entering took.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+}
+
+impl Drop for GpuSectionGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.section.inside) -= 1;
+        self.section.freed.notify_one();
+    }
+}
+
+/// One try of one partition on one device, handed to [`PartitionExecutor::run`].
+pub struct Attempt<'a> {
+    /// CUDA device ordinal to run on.
+    pub device: usize,
+    /// Worker index on that device, `0..workers_per_device`.
+    pub worker: usize,
+    /// Call id ([`CallHandle::id`]).
+    pub call: u64,
+    /// Partition index within the call.
+    pub partition: usize,
+    /// 0 for the first try of this partition, then 1, 2, … across devices.
+    pub number: u32,
+    /// Best tier this try may use: `Resident` on a fresh device, one below the tier of the
+    /// previous failed try on the same device.
+    pub start_tier: TierKind,
+    /// Error of the previous try, if any.
+    pub previous_error: Option<&'a Error>,
+    gpu: &'a GpuSection,
+    tier: AtomicU8,
+    gpu_wait_ns: AtomicU64,
+}
+
+impl fmt::Debug for Attempt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Attempt")
+            .field("device", &self.device)
+            .field("worker", &self.worker)
+            .field("call", &self.call)
+            .field("partition", &self.partition)
+            .field("number", &self.number)
+            .field("start_tier", &self.start_tier)
+            .field("tier", &self.tier())
+            .finish()
+    }
+}
+
+fn tier_code(t: TierKind) -> u8 {
+    match t {
+        TierKind::Resident => 1,
+        TierKind::FullStaging => 2,
+        TierKind::Partial => 3,
+        TierKind::Streaming => 4,
+    }
+}
+
+fn tier_from_code(c: u8) -> Option<TierKind> {
+    match c {
+        1 => Some(TierKind::Resident),
+        2 => Some(TierKind::FullStaging),
+        3 => Some(TierKind::Partial),
+        4 => Some(TierKind::Streaming),
+        _ => None,
+    }
+}
+
+impl<'a> Attempt<'a> {
+    /// Planner options for this try: [`Self::start_tier`] and the caller's `params_resident`.
+    pub fn plan_options(&self, params_resident: bool) -> PlanOptions {
+        PlanOptions {
+            start: self.start_tier,
+            params_resident,
+        }
+    }
+
+    /// Records the tier this try planned, so a failure is retried one tier lower on this device.
+    pub fn record_tier(&self, tier: TierKind) {
+        self.tier.store(tier_code(tier), Ordering::SeqCst);
+    }
+
+    /// The tier recorded so far, if any.
+    pub fn tier(&self) -> Option<TierKind> {
+        tier_from_code(self.tier.load(Ordering::SeqCst))
+    }
+
+    /// Enters this device's GPU section (blocks while other workers hold it); the wait is added
+    /// to [`Self::gpu_wait`] and to the partition's report.
+    pub fn enter_gpu(&self) -> GpuSectionGuard<'a> {
+        let g = self.gpu.enter();
+        self.gpu_wait_ns
+            .fetch_add(g.waited().as_nanos() as u64, Ordering::Relaxed);
+        g
+    }
+
+    /// Total time this try waited for the GPU section.
+    pub fn gpu_wait(&self) -> Duration {
+        Duration::from_nanos(self.gpu_wait_ns.load(Ordering::Relaxed))
+    }
+}
+
+/// Returns the free device memory of a CUDA ordinal in bytes (`None`: unknown), used to break
+/// ties between equally loaded devices. E.g. `move |d| allocators[d].available().ok()`.
+pub type FreeMemoryFn = Arc<dyn Fn(usize) -> Option<u64> + Send + Sync>;
+
+/// Scheduler settings.
+#[derive(Clone)]
+pub struct SchedulerConfig {
+    /// CUDA device ordinals to run on (distinct, at least one).
+    pub devices: Vec<usize>,
+    /// Worker threads per device = partitions running at once on a device (≥ 1).
+    pub workers_per_device: usize,
+    /// Holders of a device's [`GpuSection`] at once (default 1).
+    pub gpu_section_permits: usize,
+    /// Free-memory probe for device choice; `None`: ties go to the lowest index.
+    pub free_memory: Option<FreeMemoryFn>,
+}
+
+impl fmt::Debug for SchedulerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerConfig")
+            .field("devices", &self.devices)
+            .field("workers_per_device", &self.workers_per_device)
+            .field("gpu_section_permits", &self.gpu_section_permits)
+            .field("free_memory", &self.free_memory.is_some())
+            .finish()
+    }
+}
+
+impl SchedulerConfig {
+    /// `workers_per_device` workers on each of `devices`, one GPU-section permit, no probe.
+    pub fn new(devices: Vec<usize>, workers_per_device: usize) -> Self {
+        SchedulerConfig {
+            devices,
+            workers_per_device,
+            gpu_section_permits: 1,
+            free_memory: None,
+        }
+    }
+}
+
+/// One finished (failed or retried) try, for reports and tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptRecord {
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// Worker index.
+    pub worker: usize,
+    /// The try's start tier.
+    pub start_tier: TierKind,
+    /// The tier it recorded.
+    pub tier: Option<TierKind>,
+    /// Its error message, `None` when it succeeded.
+    pub error: Option<String>,
+    /// Wall time of the executor call.
+    pub elapsed: Duration,
+}
+
+/// The result of one partition with where and how it ran.
+#[derive(Debug)]
+pub struct PartitionOutcome<O> {
+    /// Partition index within the call.
+    pub partition: usize,
+    /// The executor's output, or the typed error of the last try.
+    pub result: Result<O>,
+    /// CUDA ordinal of the last try (`None` if it never ran).
+    pub device: Option<usize>,
+    /// Tier recorded by the last try.
+    pub tier: Option<TierKind>,
+    /// Number of tries.
+    pub attempts: u32,
+    /// Time spent waiting for GPU sections, all tries.
+    pub gpu_wait: Duration,
+    /// Every try in order.
+    pub history: Vec<AttemptRecord>,
+}
+
+struct CallState<O> {
+    outcomes: Vec<Option<PartitionOutcome<O>>>,
+    remaining: usize,
+}
+
+struct CallShared<O> {
+    id: u64,
+    state: Mutex<CallState<O>>,
+    done: Condvar,
+    cancelled: AtomicBool,
+}
+
+impl<O> CallShared<O> {
+    fn deliver(&self, outcome: PartitionOutcome<O>) {
+        let mut st = lock(&self.state);
+        let i = outcome.partition;
+        if st.outcomes[i].is_none() {
+            st.remaining -= 1;
+        }
+        st.outcomes[i] = Some(outcome);
+        if st.remaining == 0 {
+            self.done.notify_all();
+        }
+    }
+}
+
+/// One call's results, in partition order. Dropping it before completion cancels the call's
+/// partitions that have not started.
+pub struct CallHandle<O> {
+    shared: Arc<CallShared<O>>,
+}
+
+impl<O> fmt::Debug for CallHandle<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallHandle")
+            .field("id", &self.shared.id)
+            .field("len", &self.len())
+            .field("completed", &self.completed())
+            .finish()
+    }
+}
+
+impl<O> CallHandle<O> {
+    /// Call id (also [`Attempt::call`]).
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Number of partitions.
+    pub fn len(&self) -> usize {
+        lock(&self.shared.state).outcomes.len()
+    }
+
+    /// Whether the call has no partitions.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Partitions finished so far (succeeded or failed).
+    pub fn completed(&self) -> usize {
+        let st = lock(&self.shared.state);
+        st.outcomes.len() - st.remaining
+    }
+
+    /// Whether every partition has finished.
+    pub fn is_done(&self) -> bool {
+        lock(&self.shared.state).remaining == 0
+    }
+
+    /// Waits up to `timeout` for the call to finish; `true` when done.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let st = lock(&self.shared.state);
+        let (st, _) = self
+            .shared
+            .done
+            .wait_timeout_while(st, timeout, |s| s.remaining > 0)
+            .unwrap_or_else(PoisonError::into_inner);
+        st.remaining == 0
+    }
+
+    /// Cancels the partitions that have not started: they finish with [`Error::Internal`]
+    /// ("cancelled") without running. Running ones complete.
+    pub fn cancel(&self) {
+        self.shared.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits for every partition and returns the outcomes in partition order.
+    pub fn wait_outcomes(self) -> Vec<PartitionOutcome<O>> {
+        let st = lock(&self.shared.state);
+        let mut st = self
+            .shared
+            .done
+            .wait_while(st, |s| s.remaining > 0)
+            .unwrap_or_else(PoisonError::into_inner);
+        st.outcomes
+            .iter_mut()
+            .map(|o| o.take().expect("every partition delivered"))
+            .collect()
+    }
+
+    /// Waits for every partition and returns the results in partition order.
+    pub fn wait(self) -> Vec<Result<O>> {
+        self.wait_outcomes().into_iter().map(|o| o.result).collect()
+    }
+
+    /// Waits for every partition: all outputs in order, or the error of the first failed
+    /// partition (by index).
+    ///
+    /// # Errors
+    /// The first failed partition's typed error.
+    pub fn join(self) -> Result<Vec<O>> {
+        self.wait().into_iter().collect()
+    }
+}
+
+impl<O> Drop for CallHandle<O> {
+    fn drop(&mut self) {
+        if lock(&self.shared.state).remaining > 0 {
+            self.cancel();
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Any,
+    Device(usize),
+}
+
+struct Task<J, O> {
+    job: J,
+    call: Arc<CallShared<O>>,
+    partition: usize,
+    route: Route,
+    start_tier: TierKind,
+    exhausted: Vec<bool>,
+    last_error: Option<Error>,
+    history: Vec<AttemptRecord>,
+    gpu_wait: Duration,
+}
+
+impl<J, O> Task<J, O> {
+    fn finish(self, result: Result<O>, device: Option<usize>, tier: Option<TierKind>) {
+        let outcome = PartitionOutcome {
+            partition: self.partition,
+            result,
+            device,
+            tier,
+            attempts: self.history.len() as u32,
+            gpu_wait: self.gpu_wait,
+            history: self.history,
+        };
+        self.call.deliver(outcome);
+    }
+
+    fn cancelled(&self) -> bool {
+        self.call.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+/// Per-device counters of a [`Scheduler`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    /// CUDA ordinal.
+    pub device: usize,
+    /// Worker threads.
+    pub workers: usize,
+    /// Partitions that succeeded here.
+    pub completed: u64,
+    /// Partitions that failed here for good.
+    pub failed: u64,
+    /// Tries that failed here and were retried (here or elsewhere).
+    pub retried: u64,
+    /// Partitions running now.
+    pub running: usize,
+    /// Most partitions seen running at once (≤ `workers`).
+    pub max_concurrent: usize,
+    /// The device's GPU-section counters.
+    pub gpu: GpuSectionStats,
+}
+
+/// Counters of a [`Scheduler`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// Partitions waiting for a worker.
+    pub queued: usize,
+    /// One entry per device, in [`SchedulerConfig::devices`] order.
+    pub devices: Vec<DeviceStats>,
+}
+
+struct State<J, O> {
+    pending: VecDeque<Task<J, O>>,
+    inbox: Vec<VecDeque<Task<J, O>>>,
+    /// Assigned (in inbox) + running, per device index.
+    load: Vec<usize>,
+    stats: Vec<DeviceStats>,
+    shutdown: bool,
+}
+
+struct Shared<E: PartitionExecutor> {
+    exec: Arc<E>,
+    devices: Vec<usize>,
+    workers: usize,
+    free_memory: Option<FreeMemoryFn>,
+    state: Mutex<State<E::Job, E::Output>>,
+    wake: Vec<Condvar>,
+    sections: Vec<GpuSection>,
+    next_call: AtomicU64,
+}
+
+enum Step {
+    Retry { route: Route, start: TierKind },
+    Fail,
+}
+
+/// Decides what follows a failed try on device index `di` that recorded `tier`.
+fn next_step(exhausted: &mut [bool], di: usize, error: &Error, tier: Option<TierKind>) -> Step {
+    match retry_class(error) {
+        RetryClass::Fatal => return Step::Fail,
+        RetryClass::Resource => {
+            if let Some(lower) = tier.and_then(TierKind::lower) {
+                return Step::Retry {
+                    route: Route::Device(di),
+                    start: lower,
+                };
+            }
+        }
+        RetryClass::Device => {}
+    }
+    exhausted[di] = true;
+    if exhausted.iter().all(|&x| x) {
+        Step::Fail
+    } else {
+        Step::Retry {
+            route: Route::Any,
+            start: TierKind::Resident,
+        }
+    }
+}
+
+impl<E: PartitionExecutor> Shared<E> {
+    /// Moves queued tasks to devices with a free worker. Returns cancelled tasks to finish
+    /// outside the lock.
+    fn dispatch(&self, st: &mut State<E::Job, E::Output>) -> Vec<Task<E::Job, E::Output>> {
+        let mut cancelled = Vec::new();
+        let mut free: Vec<Option<Option<u64>>> = vec![None; self.devices.len()];
+        let mut i = 0;
+        while i < st.pending.len() {
+            if st.load.iter().all(|&l| l >= self.workers) {
+                break;
+            }
+            if st.pending[i].cancelled() {
+                cancelled.extend(st.pending.remove(i));
+                continue;
+            }
+            let task = &st.pending[i];
+            let candidates: Vec<usize> = (0..self.devices.len())
+                .filter(|&d| st.load[d] < self.workers && !task.exhausted[d])
+                .filter(|&d| task.route == Route::Any || task.route == Route::Device(d))
+                .collect();
+            let best = if candidates.len() <= 1 {
+                candidates.first().copied()
+            } else {
+                let min_load = candidates.iter().map(|&d| st.load[d]).min().unwrap_or(0);
+                let tied: Vec<usize> = candidates
+                    .into_iter()
+                    .filter(|&d| st.load[d] == min_load)
+                    .collect();
+                if tied.len() > 1 {
+                    if let Some(probe) = &self.free_memory {
+                        for &d in &tied {
+                            if free[d].is_none() {
+                                free[d] = Some(probe(self.devices[d]));
+                            }
+                        }
+                    }
+                }
+                // most free memory first, then the lowest index
+                tied.into_iter()
+                    .max_by_key(|&d| (free[d].flatten().unwrap_or(0), std::cmp::Reverse(d)))
+            };
+            match best {
+                Some(d) => {
+                    let task = st.pending.remove(i).expect("index in range");
+                    st.load[d] += 1;
+                    st.inbox[d].push_back(task);
+                    self.wake[d].notify_one();
+                }
+                None => i += 1,
+            }
+        }
+        cancelled
+    }
+
+    /// Blocks until the device's inbox has a task (counted as running), `None` at shutdown.
+    fn next_task(&self, di: usize) -> Option<Task<E::Job, E::Output>> {
+        let mut st = lock(&self.state);
+        loop {
+            if let Some(t) = st.inbox[di].pop_front() {
+                let s = &mut st.stats[di];
+                s.running += 1;
+                s.max_concurrent = s.max_concurrent.max(s.running);
+                return Some(t);
+            }
+            if st.shutdown {
+                return None;
+            }
+            st = self.wake[di]
+                .wait(st)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// One try of `task` on device index `di`, panics caught; appends to its history.
+    fn attempt(
+        &self,
+        di: usize,
+        worker: usize,
+        task: &mut Task<E::Job, E::Output>,
+    ) -> (Result<E::Output>, Option<TierKind>) {
+        let device = self.devices[di];
+        let attempt = Attempt {
+            device,
+            worker,
+            call: task.call.id,
+            partition: task.partition,
+            number: task.history.len() as u32,
+            start_tier: task.start_tier,
+            previous_error: task.last_error.as_ref(),
+            gpu: &self.sections[di],
+            tier: AtomicU8::new(0),
+            gpu_wait_ns: AtomicU64::new(0),
+        };
+        let t0 = Instant::now();
+        let result = catch_unwind(AssertUnwindSafe(|| self.exec.run(&attempt, &task.job)))
+            .unwrap_or_else(|p| Err(Error::from_panic(p)));
+        let elapsed = t0.elapsed();
+        let (tier, gpu_wait, start_tier) = (attempt.tier(), attempt.gpu_wait(), attempt.start_tier);
+        task.gpu_wait += gpu_wait;
+        task.history.push(AttemptRecord {
+            device,
+            worker,
+            start_tier,
+            tier,
+            error: result.as_ref().err().map(|e| e.to_string()),
+            elapsed,
+        });
+        (result, tier)
+    }
+
+    fn worker_loop(&self, di: usize, worker: usize) {
+        let device = self.devices[di];
+        while let Some(mut task) = self.next_task(di) {
+            let (result, tier) = if task.cancelled() {
+                (Err(cancelled_error()), None)
+            } else {
+                self.attempt(di, worker, &mut task)
+            };
+            let ran = !task.history.is_empty();
+            let mut st = lock(&self.state);
+            st.stats[di].running -= 1;
+            st.load[di] -= 1;
+            // the task to deliver now, if it is not retried
+            let done = match result {
+                Ok(o) => {
+                    st.stats[di].completed += 1;
+                    Some((task, Ok(o)))
+                }
+                Err(e) => {
+                    let step = if st.shutdown || task.cancelled() {
+                        Step::Fail
+                    } else {
+                        next_step(&mut task.exhausted, di, &e, tier)
+                    };
+                    match step {
+                        Step::Retry { route, start } => {
+                            st.stats[di].retried += 1;
+                            log::warn!(
+                                "partition {} of call {} failed on device {device} at tier {}: {e}; retrying {}",
+                                task.partition,
+                                task.call.id,
+                                tier.map_or("none", TierKind::name),
+                                match route {
+                                    Route::Device(_) => format!("on device {device} from tier {start}"),
+                                    Route::Any => "on another device".to_string(),
+                                }
+                            );
+                            task.route = route;
+                            task.start_tier = start;
+                            task.last_error = Some(e);
+                            st.pending.push_front(task);
+                            None
+                        }
+                        Step::Fail => {
+                            if ran {
+                                st.stats[di].failed += 1;
+                            }
+                            Some((task, Err(e)))
+                        }
+                    }
+                }
+            };
+            let cancelled = self.dispatch(&mut st);
+            drop(st);
+            if let Some((task, result)) = done {
+                let dev = ran.then_some(device);
+                task.finish(result, dev, tier);
+            }
+            for task in cancelled {
+                task.finish(Err(cancelled_error()), None, None);
+            }
+        }
+    }
+}
+
+fn cancelled_error() -> Error {
+    Error::Internal("call cancelled before the partition ran".into())
+}
+
+/// The partition scheduler: worker threads over a [`PartitionExecutor`]. Thread-safe; share it
+/// (e.g. in an `Arc`) between calling threads.
+pub struct Scheduler<E: PartitionExecutor> {
+    shared: Arc<Shared<E>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl<E: PartitionExecutor> fmt::Debug for Scheduler<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("devices", &self.shared.devices)
+            .field("workers_per_device", &self.shared.workers)
+            .finish()
+    }
+}
+
+impl<E: PartitionExecutor> Scheduler<E> {
+    /// Starts `workers_per_device × devices.len()` worker threads (named `cuzk-dev{D}-w{W}`).
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] when `devices` is empty; [`Error::InvalidConfig`] for zero workers,
+    /// zero permits or a repeated ordinal; [`Error::Io`] when a thread cannot be spawned.
+    pub fn new(executor: Arc<E>, config: SchedulerConfig) -> Result<Self> {
+        let SchedulerConfig {
+            devices,
+            workers_per_device,
+            gpu_section_permits,
+            free_memory,
+        } = config;
+        if devices.is_empty() {
+            return Err(Error::NoDevice("the scheduler was given no devices".into()));
+        }
+        let bad = |name: &str, value: String, reason: &str| Error::InvalidConfig {
+            name: name.into(),
+            value,
+            reason: reason.into(),
+        };
+        if workers_per_device == 0 {
+            return Err(bad("workers_per_device", "0".into(), "at least 1"));
+        }
+        if gpu_section_permits == 0 {
+            return Err(bad("gpu_section_permits", "0".into(), "at least 1"));
+        }
+        let mut sorted = devices.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if sorted.len() != devices.len() {
+            return Err(bad("devices", format!("{devices:?}"), "distinct ordinals"));
+        }
+        let n = devices.len();
+        let shared = Arc::new(Shared {
+            exec: executor,
+            workers: workers_per_device,
+            free_memory,
+            state: Mutex::new(State {
+                pending: VecDeque::new(),
+                inbox: (0..n).map(|_| VecDeque::new()).collect(),
+                load: vec![0; n],
+                stats: devices
+                    .iter()
+                    .map(|&device| DeviceStats {
+                        device,
+                        workers: workers_per_device,
+                        ..Default::default()
+                    })
+                    .collect(),
+                shutdown: false,
+            }),
+            wake: (0..n).map(|_| Condvar::new()).collect(),
+            sections: (0..n)
+                .map(|_| GpuSection::new(gpu_section_permits))
+                .collect(),
+            devices,
+            next_call: AtomicU64::new(1),
+        });
+        let mut sched = Scheduler {
+            shared,
+            threads: Vec::with_capacity(n * workers_per_device),
+        };
+        for di in 0..n {
+            for w in 0..workers_per_device {
+                let s = Arc::clone(&sched.shared);
+                let name = format!("cuzk-dev{}-w{w}", s.devices[di]);
+                // on error, `sched` drops here and joins the threads already started
+                let h = std::thread::Builder::new()
+                    .name(name)
+                    .spawn(move || s.worker_loop(di, w))?;
+                sched.threads.push(h);
+            }
+        }
+        Ok(sched)
+    }
+
+    /// Queues one call's partitions (index = position in `jobs`) and returns its handle.
+    /// Never blocks on the work itself.
+    pub fn submit(&self, jobs: Vec<E::Job>) -> CallHandle<E::Output> {
+        let id = self.shared.next_call.fetch_add(1, Ordering::Relaxed);
+        let n = jobs.len();
+        let call = Arc::new(CallShared {
+            id,
+            state: Mutex::new(CallState {
+                outcomes: (0..n).map(|_| None).collect(),
+                remaining: n,
+            }),
+            done: Condvar::new(),
+            cancelled: AtomicBool::new(false),
+        });
+        let nd = self.shared.devices.len();
+        let tasks = jobs.into_iter().enumerate().map(|(partition, job)| Task {
+            job,
+            call: Arc::clone(&call),
+            partition,
+            route: Route::Any,
+            start_tier: TierKind::Resident,
+            exhausted: vec![false; nd],
+            last_error: None,
+            history: Vec::new(),
+            gpu_wait: Duration::ZERO,
+        });
+        let mut st = lock(&self.shared.state);
+        let rejected: Vec<_> = if st.shutdown {
+            tasks.collect()
+        } else {
+            st.pending.extend(tasks);
+            Vec::new()
+        };
+        let cancelled = self.shared.dispatch(&mut st);
+        drop(st);
+        for t in rejected {
+            t.finish(
+                Err(Error::Internal("scheduler is shutting down".into())),
+                None,
+                None,
+            );
+        }
+        for t in cancelled {
+            t.finish(Err(cancelled_error()), None, None);
+        }
+        CallHandle { shared: call }
+    }
+
+    /// [`Self::submit`] and wait: results in partition order.
+    pub fn run(&self, jobs: Vec<E::Job>) -> Vec<Result<E::Output>> {
+        self.submit(jobs).wait()
+    }
+
+    /// CUDA ordinals, in configuration order.
+    pub fn devices(&self) -> &[usize] {
+        &self.shared.devices
+    }
+
+    /// The executor.
+    pub fn executor(&self) -> &Arc<E> {
+        &self.shared.exec
+    }
+
+    /// Counters now.
+    pub fn stats(&self) -> SchedulerStats {
+        let st = lock(&self.shared.state);
+        SchedulerStats {
+            queued: st.pending.len() + st.inbox.iter().map(VecDeque::len).sum::<usize>(),
+            devices: st
+                .stats
+                .iter()
+                .zip(&self.shared.sections)
+                .map(|(s, g)| DeviceStats {
+                    gpu: g.stats(),
+                    ..*s
+                })
+                .collect(),
+        }
+    }
+}
+
+impl<E: PartitionExecutor> Drop for Scheduler<E> {
+    fn drop(&mut self) {
+        let mut st = lock(&self.shared.state);
+        st.shutdown = true;
+        let State {
+            pending,
+            inbox,
+            load,
+            ..
+        } = &mut *st;
+        let mut queued: Vec<_> = pending.drain(..).collect();
+        for (d, inbox) in inbox.iter_mut().enumerate() {
+            load[d] -= inbox.len();
+            queued.extend(inbox.drain(..));
+        }
+        drop(st);
+        for c in &self.shared.wake {
+            c.notify_all();
+        }
+        for t in queued {
+            t.finish(
+                Err(Error::Internal(
+                    "scheduler dropped before the partition ran".into(),
+                )),
+                None,
+                None,
+            );
+        }
+        let me = std::thread::current().id();
+        for h in self.threads.drain(..) {
+            if h.thread().id() != me {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::alloc::{DeviceAllocator, FakeMemInfo, PartitionShape, GIB};
+    use std::sync::atomic::AtomicUsize;
+
+    type Exec<J, O> = FnExecutor<J, O, Box<dyn Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync>>;
+
+    fn sched<J: Send + 'static, O: Send + 'static>(
+        devices: Vec<usize>,
+        workers: usize,
+        f: impl Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync + 'static,
+    ) -> Scheduler<Exec<J, O>> {
+        Scheduler::new(
+            Arc::new(FnExecutor::new(Box::new(f) as Box<_>)),
+            SchedulerConfig::new(devices, workers),
+        )
+        .unwrap()
+    }
+
+    /// A gate the test opens; jobs block on it.
+    #[derive(Default)]
+    struct Gate(Mutex<bool>, Condvar);
+    impl Gate {
+        fn wait(&self) {
+            let g = lock(&self.0);
+            let _g = self.1.wait_while(g, |open| !*open).unwrap();
+        }
+        fn open(&self) {
+            *lock(&self.0) = true;
+            self.1.notify_all();
+        }
+    }
+
+    fn oom(device: usize) -> Error {
+        Error::OutOfDeviceMemory {
+            device,
+            needed: 10,
+            free: 1,
+        }
+    }
+
+    #[test]
+    fn results_in_partition_order_across_three_callers() {
+        let s = Arc::new(sched(vec![0, 1], 2, |a: &Attempt<'_>, job: &(u64, u64)| {
+            // later partitions finish first
+            std::thread::sleep(Duration::from_millis((12 - job.1) % 5));
+            let _g = a.enter_gpu();
+            Ok(job.0 * 1000 + job.1)
+        }));
+        let callers: Vec<_> = (0..3u64)
+            .map(|c| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    let jobs: Vec<_> = (0..12u64).map(|p| (c, p)).collect();
+                    s.submit(jobs).join().unwrap()
+                })
+            })
+            .collect();
+        for (c, h) in callers.into_iter().enumerate() {
+            let want: Vec<u64> = (0..12).map(|p| c as u64 * 1000 + p).collect();
+            assert_eq!(h.join().unwrap(), want);
+        }
+        let stats = s.stats();
+        assert_eq!(stats.devices.iter().map(|d| d.completed).sum::<u64>(), 36);
+        assert_eq!(stats.queued, 0);
+        assert_eq!(stats.devices.iter().map(|d| d.gpu.entries).sum::<u64>(), 36);
+    }
+
+    #[test]
+    fn empty_call_and_bad_configs() {
+        let s = sched(vec![0], 1, |_: &Attempt<'_>, j: &u32| Ok(*j));
+        let h = s.submit(vec![]);
+        assert!(h.is_empty() && h.is_done());
+        assert!(h.wait().is_empty());
+        let exec = Arc::new(FnExecutor::new(|_: &Attempt<'_>, j: &u32| Ok(*j)));
+        assert!(matches!(
+            Scheduler::new(exec.clone(), SchedulerConfig::new(vec![], 1)),
+            Err(Error::NoDevice(_))
+        ));
+        assert!(matches!(
+            Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 0)),
+            Err(Error::InvalidConfig { .. })
+        ));
+        assert!(matches!(
+            Scheduler::new(exec, SchedulerConfig::new(vec![1, 1], 1)),
+            Err(Error::InvalidConfig { .. })
+        ));
+    }
+
+    #[test]
+    fn device_that_always_ooms_moves_work_to_the_other_device() {
+        // real planner over fake memory: device 0 is a 4 GiB card (2^27 never fits), device 1
+        // a 24 GiB card
+        let mem = Arc::new(FakeMemInfo::new(&[
+            (4 * GIB, 4 * GIB),
+            (24 * GIB, 24 * GIB),
+        ]));
+        let allocs: Arc<Vec<DeviceAllocator>> = Arc::new(
+            (0..2)
+                .map(|d| DeviceAllocator::new(d, mem.clone(), None))
+                .collect(),
+        );
+        let a2 = allocs.clone();
+        let s = sched(vec![0, 1], 2, move |a: &Attempt<'_>, _job: &u32| {
+            let plan = a2[a.device].plan(&PartitionShape::porep_32gib(), &a.plan_options(false))?;
+            a.record_tier(plan.tier.kind());
+            std::thread::sleep(Duration::from_millis(5));
+            Ok(plan.tier.kind())
+        });
+        let outcomes = s.submit((0..8).collect()).wait_outcomes();
+        for o in &outcomes {
+            let tier = *o.result.as_ref().unwrap();
+            assert_eq!(o.device, Some(1));
+            assert!(
+                matches!(tier, TierKind::FullStaging | TierKind::Streaming),
+                "{tier:?}"
+            );
+            assert_eq!(o.tier, Some(tier));
+        }
+        // ties go to device 0 first, so some partitions tried it, failed once, and moved
+        let moved: Vec<_> = outcomes.iter().filter(|o| o.attempts == 2).collect();
+        assert!(!moved.is_empty());
+        for o in moved {
+            assert_eq!(o.history[0].device, 0);
+            assert_eq!(o.history[0].tier, None);
+            assert!(o.history[0]
+                .error
+                .as_ref()
+                .unwrap()
+                .contains("out of device memory on device 0"));
+            assert_eq!(o.history[1].start_tier, TierKind::Resident);
+        }
+        let st = s.stats();
+        assert_eq!((st.devices[0].completed, st.devices[1].completed), (0, 8));
+        assert!(st.devices[0].retried >= 1);
+        assert_eq!(allocs[0].reserved_bytes() + allocs[1].reserved_bytes(), 0);
+    }
+
+    #[test]
+    fn partition_that_ooms_everywhere_fails_typed_and_others_complete() {
+        let s = sched(vec![3, 5], 2, |a: &Attempt<'_>, job: &u32| {
+            if *job == 3 {
+                a.record_tier(a.start_tier);
+                return Err(oom(a.device));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+            Ok(*job * 2)
+        });
+        let outcomes = s.submit((0..8).collect()).wait_outcomes();
+        for o in &outcomes {
+            if o.partition == 3 {
+                assert!(matches!(o.result, Err(Error::OutOfDeviceMemory { .. })));
+                assert_eq!(o.attempts, 8);
+                let first = o.history[0].device;
+                let other = if first == 3 { 5 } else { 3 };
+                let seq: Vec<_> = o.history.iter().map(|h| (h.device, h.start_tier)).collect();
+                let mut want = Vec::new();
+                for d in [first, other] {
+                    for t in TierKind::ALL {
+                        want.push((d, t));
+                    }
+                }
+                assert_eq!(seq, want);
+                assert_eq!(o.device, Some(other));
+            } else {
+                assert_eq!(*o.result.as_ref().unwrap(), o.partition as u32 * 2);
+                assert_eq!(o.attempts, 1);
+            }
+        }
+        let st = s.stats();
+        assert_eq!(st.devices.iter().map(|d| d.failed).sum::<u64>(), 1);
+        assert_eq!(st.devices.iter().map(|d| d.retried).sum::<u64>(), 7);
+    }
+
+    #[test]
+    fn cuda_error_without_tier_and_unsupported_device_move_on() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c2 = calls.clone();
+        let s = sched(
+            vec![0, 1],
+            1,
+            move |a: &Attempt<'_>, _j: &u32| -> Result<()> {
+                c2.fetch_add(1, Ordering::SeqCst);
+                if a.device == 0 {
+                    Err(Error::DeviceUnsupported {
+                        device: 0,
+                        reason: "sm_52".into(),
+                    })
+                } else {
+                    Err(Error::Cuda {
+                        device: 1,
+                        call: "cuLaunchKernel".into(),
+                        message: "700".into(),
+                    })
+                }
+            },
+        );
+        let out = s.submit(vec![1]).wait_outcomes();
+        // one try per device: no tier recorded, so no lower tier to try
+        assert_eq!(out[0].attempts, 2);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        assert!(matches!(
+            out[0].result,
+            Err(Error::Cuda { .. }) | Err(Error::DeviceUnsupported { .. })
+        ));
+    }
+
+    #[test]
+    fn fatal_errors_are_not_retried() {
+        let s = sched(vec![0, 1], 1, |_: &Attempt<'_>, j: &u32| {
+            if *j == 1 {
+                Err(Error::Synthesis {
+                    partition: 1,
+                    message: "unsatisfied".into(),
+                })
+            } else {
+                Ok(*j)
+            }
+        });
+        let out = s.submit(vec![0, 1, 2]).wait_outcomes();
+        assert_eq!(out[1].attempts, 1);
+        assert!(matches!(
+            out[1].result,
+            Err(Error::Synthesis { partition: 1, .. })
+        ));
+        assert_eq!(*out[2].result.as_ref().unwrap(), 2);
+        assert_eq!(retry_class(&Error::Panic("x".into())), RetryClass::Fatal);
+        assert_eq!(retry_class(&oom(0)), RetryClass::Resource);
+        assert_eq!(
+            retry_class(&Error::NoDevice("x".into())),
+            RetryClass::Device
+        );
+    }
+
+    #[test]
+    fn worker_counts_and_gpu_section_are_respected() {
+        let cur: Arc<Vec<AtomicUsize>> = Arc::new((0..2).map(|_| AtomicUsize::new(0)).collect());
+        let max: Arc<Vec<AtomicUsize>> = Arc::new((0..2).map(|_| AtomicUsize::new(0)).collect());
+        let in_gpu: Arc<Vec<AtomicUsize>> = Arc::new((0..2).map(|_| AtomicUsize::new(0)).collect());
+        let (c, m, g) = (cur.clone(), max.clone(), in_gpu.clone());
+        let s = sched(vec![0, 1], 3, move |a: &Attempt<'_>, _j: &u32| {
+            let d = a.device;
+            let now = c[d].fetch_add(1, Ordering::SeqCst) + 1;
+            m[d].fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(4)); // host work, overlaps
+            {
+                let _gpu = a.enter_gpu();
+                assert_eq!(
+                    g[d].fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two workers in the GPU section"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+                g[d].fetch_sub(1, Ordering::SeqCst);
+            }
+            c[d].fetch_sub(1, Ordering::SeqCst);
+            Ok(a.gpu_wait())
+        });
+        let out = s.submit((0..36).collect()).wait_outcomes();
+        assert!(out.iter().all(|o| o.result.is_ok()));
+        for d in 0..2 {
+            assert_eq!(max[d].load(Ordering::SeqCst), 3, "device {d}");
+        }
+        let st = s.stats();
+        for d in &st.devices {
+            assert_eq!(d.max_concurrent, 3);
+            assert_eq!(d.running, 0);
+            assert_eq!(d.gpu.max_inside, 1);
+            assert_eq!(d.gpu.permits, 1);
+            assert!(d.completed >= 6, "{st:?}");
+        }
+        assert_eq!(st.devices[0].completed + st.devices[1].completed, 36);
+        // three workers per device contend for one GPU section: some waited
+        let waited: Duration = out.iter().map(|o| o.gpu_wait).sum();
+        assert!(waited > Duration::ZERO);
+        assert_eq!(
+            waited,
+            out.iter().map(|o| *o.result.as_ref().unwrap()).sum()
+        );
+    }
+
+    #[test]
+    fn panicking_job_becomes_an_error_and_workers_survive() {
+        let s = sched(vec![0], 2, |_: &Attempt<'_>, j: &u32| {
+            if *j == 2 {
+                panic!("boom {j}");
+            }
+            Ok(*j + 10)
+        });
+        let out = s.submit((0..5).collect()).wait_outcomes();
+        match &out[2].result {
+            Err(Error::Panic(m)) => assert_eq!(m, "boom 2"),
+            other => panic!("expected Panic, got {other:?}"),
+        }
+        assert_eq!(out[2].attempts, 1);
+        for i in [0, 1, 3, 4] {
+            assert_eq!(*out[i].result.as_ref().unwrap(), i as u32 + 10);
+        }
+        // both workers still serve
+        assert_eq!(
+            s.submit((5..9).collect()).join().unwrap(),
+            vec![15, 16, 17, 18]
+        );
+    }
+
+    #[test]
+    fn least_loaded_then_most_free_device() {
+        let gate = Arc::new(Gate::default());
+        let g2 = gate.clone();
+        let exec = Arc::new(FnExecutor::new(move |a: &Attempt<'_>, _j: &u32| {
+            g2.wait();
+            Ok(a.device)
+        }));
+        let mut cfg = SchedulerConfig::new(vec![4, 7, 9], 2);
+        cfg.free_memory = Some(Arc::new(|d| match d {
+            4 => Some(10 * GIB),
+            7 => Some(30 * GIB),
+            _ => Some(20 * GIB),
+        }));
+        let s = Scheduler::new(exec, cfg).unwrap();
+        // one at a time so the order of assignment is known
+        let h1 = s.submit(vec![0]);
+        let h2 = s.submit(vec![0]);
+        let h3 = s.submit(vec![0]);
+        let h4 = s.submit(vec![0]);
+        gate.open();
+        let got: Vec<usize> = [h1, h2, h3, h4]
+            .into_iter()
+            .map(|h| h.join().unwrap()[0])
+            .collect();
+        // 7 (most free), then the idle ones by free memory: 9, 4; then 7 again (all at load 1)
+        assert_eq!(got, vec![7, 9, 4, 7]);
+    }
+
+    #[test]
+    fn dropping_a_handle_cancels_partitions_not_started() {
+        let gate = Arc::new(Gate::default());
+        let runs = Arc::new(AtomicUsize::new(0));
+        let (g2, r2) = (gate.clone(), runs.clone());
+        let s = sched(vec![0], 1, move |_: &Attempt<'_>, j: &u32| {
+            r2.fetch_add(1, Ordering::SeqCst);
+            if *j == 0 {
+                g2.wait();
+            }
+            Ok(*j)
+        });
+        let h = s.submit((0..5).collect());
+        while s.stats().devices[0].running == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(h);
+        gate.open();
+        assert_eq!(s.submit(vec![7, 8]).join().unwrap(), vec![7, 8]);
+        // partition 0 ran, 1..5 were cancelled, then the second call's two
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn dropping_the_scheduler_fails_queued_partitions() {
+        let gate = Arc::new(Gate::default());
+        let g2 = gate.clone();
+        let s = sched(vec![0], 1, move |_: &Attempt<'_>, j: &u32| {
+            g2.wait();
+            Ok(*j)
+        });
+        let h = s.submit((0..4).collect());
+        while s.stats().devices[0].running == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let opener = {
+            let gate = gate.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                gate.open();
+            })
+        };
+        drop(s); // waits for partition 0
+        opener.join().unwrap();
+        let r = h.wait();
+        assert_eq!(*r[0].as_ref().unwrap(), 0);
+        for x in &r[1..] {
+            assert!(matches!(x, Err(Error::Internal(m)) if m.contains("dropped")));
+        }
+    }
+
+    #[test]
+    fn wait_timeout_reports_progress() {
+        let gate = Arc::new(Gate::default());
+        let g2 = gate.clone();
+        let s = sched(vec![0], 1, move |_: &Attempt<'_>, j: &u32| {
+            g2.wait();
+            Ok(*j)
+        });
+        let h = s.submit(vec![1, 2]);
+        assert!(!h.wait_timeout(Duration::from_millis(20)));
+        assert_eq!(h.completed(), 0);
+        gate.open();
+        assert!(h.wait_timeout(Duration::from_secs(10)));
+        assert_eq!(h.completed(), 2);
+        assert_eq!(h.join().unwrap(), vec![1, 2]);
+    }
+}

@@ -10,6 +10,8 @@ pub mod pinned;
 #[cfg(feature = "cuda")]
 pub mod device;
 #[cfg(feature = "cuda")]
+pub mod hostmem;
+#[cfg(feature = "cuda")]
 pub mod msm;
 #[cfg(feature = "cuda")]
 pub mod ntt;

@@ -22,21 +22,49 @@ const CHUNK: usize = 1 << 22;
 pub trait MsmCurve: Copy + Send + Sync {
     /// Projective form.
     type Proj: Group<Scalar = Fr> + Send + Sync + From<Self> + for<'a> std::ops::Add<&'a Self, Output = Self::Proj>;
-    /// blst's Pippenger on projective points.
-    fn multi_exp(points: &[Self::Proj], scalars: &[Fr]) -> Self::Proj;
+    /// blst's Pippenger directly on affine points (no conversion to projective and back).
+    fn multi_exp(points: &[Self], scalars: &[Fr]) -> Self::Proj;
+}
+
+/// Scalars as blst wants them: 32 little-endian bytes each (canonical form).
+fn scalar_bytes(scalars: &[Fr]) -> Vec<u8> {
+    let mut out = vec![0u8; scalars.len() * 32];
+    out.par_chunks_mut(32).zip(scalars.par_iter()).for_each(|(o, s)| o.copy_from_slice(&s.to_bytes_le()));
+    out
 }
 
 impl MsmCurve for G1Affine {
     type Proj = G1Projective;
-    fn multi_exp(points: &[G1Projective], scalars: &[Fr]) -> G1Projective {
-        G1Projective::multi_exp(points, scalars)
+    fn multi_exp(points: &[G1Affine], scalars: &[Fr]) -> G1Projective {
+        use blst::MultiPoint;
+        if points.is_empty() {
+            return G1Projective::identity();
+        }
+        // SAFETY: blstrs::G1Affine is #[repr(transparent)] over blst_p1_affine, so the slice has
+        // the same length, layout and alignment as a slice of blst_p1_affine.
+        let raw: &[blst::blst_p1_affine] =
+            unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) };
+        let p: blst::blst_p1 = raw.mult(&scalar_bytes(scalars), 255);
+        // SAFETY: blstrs::G1Projective is #[repr(transparent)] over blst_p1, and `p` is a valid
+        // point blst computed.
+        unsafe { std::mem::transmute::<blst::blst_p1, G1Projective>(p) }
     }
 }
 
 impl MsmCurve for G2Affine {
     type Proj = G2Projective;
-    fn multi_exp(points: &[G2Projective], scalars: &[Fr]) -> G2Projective {
-        G2Projective::multi_exp(points, scalars)
+    fn multi_exp(points: &[G2Affine], scalars: &[Fr]) -> G2Projective {
+        use blst::MultiPoint;
+        if points.is_empty() {
+            return G2Projective::identity();
+        }
+        // SAFETY: blstrs::G2Affine is #[repr(transparent)] over blst_p2_affine (see above).
+        let raw: &[blst::blst_p2_affine] =
+            unsafe { std::slice::from_raw_parts(points.as_ptr().cast(), points.len()) };
+        let p: blst::blst_p2 = raw.mult(&scalar_bytes(scalars), 255);
+        // SAFETY: blstrs::G2Projective is #[repr(transparent)] over blst_p2, and `p` is a valid
+        // point blst computed.
+        unsafe { std::mem::transmute::<blst::blst_p2, G2Projective>(p) }
     }
 }
 
@@ -46,7 +74,7 @@ impl MsmCurve for G2Affine {
 pub fn msm<'a, C: MsmCurve + 'a>(pairs: impl ParallelIterator<Item = (&'a C, &'a Fr)>) -> C::Proj {
     let one = Fr::ONE;
     // Split: ones are summed on the fly, others collected for Pippenger.
-    let (ones, others): (C::Proj, Vec<(C::Proj, Fr)>) = pairs
+    let (ones, others): (C::Proj, Vec<(C, Fr)>) = pairs
         .filter(|(_, s)| !bool::from(s.is_zero()))
         .fold(
             || (C::Proj::identity(), Vec::new()),
@@ -54,7 +82,7 @@ pub fn msm<'a, C: MsmCurve + 'a>(pairs: impl ParallelIterator<Item = (&'a C, &'a
                 if *s == one {
                     acc = acc + p;
                 } else {
-                    rest.push((C::Proj::from(*p), *s));
+                    rest.push((*p, *s));
                 }
                 (acc, rest)
             },
@@ -68,7 +96,7 @@ pub fn msm<'a, C: MsmCurve + 'a>(pairs: impl ParallelIterator<Item = (&'a C, &'a
         );
     let mut total = ones;
     for chunk in others.chunks(CHUNK) {
-        let (pts, scs): (Vec<C::Proj>, Vec<Fr>) = chunk.iter().copied().unzip();
+        let (pts, scs): (Vec<C>, Vec<Fr>) = chunk.iter().copied().unzip();
         total += C::multi_exp(&pts, &scs);
     }
     total

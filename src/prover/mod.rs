@@ -11,6 +11,8 @@
 //! where A_Σ, B1_Σ are the query sums, so that C = s·A + r·B₁ − r·s·δ + H + L.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 
 pub use cpu::CpuBackend;
 

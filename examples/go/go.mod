@@ -1,0 +1,3 @@
+module cuzk.example/cuzk
+
+go 1.19

@@ -1,0 +1,47 @@
+//! Page-locking of host memory (`cuMemHostRegister` / `cuMemHostUnregister`), the driver side of
+//! [`crate::gpu::pinned`]'s registry. Registrations are portable (usable from every device's
+//! context). Callers go through the registry, which never registers a range twice (so the
+//! driver's error 712, "host memory already registered", cannot happen).
+
+use std::ffi::{c_int, c_uint, c_void};
+
+use crate::error::{Error, Result};
+use crate::gpu::device::Device;
+
+/// `CU_MEMHOSTREGISTER_PORTABLE`.
+const PORTABLE: c_uint = 1;
+
+#[link(name = "cuda")]
+extern "C" {
+    fn cuMemHostRegister_v2(p: *mut c_void, bytes: usize, flags: c_uint) -> c_int;
+    fn cuMemHostUnregister(p: *mut c_void) -> c_int;
+}
+
+fn status(code: c_int, call: &str) -> Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(Error::Cuda { device: 0, call: call.into(), message: format!("CUDA error {code}") })
+    }
+}
+
+/// Page-locks `len` bytes at `ptr` for DMA from any device.
+///
+/// # Errors
+/// [`Error::Cuda`] with the driver's code (712 already registered, 2 out of memory / memlock).
+pub fn register(ptr: usize, len: usize) -> Result<()> {
+    Device::get(0)?.bind()?;
+    // SAFETY: the registry passes a live host range it owns a reference to; the driver only
+    // page-locks it and does not write to it.
+    status(unsafe { cuMemHostRegister_v2(ptr as *mut c_void, len, PORTABLE) }, "cuMemHostRegister")
+}
+
+/// Releases the registration starting at `ptr`.
+///
+/// # Errors
+/// [`Error::Cuda`] (713 when `ptr` is not registered).
+pub fn unregister(ptr: usize) -> Result<()> {
+    Device::get(0)?.bind()?;
+    // SAFETY: `ptr` is the start of a range this process registered and still owns.
+    status(unsafe { cuMemHostUnregister(ptr as *mut c_void) }, "cuMemHostUnregister")
+}

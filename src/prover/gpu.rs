@@ -1,0 +1,364 @@
+//! GPU backend (feature `cuda`): H polynomial and all MSMs on the device, epilogue on the host.
+//!
+//! Per partition: pick the device with the fewest partitions in flight (then the most free
+//! memory); enter its GPU section (at most `gpu_workers_per_device` partitions on the device at
+//! once, so one worker's host work — synthesis, epilogue — overlaps another's kernels); ask the
+//! device's [`DeviceAllocator`] for a plan (tiers: parameters resident → full staging → partial
+//! → streaming); run; on an out-of-memory error retry one tier lower, then on the next device;
+//! then fail with the typed error, or run on the CPU if the caller allowed it (reported as tier
+//! `cpu-fallback`, and logged as a warning — never silent).
+//!
+//! Host buffers (a, b, c and the parameters) are page-locked through the process-wide
+//! [`PinnedRegistry`] (one registration per range however many workers use it; pageable copies
+//! if pinning fails).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use rayon::prelude::*;
+
+use super::cpu::{msm as cpu_msm, CpuBackend};
+use super::{Backend, MsmResults, PartitionCtx};
+use crate::config::EngineConfig;
+use crate::error::{Error, Result};
+use crate::gpu::alloc::{DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, TierKind};
+use crate::gpu::device::{self, Device, DeviceBuffer};
+use crate::gpu::hostmem;
+use crate::gpu::msm::{MsmWorkspace, Points, Scalars};
+use crate::gpu::ntt;
+use crate::gpu::pinned::{HostPinner, PinnedRegistry};
+use crate::progress::Stage;
+use crate::scheduler::GpuSection;
+use crate::srs::Srs;
+use crate::synth::Assignment;
+
+/// Free/total memory straight from the driver (`cuMemGetInfo`), for the allocator.
+struct DriverMemInfo;
+
+impl MemInfo for DriverMemInfo {
+    fn mem_get_info(&self, device: usize) -> Result<(u64, u64)> {
+        device::mem_get_info(device)
+    }
+}
+
+/// `cuMemHostRegister` / `cuMemHostUnregister` for the pinned registry.
+struct DriverPinner;
+
+impl HostPinner for DriverPinner {
+    fn register(&self, ptr: usize, len: usize) -> Result<()> {
+        hostmem::register(ptr, len)
+    }
+    fn unregister(&self, ptr: usize) -> Result<()> {
+        hostmem::unregister(ptr)
+    }
+}
+
+/// The process-wide pinned-range registry (shared by every engine and worker).
+pub fn pinned_registry() -> &'static PinnedRegistry {
+    PinnedRegistry::global(|| Arc::new(DriverPinner))
+}
+
+/// Parameters uploaded once to a device and kept there for later partitions and calls.
+struct Resident {
+    path: PathBuf,
+    h: DeviceBuffer<G1Affine>,
+    l: DeviceBuffer<G1Affine>,
+    a: DeviceBuffer<G1Affine>,
+    b_g1: DeviceBuffer<G1Affine>,
+    b_g2: DeviceBuffer<G2Affine>,
+    _reservation: Reservation,
+}
+
+struct Slot {
+    dev: Arc<Device>,
+    alloc: DeviceAllocator,
+    section: GpuSection,
+    in_flight: AtomicUsize,
+    resident: Mutex<Option<Arc<Resident>>>,
+}
+
+/// The GPU backend: one slot per device.
+pub struct GpuBackend {
+    slots: Vec<Slot>,
+    allow_cpu: bool,
+}
+
+impl GpuBackend {
+    /// Opens the configured devices (`config.devices`, else every visible one), each with an
+    /// allocator capped at `config.vram_limit` and `config.workers_per_device()` workers.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] when no device is visible or the driver is unusable;
+    /// [`Error::DeviceUnsupported`] when a listed device cannot run our kernels.
+    pub fn new(config: &EngineConfig) -> Result<Self> {
+        let count = device::device_count()?;
+        if count == 0 {
+            return Err(Error::NoDevice("the CUDA driver reports no device".into()));
+        }
+        let ordinals: Vec<usize> = config.devices.clone().unwrap_or_else(|| (0..count).collect());
+        let mut slots = Vec::new();
+        for &o in &ordinals {
+            if o >= count {
+                return Err(Error::NoDevice(format!("device {o} requested, {count} visible")));
+            }
+            let dev = Device::get(o)?;
+            let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit);
+            let (free, total) = dev.mem_get_info()?;
+            log::info!(
+                "GPU {o}: {} MiB free of {} MiB{}, {} workers",
+                free >> 20,
+                total >> 20,
+                config.vram_limit.map(|l| format!(", capped at {} MiB", l >> 20)).unwrap_or_default(),
+                config.workers_per_device()
+            );
+            slots.push(Slot {
+                dev,
+                alloc,
+                section: GpuSection::new(config.workers_per_device()),
+                in_flight: AtomicUsize::new(0),
+                resident: Mutex::new(None),
+            });
+        }
+        Ok(GpuBackend { slots, allow_cpu: config.allow_cpu_fallback })
+    }
+
+    /// Device order for the next partition: fewest in flight, then most memory available.
+    fn order(&self) -> Vec<usize> {
+        let mut idx: Vec<(usize, usize, u64)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i, s.in_flight.load(Ordering::SeqCst), s.alloc.available().unwrap_or(0)))
+            .collect();
+        idx.sort_by(|x, y| x.1.cmp(&y.1).then(y.2.cmp(&x.2)));
+        idx.into_iter().map(|x| x.0).collect()
+    }
+}
+
+fn shape_of(asg: &Assignment, srs: &Srs) -> Result<PartitionShape> {
+    let ni = asg.input.len() as u64;
+    PartitionShape::from_counts(
+        asg.num_constraints() as u64 - ni,
+        ni,
+        asg.aux.len() as u64,
+        srs.a.len() as u64,
+        srs.b_g1.len() as u64,
+    )
+}
+
+/// Uploads the parameters to the device if this plan reserved them, or returns those already
+/// resident.
+fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Resident>>> {
+    let mut cur = slot.resident.lock().map_err(|_| Error::internal("resident lock poisoned"))?;
+    if let Some(r) = cur.as_ref() {
+        if r.path == srs.path {
+            return Ok(Some(r.clone()));
+        }
+    }
+    let Some(res) = plan.params.take() else { return Ok(None) };
+    *cur = None; // other parameters: free them first
+    let t = Instant::now();
+    let reg = pinned_registry();
+    let up_g1 = |v: &[G1Affine]| -> Result<DeviceBuffer<G1Affine>> {
+        let _pin = reg.pin_slice(v);
+        slot.dev.upload(v)
+    };
+    let r = Arc::new(Resident {
+        path: srs.path.clone(),
+        h: up_g1(&srs.h)?,
+        l: up_g1(&srs.l)?,
+        a: up_g1(&srs.a)?,
+        b_g1: up_g1(&srs.b_g1)?,
+        b_g2: {
+            let _pin = reg.pin_slice(&srs.b_g2[..]);
+            slot.dev.upload(&srs.b_g2)?
+        },
+        _reservation: res,
+    });
+    r._reservation.note_allocated(srs.size_bytes());
+    log::info!(
+        "GPU {}: parameters resident ({:.2} GB uploaded in {:.2} s)",
+        slot.dev.ordinal(),
+        srs.size_bytes() as f64 / 1e9,
+        t.elapsed().as_secs_f64()
+    );
+    *cur = Some(r.clone());
+    Ok(Some(r))
+}
+
+/// Copies `src` into the first `src.len()` elements of `dst` and zeroes the rest.
+fn stage(dev: &Arc<Device>, stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Result<()> {
+    let _pin = pinned_registry().pin_slice(src);
+    dst.slice_mut(..src.len())?.copy_from_host(src)?;
+    let _ = dev;
+    if src.len() < dst.len() {
+        dst.slice_mut(src.len()..)?.zero(stream)?;
+    }
+    Ok(())
+}
+
+/// Plans one partition on `slot` ([`DeviceAllocator::plan`]). While other partitions of this
+/// process hold working memory on the device (it comes back when they finish), "no tier fits"
+/// means "not now": wait for their reservations to drop (re-planning on every release, at
+/// least every 200 ms) instead of failing the partition. Fails with
+/// [`Error::OutOfDeviceMemory`] only when nothing but the resident parameters is reserved.
+/// (Two workers under a 16 GiB cap at 2^27: the first holds the partial tier's 14.95 GiB, the
+/// second waits for it instead of failing.)
+fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Plan> {
+    loop {
+        let resident = slot
+            .resident
+            .lock()
+            .map_err(|_| Error::internal("resident lock poisoned"))?
+            .as_ref()
+            .map_or(0, |r| r._reservation.bytes());
+        if slot.alloc.reserved_bytes() <= resident {
+            return slot.alloc.plan(shape, opts);
+        }
+        match slot.alloc.plan_wait(shape, opts, std::time::Duration::from_millis(200)) {
+            Err(Error::OutOfDeviceMemory { .. }) => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Runs one partition on one device under `plan`.
+fn run_on(slot: &Slot, mut plan: Plan, asg: &mut Assignment, srs: &Srs, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+    let dev = &slot.dev;
+    let p = Some(ctx.partition);
+    let resident = if plan.tier.kind() == TierKind::Resident { resident_for(slot, srs, &mut plan)? } else { None };
+    let n = 1usize << asg.domain_log2();
+    let stream = dev.stream()?;
+
+    // ---- H polynomial: a, b, c staged, seven NTTs and one pointwise pass on the device.
+    let t = Instant::now();
+    let mut da = dev.alloc::<Fr>(n)?;
+    {
+        let mut db = dev.alloc::<Fr>(n)?;
+        let mut dc = dev.alloc::<Fr>(n)?;
+        plan.work.note_allocated(3 * 32 * n as u64);
+        stage(dev, &stream, &mut da, &asg.a)?;
+        stage(dev, &stream, &mut db, &asg.b)?;
+        stage(dev, &stream, &mut dc, &asg.c)?;
+        ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
+        let t = Instant::now();
+        ntt::h_step(&stream, &mut da.as_mut_slice(), &mut db.as_mut_slice(), &mut dc.as_mut_slice())?;
+        stream.synchronize()?;
+        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
+    }
+    plan.work.note_freed(2 * 32 * n as u64);
+    // a, b, c stay on the host until the partition succeeds: a retry (lower tier, other
+    // device, CPU fallback) needs them.
+
+    // ---- MSMs. Bases from the resident copy, else streamed from (pinned) host memory.
+    let mut ws = MsmWorkspace::new(dev)?;
+    let ni = asg.input.len();
+    let rep = ctx.reporter;
+    let tm = &mut *ctx.timings;
+    macro_rules! pts {
+        ($field:ident, $range:expr) => {
+            match &resident {
+                Some(r) => Points::Device(r.$field.slice($range)?),
+                None => Points::Host(&srs.$field[$range]),
+            }
+        };
+    }
+    let t = Instant::now();
+    let h = ws.msm_g1(pts!(h, 0..n - 1), Scalars::Device(da.slice(0..n - 1)?), None)?;
+    rep.report(tm, p, Stage::MsmH, t.elapsed());
+    drop(da);
+    let t = Instant::now();
+    let l = ws.msm_g1(pts!(l, ..), Scalars::Host(&asg.aux), None)?;
+    rep.report(tm, p, Stage::MsmL, t.elapsed());
+    // The input parts (≤ a few hundred points) are summed on the CPU.
+    let t = Instant::now();
+    let a_in: G1Projective = cpu_msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()));
+    let a = a_in + ws.msm_g1(pts!(a, ni..), Scalars::Host(&asg.aux), Some(asg.a_aux_density.words()))?;
+    rep.report(tm, p, Stage::MsmA, t.elapsed());
+    let bi = asg.b_input_density.count();
+    let in_pairs = |v: &'_ [G1Affine]| -> G1Projective {
+        let idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
+        cpu_msm(idx.par_iter().enumerate().map(|(k, &i)| (&v[k], &asg.input[i])))
+    };
+    let t = Instant::now();
+    let b_g1 = in_pairs(&srs.b_g1) + ws.msm_g1(pts!(b_g1, bi..), Scalars::Host(&asg.aux), Some(asg.b_aux_density.words()))?;
+    rep.report(tm, p, Stage::MsmBG1, t.elapsed());
+    let t = Instant::now();
+    let idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
+    let b2_in: G2Projective = cpu_msm(idx.par_iter().enumerate().map(|(k, &i)| (&srs.b_g2[k], &asg.input[i])));
+    let b2_pts = match &resident {
+        Some(r) => Points::Device(r.b_g2.slice(bi..)?),
+        None => Points::Host(&srs.b_g2[bi..]),
+    };
+    let b_g2 = b2_in + ws.msm_g2(b2_pts, Scalars::Host(&asg.aux), Some(asg.b_aux_density.words()))?;
+    rep.report(tm, p, Stage::MsmBG2, t.elapsed());
+    ws.release()?;
+    Ok(MsmResults { h, l, a, b_g1, b_g2 })
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn compute(&self, asg: &mut Assignment, srs: &Srs, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+        let shape = shape_of(asg, srs)?;
+        let mut last: Option<Error> = None;
+        for i in self.order() {
+            let slot = &self.slots[i];
+            let ordinal = slot.dev.ordinal();
+            slot.in_flight.fetch_add(1, Ordering::SeqCst);
+            let guard = slot.section.enter();
+            ctx.reporter.report(ctx.timings, Some(ctx.partition), Stage::Wait, guard.waited());
+            let mut opts = PlanOptions::default();
+            let result = loop {
+                opts.params_resident = slot
+                    .resident
+                    .lock()
+                    .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
+                    .unwrap_or(false);
+                let plan = match plan_on(slot, &shape, &opts) {
+                    Ok(p) => p,
+                    Err(e) => break Err(e),
+                };
+                let tier = plan.tier;
+                log::info!("partition {}: GPU {ordinal}, tier {tier}", ctx.partition);
+                match run_on(slot, plan, asg, srs, ctx) {
+                    Ok(r) => {
+                        ctx.device = Some(ordinal);
+                        ctx.tier = Some(tier.name().to_string());
+                        break Ok(r);
+                    }
+                    Err(e @ Error::OutOfDeviceMemory { .. }) => {
+                        log::warn!("partition {}: {e} at tier {tier}; retrying lower", ctx.partition);
+                        match tier.kind().lower() {
+                            Some(k) => opts.start = k,
+                            None => break Err(e),
+                        }
+                    }
+                    Err(e) => break Err(e),
+                }
+            };
+            drop(guard);
+            slot.in_flight.fetch_sub(1, Ordering::SeqCst);
+            match result {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    log::warn!("partition {}: GPU {ordinal} failed: {e}", ctx.partition);
+                    last = Some(e);
+                }
+            }
+        }
+        let err = last.unwrap_or_else(|| Error::NoDevice("no GPU slot".into()));
+        if self.allow_cpu {
+            log::warn!("partition {}: GPU failed ({err}); CPU fallback allowed: proving on the CPU", ctx.partition);
+            let r = CpuBackend.compute(asg, srs, ctx)?;
+            ctx.tier = Some("cpu-fallback".into());
+            return Ok(r);
+        }
+        Err(err)
+    }
+}
