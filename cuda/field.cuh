@@ -1,0 +1,463 @@
+// cuzk — BLS12-381 base field Fp, scalar field Fr and the quadratic extension Fp2 on the GPU.
+//
+// Representation
+//   Elements are stored in Montgomery form as little-endian 32-bit limbs:
+//     Fr: 8 limbs (256 bits), R = 2^256  -- byte-identical to blstrs::Scalar (blst_fr, 4 x u64 LE)
+//     Fp: 12 limbs (384 bits), R = 2^384 -- byte-identical to blstrs::Fp (blst_fp, 6 x u64 LE)
+//     Fp2: c0 then c1 (c0 + c1*u, u^2 = -1) -- byte-identical to blstrs::Fp2 (blst_fp2)
+//   so host slices of blstrs values are copied to the device raw, without conversion.
+//   Every function here expects canonical inputs (0 <= x < modulus) and returns canonical
+//   outputs.
+//
+// Algorithms
+//   * Montgomery multiplication: coarsely integrated operand scanning (CIOS), Koc, Acar and
+//     Kaliski, "Analyzing and Comparing Montgomery Multiplication Algorithms", IEEE Micro 1996.
+//     Each row (t += x * y) is two PTX carry chains, one over the even- and one over the
+//     odd-indexed limbs of y, each product's low and high halves landing in adjacent limbs
+//     (the even/odd split of Emmart, Luo and Weems, "Optimizing Modular Multiplication for
+//     NVIDIA's Maxwell GPUs", ARITH 2016), which ptxas maps to IMAD.WIDE.U32 with carries.
+//     Both moduli leave a spare top bit (2p < 2^(32N)), so the result is < 2p before the single
+//     conditional subtraction.
+//   * Inversion: Fermat's little theorem, x^(p-2) (constant time, ~1.5 * bits multiplications).
+//     Meant for a few elements per thread; use batch inversion (Montgomery's trick) for bulk.
+//   * Fp2 multiplication: Karatsuba (3 Fp multiplications), squaring: complex squaring
+//     (a0+a1)(a0-a1) + 2 a0 a1 u (2 Fp multiplications).
+//
+// Carry flags flow between consecutive `asm volatile` statements of one chain; no C code that
+// could touch the condition code is placed inside a chain (the technique NVIDIA's CGBN uses).
+#pragma once
+#include <stdint.h>
+
+namespace cuzk {
+
+// ---------------------------------------------------------------------------------------------
+// PTX carry-chain primitives (32-bit).
+// ---------------------------------------------------------------------------------------------
+namespace ptx {
+__device__ __forceinline__ uint32_t add_cc(uint32_t a, uint32_t b) {
+    uint32_t r; asm volatile("add.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ uint32_t addc_cc(uint32_t a, uint32_t b) {
+    uint32_t r; asm volatile("addc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ uint32_t addc(uint32_t a, uint32_t b) {
+    uint32_t r; asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ uint32_t sub_cc(uint32_t a, uint32_t b) {
+    uint32_t r; asm volatile("sub.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ uint32_t subc_cc(uint32_t a, uint32_t b) {
+    uint32_t r; asm volatile("subc.cc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ uint32_t subc(uint32_t a, uint32_t b) {
+    uint32_t r; asm volatile("subc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r; asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+__device__ __forceinline__ uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r; asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+__device__ __forceinline__ uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r; asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+__device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r; asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+__device__ __forceinline__ uint32_t madc_hi(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r; asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); return r;
+}
+}  // namespace ptx
+
+// ---------------------------------------------------------------------------------------------
+// Field constants (little-endian 32-bit limbs). Values computed from the moduli with Python:
+//   ONE = 2^(32N) mod p, R2 = 2^(64N) mod p, M0 = -p^(-1) mod 2^32, PM2 = p - 2.
+// ---------------------------------------------------------------------------------------------
+// Fr: r = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001 (255 bits)
+__constant__ uint32_t CUZK_FR_P[8] = {0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u,
+                                      0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+__constant__ uint32_t CUZK_FR_ONE[8] = {0xfffffffeu, 0x00000001u, 0x00034802u, 0x5884b7fau,
+                                        0xecbc4ff5u, 0x998c4fefu, 0xacc5056fu, 0x1824b159u};
+__constant__ uint32_t CUZK_FR_R2[8] = {0xf3f29c6du, 0xc999e990u, 0x87925c23u, 0x2b6cedcbu,
+                                       0x7254398fu, 0x05d31496u, 0x9f59ff11u, 0x0748d9d9u};
+__constant__ uint32_t CUZK_FR_PM2[8] = {0xffffffffu, 0xfffffffeu, 0xfffe5bfeu, 0x53bda402u,
+                                        0x09a1d805u, 0x3339d808u, 0x299d7d48u, 0x73eda753u};
+// Fp: p = 0x1a0111ea...ffffaaab (381 bits)
+__constant__ uint32_t CUZK_FP_P[12] = {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
+                                       0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
+                                       0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+__constant__ uint32_t CUZK_FP_ONE[12] = {0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu,
+                                         0x53c758bau, 0x5f489857u, 0x70525745u, 0x77ce5853u,
+                                         0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+__constant__ uint32_t CUZK_FP_R2[12] = {0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u,
+                                        0x4c95b6d5u, 0x8de5476cu, 0x939d83c0u, 0x67eb88a9u,
+                                        0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u};
+__constant__ uint32_t CUZK_FP_PM2[12] = {0xffffaaa9u, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu,
+                                         0xf6b0f624u, 0x6730d2a0u, 0xf38512bfu, 0x64774b84u,
+                                         0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+
+/// Parameters of Fr (the BLS12-381 scalar field).
+struct FrParams {
+    static constexpr int N = 8;                 // 32-bit limbs
+    static constexpr int BITS = 255;            // bits of the modulus
+    static constexpr uint32_t M0 = 0xffffffffu; // -r^-1 mod 2^32
+    __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FR_P[i]; }
+    __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FR_ONE[i]; }
+    __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FR_R2[i]; }
+    __device__ __forceinline__ static uint32_t pm2(int i) { return CUZK_FR_PM2[i]; }
+};
+
+/// Parameters of Fp (the BLS12-381 base field).
+struct FpParams {
+    static constexpr int N = 12;
+    static constexpr int BITS = 381;
+    static constexpr uint32_t M0 = 0xfffcfffdu; // -p^-1 mod 2^32
+    __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FP_P[i]; }
+    __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FP_ONE[i]; }
+    __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FP_R2[i]; }
+    __device__ __forceinline__ static uint32_t pm2(int i) { return CUZK_FP_PM2[i]; }
+};
+
+/// A prime-field element in Montgomery form, N little-endian 32-bit limbs (see file header).
+/// Plain data: safe to reinterpret device memory holding blstrs values of the same field.
+template <class C>
+struct alignas(16) Field {
+    static constexpr int N = C::N;
+    uint32_t l[N];
+
+    // ---- constants -------------------------------------------------------------------------
+    /// 0.
+    __device__ __forceinline__ static Field zero() {
+        Field r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = 0;
+        return r;
+    }
+    /// 1 (Montgomery form: R mod p).
+    __device__ __forceinline__ static Field one() {
+        Field r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = C::one(i);
+        return r;
+    }
+    /// The modulus itself (not a valid element; for tests and reductions).
+    __device__ __forceinline__ static Field modulus() {
+        Field r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = C::p(i);
+        return r;
+    }
+
+    // ---- memory ----------------------------------------------------------------------------
+    /// Loads from global/shared memory with 16-byte vector loads (p must be 16-byte aligned,
+    /// which holds for any element of an array allocated by cuMemAlloc).
+    __device__ __forceinline__ static Field load(const Field* p) {
+        Field r;
+        const uint4* s = reinterpret_cast<const uint4*>(p);
+#pragma unroll
+        for (int i = 0; i < N / 4; i++) {
+            uint4 v = s[i];
+            r.l[4 * i] = v.x; r.l[4 * i + 1] = v.y; r.l[4 * i + 2] = v.z; r.l[4 * i + 3] = v.w;
+        }
+        return r;
+    }
+    /// Stores with 16-byte vector stores (same alignment rule as `load`).
+    __device__ __forceinline__ void store(Field* p) const {
+        uint4* d = reinterpret_cast<uint4*>(p);
+#pragma unroll
+        for (int i = 0; i < N / 4; i++)
+            d[i] = make_uint4(l[4 * i], l[4 * i + 1], l[4 * i + 2], l[4 * i + 3]);
+    }
+
+    // ---- predicates ------------------------------------------------------------------------
+    __device__ __forceinline__ bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= l[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool is_one() const { return *this == one(); }
+    __device__ __forceinline__ friend bool operator==(const Field& a, const Field& b) {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= a.l[i] ^ b.l[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ friend bool operator!=(const Field& a, const Field& b) {
+        return !(a == b);
+    }
+
+    // ---- reduction helpers -----------------------------------------------------------------
+    /// Returns t - p if t >= p else t; requires t < 2p.
+    __device__ __forceinline__ static Field reduce_once(const Field& t) {
+        Field s, r;
+        s.l[0] = ptx::sub_cc(t.l[0], C::p(0));
+#pragma unroll
+        for (int i = 1; i < N; i++) s.l[i] = ptx::subc_cc(t.l[i], C::p(i));
+        uint32_t borrow = ptx::subc(0, 0);  // 0xffffffff when t < p
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = (t.l[i] & borrow) | (s.l[i] & ~borrow);
+        return r;
+    }
+
+    // ---- additive group --------------------------------------------------------------------
+    /// a + b mod p.
+    __device__ __forceinline__ static Field add(const Field& a, const Field& b) {
+        Field t;
+        t.l[0] = ptx::add_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) t.l[i] = ptx::addc_cc(a.l[i], b.l[i]);
+        t.l[N - 1] = ptx::addc(a.l[N - 1], b.l[N - 1]);  // no carry out: 2p < 2^(32N)
+        return reduce_once(t);
+    }
+    /// a - b mod p.
+    __device__ __forceinline__ static Field sub(const Field& a, const Field& b) {
+        Field t;
+        t.l[0] = ptx::sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int i = 1; i < N; i++) t.l[i] = ptx::subc_cc(a.l[i], b.l[i]);
+        uint32_t borrow = ptx::subc(0, 0);
+        t.l[0] = ptx::add_cc(t.l[0], C::p(0) & borrow);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) t.l[i] = ptx::addc_cc(t.l[i], C::p(i) & borrow);
+        t.l[N - 1] = ptx::addc(t.l[N - 1], C::p(N - 1) & borrow);
+        return t;
+    }
+    /// -a mod p (0 stays 0).
+    __device__ __forceinline__ static Field neg(const Field& a) {
+        Field t;
+        uint32_t mask = a.is_zero() ? 0u : 0xffffffffu;
+        t.l[0] = ptx::sub_cc(C::p(0), a.l[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) t.l[i] = ptx::subc_cc(C::p(i), a.l[i]);
+        t.l[N - 1] = ptx::subc(C::p(N - 1), a.l[N - 1]);
+#pragma unroll
+        for (int i = 0; i < N; i++) t.l[i] &= mask;
+        return t;
+    }
+    /// 2a mod p.
+    __device__ __forceinline__ static Field dbl(const Field& a) { return add(a, a); }
+
+    // ---- multiplicative --------------------------------------------------------------------
+    /// acc[0..N] += x * y[0..N) * 2^0, as two carry chains over the even-indexed and the
+    /// odd-indexed limbs of y, each an alternation mad.lo / madc.hi of ONE product into adjacent
+    /// limbs (ptxas fuses such pairs into IMAD.WIDE.U32 with carry; splitting low and high
+    /// halves into separate chains instead costs two instructions per half on sm_70+).
+    /// No carry may leave limb N (guaranteed by the callers' bounds).
+    template <class Y>
+    __device__ __forceinline__ static void mac_row(uint32_t (&acc)[N + 1], uint32_t x, Y y) {
+        // even j: products into limbs (j, j+1), j = 0, 2, ..., N-2; carry into limb N
+        acc[0] = ptx::mad_lo_cc(x, y(0), acc[0]);
+        acc[1] = ptx::madc_hi_cc(x, y(0), acc[1]);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) {
+            acc[j] = ptx::madc_lo_cc(x, y(j), acc[j]);
+            acc[j + 1] = ptx::madc_hi_cc(x, y(j), acc[j + 1]);
+        }
+        acc[N] = ptx::addc(acc[N], 0);
+        // odd j: products into limbs (j, j+1), j = 1, 3, ..., N-1 (the last high half is limb N)
+        acc[1] = ptx::mad_lo_cc(x, y(1), acc[1]);
+        acc[2] = ptx::madc_hi_cc(x, y(1), acc[2]);
+#pragma unroll
+        for (int j = 3; j < N - 1; j += 2) {
+            acc[j] = ptx::madc_lo_cc(x, y(j), acc[j]);
+            acc[j + 1] = ptx::madc_hi_cc(x, y(j), acc[j + 1]);
+        }
+        acc[N - 1] = ptx::madc_lo_cc(x, y(N - 1), acc[N - 1]);
+        acc[N] = ptx::madc_hi(x, y(N - 1), acc[N]);
+    }
+
+    /// Montgomery product a * b * R^-1 mod p, "wide" variant: CIOS with rows computed by
+    /// `mac_row` (even/odd chains that ptxas maps to IMAD.WIDE.U32), N+1-limb accumulator.
+    ///
+    /// The accumulator needs only N+1 limbs: at the top of each row t < 2p, and
+    /// t + a_i*b + m*p < 2p + 2 (2^32 - 1) p = 2^33 p < 2^(32(N+1)) because p < 2^(32N-1)
+    /// (both moduli leave the top bit of the top limb clear), so no carry leaves limb N.
+    /// About 190 IMAD-class instructions for Fr on sm_90 against about 310 (plus as many
+    /// IADD3) for `mul_cios`. Checked against blstrs by tests/gpu_field.rs (op 11).
+    __device__ __forceinline__ static Field mul_wide(const Field& a, const Field& b) {
+        uint32_t t[N + 1];
+#pragma unroll
+        for (int i = 0; i < N + 1; i++) t[i] = 0;
+        struct B { const Field& b; __device__ __forceinline__ uint32_t operator()(int j) const { return b.l[j]; } };
+        struct P { __device__ __forceinline__ uint32_t operator()(int j) const { return C::p(j); } };
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            mac_row(t, a.l[i], B{b});             // t += a_i * b
+            const uint32_t m = t[0] * C::M0;
+            mac_row(t, m, P());                   // t += m * p, making t[0] zero
+#pragma unroll
+            for (int j = 0; j < N; j++) t[j] = t[j + 1];  // divide by 2^32
+            t[N] = 0;
+        }
+        Field r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = t[i];
+        return reduce_once(r);
+    }
+
+    /// Montgomery product a * b * R^-1 mod p, "cios" variant: CIOS with each row as separate
+    /// carry chains over the low and the high halves of the partial products, N+2-limb
+    /// accumulator. The variant verified on the H200 first (tests/gpu_field.rs).
+    __device__ __forceinline__ static Field mul_cios(const Field& a, const Field& b) {
+        uint32_t t[N + 2];
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const uint32_t ai = a.l[i];
+            // t += ai * b: low halves into t[j], high halves into t[j+1]
+            t[0] = ptx::mad_lo_cc(ai, b.l[0], t[0]);
+#pragma unroll
+            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(ai, b.l[j], t[j]);
+            t[N] = ptx::addc_cc(t[N], 0);
+            t[N + 1] = ptx::addc(t[N + 1], 0);
+            t[1] = ptx::mad_hi_cc(ai, b.l[0], t[1]);
+#pragma unroll
+            for (int j = 1; j < N; j++) t[j + 1] = ptx::madc_hi_cc(ai, b.l[j], t[j + 1]);
+            t[N + 1] = ptx::addc(t[N + 1], 0);
+            // t += m * p, making t[0] zero
+            const uint32_t m = t[0] * C::M0;
+            t[0] = ptx::mad_lo_cc(m, C::p(0), t[0]);
+#pragma unroll
+            for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(m, C::p(j), t[j]);
+            t[N] = ptx::addc_cc(t[N], 0);
+            t[N + 1] = ptx::addc(t[N + 1], 0);
+            t[1] = ptx::mad_hi_cc(m, C::p(0), t[1]);
+#pragma unroll
+            for (int j = 1; j < N; j++) t[j + 1] = ptx::madc_hi_cc(m, C::p(j), t[j + 1]);
+            t[N + 1] = ptx::addc(t[N + 1], 0);
+            // divide by 2^32
+#pragma unroll
+            for (int j = 0; j < N + 1; j++) t[j] = t[j + 1];
+            t[N + 1] = 0;
+        }
+        Field r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = t[i];
+        return reduce_once(r);
+    }
+
+    /// Montgomery product a * b * R^-1 mod p: `mul_wide` when CUZK_MUL_WIDE is defined non-zero
+    /// at compile time, else `mul_cios` (the default until mul_wide has been checked on a GPU).
+    __device__ __forceinline__ static Field mul(const Field& a, const Field& b) {
+#if defined(CUZK_MUL_WIDE) && CUZK_MUL_WIDE
+        return mul_wide(a, b);
+#else
+        return mul_cios(a, b);
+#endif
+    }
+    /// a^2 (Montgomery).
+    __device__ __forceinline__ static Field sqr(const Field& a) { return mul(a, a); }
+    /// a^e for an exponent given as N little-endian 32-bit limbs (plain integer, not Montgomery).
+    template <class Exp>
+    __device__ __forceinline__ static Field pow_limbs(const Field& a, Exp e) {
+        Field r = one();
+#pragma unroll 1
+        for (int i = N - 1; i >= 0; i--) {
+            const uint32_t w = e(i);
+#pragma unroll 1
+            for (int b = 31; b >= 0; b--) {
+                r = sqr(r);
+                if ((w >> b) & 1) r = mul(r, a);
+            }
+        }
+        return r;
+    }
+    /// a^e for a 64-bit exponent.
+    __device__ __forceinline__ static Field pow(const Field& a, uint64_t e) {
+        Field r = one(), x = a;
+#pragma unroll 1
+        while (e) {
+            if (e & 1) r = mul(r, x);
+            e >>= 1;
+            if (e) x = sqr(x);
+        }
+        return r;
+    }
+    /// a^-1 mod p by Fermat (a^(p-2)); the inverse of 0 is 0.
+    __device__ __forceinline__ static Field inverse(const Field& a) {
+        struct E { __device__ uint32_t operator()(int i) const { return C::pm2(i); } };
+        return pow_limbs(a, E());
+    }
+    /// Converts a plain integer (< p, N LE limbs) to Montgomery form: a * R mod p.
+    __device__ __forceinline__ static Field to_mont(const Field& a) {
+        Field r2;
+#pragma unroll
+        for (int i = 0; i < N; i++) r2.l[i] = C::r2(i);
+        return mul(a, r2);
+    }
+    /// Converts from Montgomery form to the plain integer a * R^-1 mod p.
+    __device__ __forceinline__ static Field from_mont(const Field& a) {
+        Field u = zero();
+        u.l[0] = 1;
+        return mul(a, u);
+    }
+
+    // ---- operators -------------------------------------------------------------------------
+    __device__ __forceinline__ friend Field operator+(const Field& a, const Field& b) { return add(a, b); }
+    __device__ __forceinline__ friend Field operator-(const Field& a, const Field& b) { return sub(a, b); }
+    __device__ __forceinline__ friend Field operator*(const Field& a, const Field& b) { return mul(a, b); }
+    __device__ __forceinline__ Field operator-() const { return neg(*this); }
+    __device__ __forceinline__ Field& operator+=(const Field& b) { return *this = add(*this, b); }
+    __device__ __forceinline__ Field& operator-=(const Field& b) { return *this = sub(*this, b); }
+    __device__ __forceinline__ Field& operator*=(const Field& b) { return *this = mul(*this, b); }
+};
+
+/// BLS12-381 scalar field element (= blstrs::Scalar, 32 bytes).
+typedef Field<FrParams> Fr;
+/// BLS12-381 base field element (= blstrs::Fp, 48 bytes).
+typedef Field<FpParams> Fp;
+
+static_assert(sizeof(Fr) == 32, "Fr must match blst_fr");
+static_assert(sizeof(Fp) == 48, "Fp must match blst_fp");
+
+/// Element c0 + c1*u of Fp2 = Fp[u]/(u^2 + 1) (= blstrs::Fp2, 96 bytes).
+struct alignas(16) Fp2 {
+    Fp c0, c1;
+
+    __device__ __forceinline__ static Fp2 zero() { return {Fp::zero(), Fp::zero()}; }
+    __device__ __forceinline__ static Fp2 one() { return {Fp::one(), Fp::zero()}; }
+    __device__ __forceinline__ static Fp2 load(const Fp2* p) {
+        return {Fp::load(&p->c0), Fp::load(&p->c1)};
+    }
+    __device__ __forceinline__ void store(Fp2* p) const { c0.store(&p->c0); c1.store(&p->c1); }
+    __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ bool is_one() const { return c0.is_one() && c1.is_zero(); }
+    __device__ __forceinline__ friend bool operator==(const Fp2& a, const Fp2& b) {
+        return a.c0 == b.c0 && a.c1 == b.c1;
+    }
+    __device__ __forceinline__ friend bool operator!=(const Fp2& a, const Fp2& b) { return !(a == b); }
+
+    __device__ __forceinline__ static Fp2 add(const Fp2& a, const Fp2& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
+    __device__ __forceinline__ static Fp2 sub(const Fp2& a, const Fp2& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+    __device__ __forceinline__ static Fp2 neg(const Fp2& a) { return {-a.c0, -a.c1}; }
+    __device__ __forceinline__ static Fp2 dbl(const Fp2& a) { return {Fp::dbl(a.c0), Fp::dbl(a.c1)}; }
+    /// Conjugate c0 - c1*u.
+    __device__ __forceinline__ static Fp2 conj(const Fp2& a) { return {a.c0, -a.c1}; }
+    /// Karatsuba: (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u.
+    __device__ __forceinline__ static Fp2 mul(const Fp2& a, const Fp2& b) {
+        Fp v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+        Fp s = (a.c0 + a.c1) * (b.c0 + b.c1);
+        return {v0 - v1, s - v0 - v1};
+    }
+    /// (a0 + a1)(a0 - a1) + 2 a0 a1 u.
+    __device__ __forceinline__ static Fp2 sqr(const Fp2& a) {
+        Fp t = a.c0 * a.c1;
+        return {(a.c0 + a.c1) * (a.c0 - a.c1), Fp::dbl(t)};
+    }
+    /// Multiplies both coordinates by an Fp element.
+    __device__ __forceinline__ static Fp2 mul_fp(const Fp2& a, const Fp& b) { return {a.c0 * b, a.c1 * b}; }
+    /// a^-1 = conj(a) / (a0^2 + a1^2); the inverse of 0 is 0.
+    __device__ __forceinline__ static Fp2 inverse(const Fp2& a) {
+        Fp n = Fp::inverse(a.c0 * a.c0 + a.c1 * a.c1);
+        return {a.c0 * n, -(a.c1 * n)};
+    }
+    __device__ __forceinline__ friend Fp2 operator+(const Fp2& a, const Fp2& b) { return add(a, b); }
+    __device__ __forceinline__ friend Fp2 operator-(const Fp2& a, const Fp2& b) { return sub(a, b); }
+    __device__ __forceinline__ friend Fp2 operator*(const Fp2& a, const Fp2& b) { return mul(a, b); }
+    __device__ __forceinline__ Fp2 operator-() const { return neg(*this); }
+};
+static_assert(sizeof(Fp2) == 96, "Fp2 must match blst_fp2");
+
+}  // namespace cuzk

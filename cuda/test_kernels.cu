@@ -1,0 +1,83 @@
+// cuzk — small kernels that expose single field operations, for tests/gpu_field.rs.
+// One thread per element; `op` selects the operation (codes below, mirrored in the test):
+//   0 add  1 sub  2 mul  3 sqr  4 neg  5 inverse  6 to_mont  7 from_mont  8 eq (out = 1 or 0)
+//   9 dbl  10 is_zero (out = 1 or 0)
+// For Fp2, to_mont/from_mont (6, 7) are not defined and leave the output untouched.
+#include "field.cuh"
+
+namespace cuzk {
+namespace test {
+
+template <class F>
+__device__ __forceinline__ F field_op(int op, const F& a, const F& b) {
+    switch (op) {
+        case 0: return a + b;
+        case 1: return a - b;
+        case 2: return a * b;
+        case 3: return F::sqr(a);
+        case 4: return -a;
+        case 5: return F::inverse(a);
+        case 6: return F::to_mont(a);
+        case 7: return F::from_mont(a);
+        case 8: return (a == b) ? F::one() : F::zero();
+        case 9: return F::dbl(a);
+        case 10: return a.is_zero() ? F::one() : F::zero();
+        default: return a;
+    }
+}
+
+__device__ __forceinline__ Fp2 fp2_op(int op, const Fp2& a, const Fp2& b) {
+    switch (op) {
+        case 0: return a + b;
+        case 1: return a - b;
+        case 2: return a * b;
+        case 3: return Fp2::sqr(a);
+        case 4: return -a;
+        case 5: return Fp2::inverse(a);
+        case 8: return (a == b) ? Fp2::one() : Fp2::zero();
+        case 9: return Fp2::dbl(a);
+        case 10: return a.is_zero() ? Fp2::one() : Fp2::zero();
+        default: return a;
+    }
+}
+
+}  // namespace test
+}  // namespace cuzk
+
+/// out[i] = op(a[i], b[i]) over Fr, i < n.
+extern "C" __global__ void cuzk_test_fr_op(int op, const cuzk::Fr* a, const cuzk::Fr* b,
+                                           cuzk::Fr* out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuzk::test::field_op(op, cuzk::Fr::load(a + i), cuzk::Fr::load(b + i)).store(out + i);
+}
+
+/// out[i] = op(a[i], b[i]) over Fp, i < n.
+extern "C" __global__ void cuzk_test_fp_op(int op, const cuzk::Fp* a, const cuzk::Fp* b,
+                                           cuzk::Fp* out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuzk::test::field_op(op, cuzk::Fp::load(a + i), cuzk::Fp::load(b + i)).store(out + i);
+}
+
+/// out[i] = op(a[i], b[i]) over Fp2, i < n.
+extern "C" __global__ void cuzk_test_fp2_op(int op, const cuzk::Fp2* a, const cuzk::Fp2* b,
+                                            cuzk::Fp2* out, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (op == 6 || op == 7) return;
+    cuzk::test::fp2_op(op, cuzk::Fp2::load(a + i), cuzk::Fp2::load(b + i)).store(out + i);
+}
+
+/// Throughput probe for benches/ntt.rs: each thread runs two independent chains of `iters`
+/// Fr multiplications on its element and writes the result back (2*iters muls per thread).
+extern "C" __global__ void cuzk_test_fr_mul_chain(cuzk::Fr* data, unsigned n, unsigned iters) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    cuzk::Fr x = cuzk::Fr::load(data + i), y = x + cuzk::Fr::one(), z = x;
+    for (unsigned k = 0; k < iters; k++) {
+        x = x * z;
+        y = y * z;
+    }
+    (x + y).store(data + i);
+}

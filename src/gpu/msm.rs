@@ -1,0 +1,1030 @@
+//! Multi-scalar multiplication (MSM) on the GPU for BLS12-381 G1 and G2: `sum_j s_j * P_j`.
+//!
+//! The kernels are in `cuda/msm.cu` / `cuda/msm.cuh` (point arithmetic in `cuda/curve.cuh`).
+//! Algorithm: Pippenger's bucket method (Pippenger, "On the evaluation of powers and related
+//! problems", FOCS 1976) with signed c-bit windows, in the order the prover needs it:
+//!
+//! 1. **classify** (GPU): each scalar is brought to canonical form (from Montgomery form for
+//!    [`blstrs::Scalar`], see [`Scalars`]); scalars equal to 0 are skipped, points whose scalar is 1
+//!    are summed by a plain reduction, every other scalar goes to the Pippenger part. The PoRep
+//!    witness is ~96 % zeros and ones, so this is most of the work saved. A density bitmap
+//!    (bellperson's `DensityTracker`) selects which scalars are used: the i-th set bit pairs with
+//!    the i-th point.
+//! 2. **bucketing** (GPU): a counting sort of the (window, |digit|) keys (histogram with atomics,
+//!    exclusive scan, scatter); the window size c is chosen from the number of such scalars m.
+//! 3. **accumulation** (GPU): the sorted list is cut into equal segments, one per thread, so that
+//!    the load does not depend on how the scalars fall into buckets; runs that cross a segment
+//!    border are finished by a second, much smaller pass (repeated until one segment is left).
+//! 4. **window sums** (GPU): `sum_b b * B_b` per window by chunked running sums and a tree.
+//! 5. **combination** (host, blstrs): `sum_w 2^(c w) W_w + ones` by c doublings per window.
+//!
+//! Only one host/device synchronisation happens inside an MSM: the two counts of step 1 are read
+//! back to size the later launches (on this MSM's own stream, never the whole device). The result
+//! is read after an event, see [`MsmWorkspace::start_g1`] / [`MsmWorkspace::finish`]: the
+//! host-side combination of one MSM overlaps the GPU work of the next (two result slots).
+//!
+//! Memory (bytes, n scalars, m of them neither 0 nor 1, W windows, B = 2^(c-1) buckets per
+//! window, X = 192 (G1) or 384 (G2) bytes per XYZZ point): 4n (rest/ones indices) + n/8 x 2
+//! (density) + min(m W, list cap) x 4 (bucket list) + (W B + 1) x (X + 8) (buckets, counts) +
+//! small partial buffers; plus the scalars (32n) and points (96 / 192 per point) when they are
+//! uploaded from the host. Buffers are kept by the [`MsmWorkspace`] for reuse and freed when it
+//! is dropped.
+
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use group::Group;
+
+use super::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, KernelArgs, Stream};
+use crate::error::{Error, Result};
+
+/// A scalar in canonical (non-Montgomery) form: four little-endian 64-bit limbs, the integer
+/// value (e.g. `u64s_from_bytes(scalar.to_repr())`). Values `>= r` are reduced modulo r on the
+/// device.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CanonicalScalar(pub [u64; 4]);
+
+// SAFETY: four plain integers; every bit pattern is a valid value.
+unsafe impl DeviceRepr for CanonicalScalar {}
+
+impl CanonicalScalar {
+    /// The canonical integer of a [`blstrs::Scalar`] (`to_repr`, little-endian bytes -> limbs).
+    pub fn from_scalar(s: &Scalar) -> Self {
+        let b = ff::PrimeField::to_repr(s);
+        let mut l = [0u64; 4];
+        for (i, limb) in l.iter_mut().enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[8 * i..8 * i + 8]);
+            *limb = u64::from_le_bytes(w);
+        }
+        CanonicalScalar(l)
+    }
+}
+
+/// The scalars of an MSM.
+#[derive(Clone, Copy)]
+pub enum Scalars<'a> {
+    /// `blstrs::Scalar` values in host memory (Montgomery form; converted on the device).
+    Host(&'a [Scalar]),
+    /// `blstrs::Scalar` values already on the device (e.g. the H polynomial after the NTT).
+    Device(DeviceSlice<'a, Scalar>),
+    /// Canonical integers in host memory.
+    HostCanonical(&'a [CanonicalScalar]),
+    /// Canonical integers on the device.
+    DeviceCanonical(DeviceSlice<'a, CanonicalScalar>),
+}
+
+impl Scalars<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Scalars::Host(s) => s.len(),
+            Scalars::Device(s) => s.len(),
+            Scalars::HostCanonical(s) => s.len(),
+            Scalars::DeviceCanonical(s) => s.len(),
+        }
+    }
+    fn montgomery(&self) -> bool {
+        matches!(self, Scalars::Host(_) | Scalars::Device(_))
+    }
+}
+
+/// The bases of an MSM: affine points in blst layout (`blstrs::G1Affine` / `G2Affine`).
+pub enum Points<'a, A: DeviceRepr> {
+    /// Points in host memory: uploaded for this MSM (synchronous copy).
+    Host(&'a [A]),
+    /// Points resident on the device (uploaded once, e.g. the parameters).
+    Device(DeviceSlice<'a, A>),
+}
+
+impl<A: DeviceRepr> Points<'_, A> {
+    fn len(&self) -> usize {
+        match self {
+            Points::Host(p) => p.len(),
+            Points::Device(p) => p.len(),
+        }
+    }
+}
+
+/// Tuning knobs. The defaults suit an H100/H200-class GPU; every field can be left alone.
+#[derive(Clone, Debug)]
+pub struct MsmConfig {
+    /// Window size in bits (2..=24). `None`: chosen from the number of scalars that are neither
+    /// 0 nor 1 by a cost model (see [`window_bits_for`]).
+    pub window_bits: Option<u32>,
+    /// Largest bucket list in entries (4 bytes each) built at once; beyond it the scalars are
+    /// processed in chunks that add into the same buckets. Default 2^31 (8 GiB: a 2^27 MSM in one
+    /// chunk; the first chunk stores run sums, later chunks add them, which costs more).
+    pub max_list_entries: u64,
+    /// Occupancy variant of the level-1 accumulation kernel: blocks per multiprocessor it is
+    /// compiled for (`__launch_bounds__(threads, blocks)`, fewer registers per thread for more
+    /// blocks). One of [`MsmGroup::MIN_BLOCKS`]; `None`: [`MsmGroup::DEFAULT_MIN_BLOCKS`]. The
+    /// number of segments is sized to one wave of these resident threads.
+    pub accumulate_min_blocks: Option<u32>,
+    /// Record GPU time per stage into [`MsmStats::stage_ms`] (events between the stages, and a
+    /// stream synchronisation at the end of [`MsmWorkspace::start`]). Off by default.
+    pub profile: bool,
+}
+
+impl Default for MsmConfig {
+    fn default() -> Self {
+        MsmConfig { window_bits: None, max_list_entries: 1 << 31, accumulate_min_blocks: None, profile: false }
+    }
+}
+
+/// What the last MSM of a workspace did (for benches and logs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MsmStats {
+    /// Number of scalars given.
+    pub n: usize,
+    /// Scalars that were neither 0 nor 1 (the Pippenger part).
+    pub m: usize,
+    /// Scalars equal to 1 (summed by reduction).
+    pub ones: usize,
+    /// Window size in bits (0 when m = 0).
+    pub window_bits: u32,
+    /// Number of windows.
+    pub windows: u32,
+    /// Chunks the rest was split into (list capacity).
+    pub chunks: u32,
+    /// With [`MsmConfig::profile`]: GPU milliseconds per stage (`classify`, `ones`, `bucketing`,
+    /// `accumulate`, `partials`, `window_sums`), summed over chunks; empty otherwise.
+    pub stage_ms: Vec<(&'static str, f32)>,
+}
+
+/// Stage timing with events (only when profiling).
+struct Marks {
+    on: bool,
+    events: Vec<(&'static str, Event)>,
+}
+
+impl Marks {
+    fn new(on: bool, dev: &Arc<Device>, st: &Stream) -> Result<Self> {
+        let mut m = Marks { on, events: Vec::new() };
+        m.mark(dev, st, "")?;
+        Ok(m)
+    }
+    /// Records the end of stage `name` on the stream.
+    fn mark(&mut self, dev: &Arc<Device>, st: &Stream, name: &'static str) -> Result<()> {
+        if self.on {
+            let e = Event::new(dev, true)?;
+            e.record(st)?;
+            self.events.push((name, e));
+        }
+        Ok(())
+    }
+    /// Waits for the stream and sums the time of each stage.
+    fn collect(&self, st: &Stream) -> Result<Vec<(&'static str, f32)>> {
+        let mut out: Vec<(&'static str, f32)> = Vec::new();
+        if !self.on {
+            return Ok(out);
+        }
+        st.synchronize()?;
+        for w in self.events.windows(2) {
+            let ms = w[1].1.elapsed_ms(&w[0].1)?;
+            match out.iter_mut().find(|(n, _)| *n == w[1].0) {
+                Some(e) => e.1 += ms,
+                None => out.push((w[1].0, ms)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Window size (bits) for `m` Pippenger scalars: minimises `m W + 4.4 W 2^(c-1)` (bucket
+/// additions plus ~3 full additions per bucket for the running sums and the run flushes, in units
+/// of one mixed addition), `W = floor(255 / c) + 1`, for c in 2..=22.
+pub fn window_bits_for(m: usize) -> u32 {
+    let mut best = (f64::MAX, 2u32);
+    for c in 2..=22u32 {
+        let w = (255 / c + 1) as f64;
+        let cost = m as f64 * w + 4.4 * w * (1u64 << (c - 1)) as f64;
+        if cost < best.0 {
+            best = (cost, c);
+        }
+    }
+    best.1
+}
+
+/// A group the MSM runs over (implemented for [`G1`] and [`G2`]).
+pub trait MsmGroup: Send + Sync + 'static {
+    /// Affine point type (blst layout; infinity all-zero).
+    type Affine: DeviceRepr;
+    /// Projective (Jacobian, blst layout) point type, the result.
+    type Projective: DeviceRepr + Group + Copy;
+    /// Kernel name suffix (`g1` / `g2`).
+    const SUFFIX: &'static str;
+    /// Bytes of one XYZZ point on the device.
+    const XYZZ_BYTES: usize;
+    /// Threads per block of the point kernels (must match cuda/msm.cu).
+    const PT_THREADS: u32;
+    /// Threads per block of the tree reduction (must match cuda/msm.cu).
+    const RED_THREADS: u32;
+    /// Occupancy variants of `cuzk_msm_accumulate_<suffix>_mb<B>` compiled in cuda/msm.cu
+    /// (ptxas on sm_90: G1 3 -> 162 registers, 4 -> 128, 5 -> 96 with spills; G2 4 -> 255,
+    /// 6 -> 168 with spills).
+    const MIN_BLOCKS: &'static [u32];
+    /// The variant used when [`MsmConfig::accumulate_min_blocks`] is `None`.
+    const DEFAULT_MIN_BLOCKS: u32;
+}
+
+/// BLS12-381 G1 (points over Fp).
+pub struct G1;
+/// BLS12-381 G2 (points over Fp2).
+pub struct G2;
+
+impl MsmGroup for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    const SUFFIX: &'static str = "g1";
+    const XYZZ_BYTES: usize = 192;
+    const PT_THREADS: u32 = 128;
+    const RED_THREADS: u32 = 128;
+    const MIN_BLOCKS: &'static [u32] = &[3, 4, 5];
+    const DEFAULT_MIN_BLOCKS: u32 = 4;
+}
+
+impl MsmGroup for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    const SUFFIX: &'static str = "g2";
+    const XYZZ_BYTES: usize = 384;
+    const PT_THREADS: u32 = 64;
+    const RED_THREADS: u32 = 64;
+    const MIN_BLOCKS: &'static [u32] = &[4, 6];
+    const DEFAULT_MIN_BLOCKS: u32 = 6;
+}
+
+/// Elements per block of `cuzk_msm_scan_block`.
+const SCAN_BLOCK: usize = 2048;
+/// Segment length of the partial passes (level >= 2). Must be >= 4 so that every pass shrinks
+/// the list (2 ceil(count / L) < count for count > L).
+const PARTIAL_SEGMENT: u32 = 32;
+const _: () = assert!(PARTIAL_SEGMENT >= 4);
+/// Buckets per running-sum chunk.
+const REDUCE_CHUNK: u32 = 32;
+/// Points per thread of the tree reduction before the shared-memory tree.
+const REDUCE_PER_THREAD: u32 = 4;
+/// Largest n: point indices carry a sign in bit 31 of the bucket list.
+const MAX_N: usize = (1 << 31) - 1;
+
+/// A grow-only device buffer slot.
+struct Slot<T: DeviceRepr>(Option<DeviceBuffer<T>>);
+
+impl<T: DeviceRepr> Slot<T> {
+    fn new() -> Self {
+        Slot(None)
+    }
+    /// Device pointer of a buffer of at least `len` elements. A smaller buffer is replaced, after
+    /// `st` has finished every queued kernel (which may still read it); the old one is freed
+    /// first so that both need not fit at once.
+    fn ensure(&mut self, dev: &Arc<Device>, st: &Stream, len: usize) -> Result<u64> {
+        let len = len.max(1);
+        if self.0.as_ref().map(|b| b.len() < len).unwrap_or(true) {
+            if self.0.is_some() {
+                st.synchronize()?;
+            }
+            self.0 = None;
+            self.0 = Some(dev.alloc::<T>(len)?);
+        }
+        Ok(self.0.as_ref().map(|b| b.device_ptr()).unwrap_or(0))
+    }
+}
+
+/// Device buffers of one workspace.
+struct Buffers {
+    scalars: Slot<u64>,
+    points: Slot<u8>,
+    dens_words: Slot<u32>,
+    dens_prefix: Slot<u32>,
+    scan_tmp: Slot<u32>,
+    idx: Slot<u32>,
+    counters: Slot<u32>,
+    counts: Slot<u32>,
+    cursors: Slot<u32>,
+    list: Slot<u32>,
+    buckets: Slot<u8>,
+    part_keys: [Slot<u32>; 3],
+    part_pts: [Slot<u8>; 3],
+    sums: [Slot<u8>; 2],
+}
+
+/// An MSM in flight: its result is read by [`MsmWorkspace::finish`].
+#[must_use = "an MSM's result is only available through MsmWorkspace::finish"]
+#[derive(Debug)]
+pub struct MsmTicket {
+    slot: usize,
+    id: u64,
+    group: &'static str,
+}
+
+/// Window layout of a queued MSM: ticket id, window bits, number of windows.
+#[derive(Clone, Copy)]
+struct Pending {
+    id: u64,
+    c: u32,
+    nw: u32,
+}
+
+/// Result slot: W + 1 Jacobian points (windows, then the ones sum) and the event after them.
+struct ResultSlot {
+    buf: Slot<u8>,
+    event: Event,
+    /// The MSM whose result the slot holds (or will hold once `event` completes).
+    busy: Option<Pending>,
+}
+
+/// Reusable stream and device buffers for MSMs on one device. Not shareable between threads
+/// (`&mut self`); create one per worker.
+pub struct MsmWorkspace {
+    dev: Arc<Device>,
+    stream: Stream,
+    cfg: MsmConfig,
+    bufs: Buffers,
+    slots: [ResultSlot; 2],
+    /// Results read back early because their slot was needed before `finish` was called.
+    parked: Vec<(Pending, Vec<u8>)>,
+    next_slot: usize,
+    next_id: u64,
+    stats: MsmStats,
+}
+
+/// Number of u32 words of a density bitmap of n bits.
+fn words_for(n: usize) -> usize {
+    n.div_ceil(32)
+}
+
+impl MsmWorkspace {
+    /// A workspace with its own stream on `dev` and the default [`MsmConfig`].
+    pub fn new(dev: &Arc<Device>) -> Result<Self> {
+        Self::with_config(dev, MsmConfig::default())
+    }
+
+    /// A workspace with its own stream on `dev`.
+    pub fn with_config(dev: &Arc<Device>, cfg: MsmConfig) -> Result<Self> {
+        if let Some(c) = cfg.window_bits {
+            if !(2..=24).contains(&c) {
+                return Err(Error::InvalidConfig {
+                    name: "MsmConfig::window_bits".into(),
+                    value: c.to_string(),
+                    reason: "must be between 2 and 24".into(),
+                });
+            }
+        }
+        let slot = || -> Result<ResultSlot> {
+            Ok(ResultSlot { buf: Slot::new(), event: Event::new(dev, false)?, busy: None })
+        };
+        Ok(MsmWorkspace {
+            dev: dev.clone(),
+            stream: dev.stream()?,
+            cfg,
+            bufs: Buffers {
+                scalars: Slot::new(),
+                points: Slot::new(),
+                dens_words: Slot::new(),
+                dens_prefix: Slot::new(),
+                scan_tmp: Slot::new(),
+                idx: Slot::new(),
+                counters: Slot::new(),
+                counts: Slot::new(),
+                cursors: Slot::new(),
+                list: Slot::new(),
+                buckets: Slot::new(),
+                part_keys: [Slot::new(), Slot::new(), Slot::new()],
+                part_pts: [Slot::new(), Slot::new(), Slot::new()],
+                sums: [Slot::new(), Slot::new()],
+            },
+            slots: [slot()?, slot()?],
+            parked: Vec::new(),
+            next_slot: 0,
+            next_id: 1,
+            stats: MsmStats::default(),
+        })
+    }
+
+    /// The device of this workspace.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// The stream the MSM kernels are queued on (to order other work after them with events).
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// What the last started MSM did.
+    pub fn stats(&self) -> &MsmStats {
+        &self.stats
+    }
+
+    /// Frees every buffer (the next MSM allocates again).
+    pub fn release(&mut self) -> Result<()> {
+        self.stream.synchronize()?;
+        let b = &mut self.bufs;
+        b.scalars.0 = None;
+        b.points.0 = None;
+        b.dens_words.0 = None;
+        b.dens_prefix.0 = None;
+        b.scan_tmp.0 = None;
+        b.idx.0 = None;
+        b.counters.0 = None;
+        b.counts.0 = None;
+        b.cursors.0 = None;
+        b.list.0 = None;
+        b.buckets.0 = None;
+        for s in b.part_keys.iter_mut() {
+            s.0 = None;
+        }
+        for s in b.part_pts.iter_mut() {
+            s.0 = None;
+        }
+        for s in b.sums.iter_mut() {
+            s.0 = None;
+        }
+        Ok(())
+    }
+
+    /// G1 MSM `sum_j scalars[j] * points[p(j)]`, blocking. See [`MsmWorkspace::start`].
+    pub fn msm_g1(&mut self, points: Points<'_, G1Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> Result<G1Projective> {
+        let t = self.start::<G1>(points, scalars, density)?;
+        self.finish::<G1>(t)
+    }
+
+    /// G2 MSM `sum_j scalars[j] * points[p(j)]`, blocking. See [`MsmWorkspace::start`].
+    pub fn msm_g2(&mut self, points: Points<'_, G2Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> Result<G2Projective> {
+        let t = self.start::<G2>(points, scalars, density)?;
+        self.finish::<G2>(t)
+    }
+
+    /// Queues the MSM `sum_j scalars[j] * points[p(j)]` and returns a ticket for [`finish`].
+    ///
+    /// - Without `density`, `p(j) = j` and `points.len() >= scalars.len()` (extra points unused).
+    /// - With `density` (bit j of the bitmap is bit `j % 64` of word `j / 64`, bellperson's
+    ///   layout), scalar j is used only if its bit is set, and `p(j)` is the number of set bits
+    ///   below j; the bitmap must have at least `scalars.len()` bits and `points.len()` must be at
+    ///   least the number of set bits among them.
+    ///
+    /// Blocks until the scalars are classified (one small read-back on this workspace's stream).
+    /// Host inputs are copied synchronously before the call returns.
+    ///
+    /// Errors: [`Error::InvalidInput`] for inconsistent lengths or more than 2^31 - 1 scalars or
+    /// points, [`Error::OutOfDeviceMemory`] when the buffers do not fit, [`Error::Cuda`].
+    ///
+    /// [`finish`]: MsmWorkspace::finish
+    pub fn start<G: MsmGroup>(&mut self, points: Points<'_, G::Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> Result<MsmTicket> {
+        let n = scalars.len();
+        let npts = points.len();
+        if n > MAX_N || npts > MAX_N {
+            return Err(Error::InvalidInput(format!("msm: {n} scalars / {npts} points; at most {MAX_N} are supported")));
+        }
+        let mb = self.cfg.accumulate_min_blocks.unwrap_or(G::DEFAULT_MIN_BLOCKS);
+        if !G::MIN_BLOCKS.contains(&mb) {
+            return Err(Error::InvalidConfig {
+                name: "MsmConfig::accumulate_min_blocks".into(),
+                value: mb.to_string(),
+                reason: format!("{} variants are {:?}", G::SUFFIX, G::MIN_BLOCKS),
+            });
+        }
+        // ---- validate the density / lengths on the host
+        let used_points = match density {
+            None => n,
+            Some(d) => {
+                if d.len() * 64 < n {
+                    return Err(Error::InvalidInput(format!("msm: density bitmap has {} bits for {n} scalars", d.len() * 64)));
+                }
+                let full = n / 64;
+                let mut c: usize = d[..full].iter().map(|w| w.count_ones() as usize).sum();
+                if n % 64 != 0 {
+                    c += (d[full] & ((1u64 << (n % 64)) - 1)).count_ones() as usize;
+                }
+                c
+            }
+        };
+        if npts < used_points {
+            return Err(Error::InvalidInput(format!("msm: {used_points} points needed, {npts} given")));
+        }
+
+        // ---- result slot (park a result still unread)
+        let slot_i = self.next_slot;
+        self.next_slot ^= 1;
+        self.park_slot(slot_i)?;
+        let id = self.next_id;
+        self.next_id += 1;
+
+        let dev = self.dev.clone();
+        let st = &self.stream;
+        let b = &mut self.bufs;
+        let sms = dev.sm_count().max(1);
+        let xb = G::XYZZ_BYTES;
+        let jac = std::mem::size_of::<G::Projective>();
+
+        // ---- inputs on the device. Host copies are synchronous and not ordered with this
+        // workspace's (non-blocking) stream: let the previous MSM finish reading the buffers.
+        if matches!(scalars, Scalars::Host(_) | Scalars::HostCanonical(_)) || matches!(points, Points::Host(_)) || density.is_some() {
+            st.synchronize()?;
+        }
+        let mont = scalars.montgomery() as u32;
+        let mut marks = Marks::new(self.cfg.profile, &dev, st)?;
+        let scalars_ptr = match scalars {
+            Scalars::Device(s) => s.device_ptr(),
+            Scalars::DeviceCanonical(s) => s.device_ptr(),
+            Scalars::Host(s) => upload(&dev, st, &mut b.scalars, as_u64_words_scalar(s))?,
+            Scalars::HostCanonical(s) => upload(&dev, st, &mut b.scalars, as_u64_words_canonical(s))?,
+        };
+        let points_ptr = match &points {
+            Points::Device(p) => p.device_ptr(),
+            Points::Host(p) => upload(&dev, st, &mut b.points, as_bytes(p))?,
+        };
+        let (dw, dp) = match density {
+            None => (0u64, 0u64),
+            Some(d) => {
+                let nw = words_for(n);
+                let words: Vec<u32> = d.iter().flat_map(|w| [*w as u32, (*w >> 32) as u32]).take(nw).collect();
+                let dw = upload(&dev, st, &mut b.dens_words, &words)?;
+                let dp = b.dens_prefix.ensure(&dev, st, nw)?;
+                launch(st, &dev, "cuzk_msm_popc", blocks(nw, 256), 256, KernelArgs::new().push_ptr(dw).push_u32(nw as u32).push_ptr(dp))?;
+                scan_exclusive(st, &dev, &mut b.scan_tmp, dp, nw)?;
+                (dw, dp)
+            }
+        };
+
+        // ---- classify: rest indices from the front of idx, ones from idx[n..]
+        let idx = b.idx.ensure(&dev, st, 2 * n)?;
+        let rest_ptr = idx;
+        let ones_ptr = idx + 4 * n as u64;
+        let counters = b.counters.ensure(&dev, st, 2)?;
+        zero(st, &mut b.counters, 2)?;
+        if n > 0 {
+            launch(
+                st,
+                &dev,
+                "cuzk_msm_classify",
+                blocks(n, 256),
+                256,
+                KernelArgs::new()
+                    .push_ptr(scalars_ptr)
+                    .push_u32(n as u32)
+                    .push_u32(mont)
+                    .push_ptr(dw)
+                    .push_ptr(dp)
+                    .push_ptr(rest_ptr)
+                    .push_ptr(ones_ptr)
+                    .push_ptr(counters),
+            )?;
+        }
+        marks.mark(&dev, st, "classify")?;
+        let mut cnt = [0u32; 2];
+        st.synchronize()?;
+        if let Some(buf) = b.counters.0.as_ref() {
+            buf.slice(0..2)?.copy_to_host(&mut cnt)?;
+        }
+        let (m, n1) = (cnt[0] as usize, cnt[1] as usize);
+
+        // ---- plan every size first, so that no buffer grows while kernels of this MSM run
+        let c = if m == 0 { 0 } else { self.cfg.window_bits.unwrap_or_else(|| window_bits_for(m)) };
+        let nw: u32 = if m == 0 { 0 } else { 255 / c + 1 };
+        let half: u64 = if m == 0 { 0 } else { 1u64 << (c - 1) };
+        let k = nw as u64 * half;
+        if k + 1 >= u32::MAX as u64 {
+            return Err(Error::InvalidConfig { name: "MsmConfig::window_bits".into(), value: c.to_string(), reason: "too many buckets".into() });
+        }
+        let kk = k as usize;
+        let t_ones = (n1 / 64).clamp(1, (sms * 256) as usize) as u32;
+        let chunk_m = if m == 0 { 0 } else { ((self.cfg.max_list_entries / nw as u64).max(1) as usize).min(m) };
+        let s1_cap = (sms * mb * G::PT_THREADS).max(1) as u64;
+        let s1 = ((chunk_m as u64 * nw as u64).div_ceil(64)).clamp(1, s1_cap) as u32;
+        let lvl_cap = (2 * s1).div_ceil(PARTIAL_SEGMENT) as usize * 2 + 2;
+        let red_chunk = if m == 0 { 1 } else { (REDUCE_CHUNK as u64).min(half) as u32 };
+        let per_w = if m == 0 { 0 } else { (half / red_chunk as u64) as u32 };
+        let sums_len = (t_ones as usize).max((nw * per_w) as usize);
+        let res_ptr = self.slots[slot_i].buf.ensure(&dev, st, (nw as usize + 1) * jac)?;
+        zero(st, &mut self.slots[slot_i].buf, (nw as usize + 1) * jac)?;
+        let sums = [b.sums[0].ensure(&dev, st, sums_len * xb)?, b.sums[1].ensure(&dev, st, sums_len.div_ceil(2) * xb)?];
+
+        // ---- ones: T partial sums -> tree -> results[nw]
+        if n1 > 0 {
+            launch(
+                st,
+                &dev,
+                &format!("cuzk_msm_ones_{}", G::SUFFIX),
+                blocks(t_ones as usize, G::PT_THREADS),
+                G::PT_THREADS,
+                KernelArgs::new().push_ptr(ones_ptr).push_u32(n1 as u32).push_u32(t_ones).push_ptr(points_ptr).push_ptr(sums[0]),
+            )?;
+            let sum = reduce_tree::<G>(st, &dev, sums, 1, t_ones)?;
+            to_jacobian::<G>(st, &dev, sum, 1, res_ptr + nw as u64 * jac as u64)?;
+            marks.mark(&dev, st, "ones")?;
+        }
+
+        // ---- Pippenger on the rest
+        let mut chunks = 0u32;
+        if m > 0 {
+            let buckets = b.buckets.ensure(&dev, st, (kk + 1) * xb)?;
+            let counts = b.counts.ensure(&dev, st, kk + 1)?;
+            let cursors = b.cursors.ensure(&dev, st, kk + 1)?;
+            let list = b.list.ensure(&dev, st, chunk_m * nw as usize)?;
+            let pk0 = b.part_keys[0].ensure(&dev, st, 2 * s1 as usize)?;
+            let pp0 = b.part_pts[0].ensure(&dev, st, 2 * s1 as usize * xb)?;
+            let pk1 = b.part_keys[1].ensure(&dev, st, lvl_cap)?;
+            let pp1 = b.part_pts[1].ensure(&dev, st, lvl_cap * xb)?;
+            let pk2 = b.part_keys[2].ensure(&dev, st, lvl_cap)?;
+            let pp2 = b.part_pts[2].ensure(&dev, st, lvl_cap * xb)?;
+            prepare_scan(&dev, st, &mut b.scan_tmp, kk + 1)?;
+            zero(st, &mut b.buckets, (kk + 1) * xb)?;
+            marks.mark(&dev, st, "bucketing")?;
+
+            let mut m0 = 0usize;
+            while m0 < m {
+                let mc = chunk_m.min(m - m0);
+                chunks += 1;
+                zero(st, &mut b.counts, kk + 1)?;
+                let bucket_args = |a: &mut KernelArgs| {
+                    a.push_ptr(scalars_ptr)
+                        .push_u32(mont)
+                        .push_ptr(dw)
+                        .push_ptr(dp)
+                        .push_ptr(rest_ptr + 4 * m0 as u64)
+                        .push_u32(mc as u32)
+                        .push_u32(c)
+                        .push_u32(0)
+                        .push_u32(nw);
+                };
+                let mut a = KernelArgs::new();
+                bucket_args(&mut a);
+                a.push_ptr(counts);
+                launch(st, &dev, "cuzk_msm_histogram", blocks(mc, 256), 256, &mut a)?;
+                scan_exclusive(st, &dev, &mut b.scan_tmp, counts, kk + 1)?;
+                copy_d2d(st, &mut b.cursors, &b.counts, kk + 1)?;
+                let mut a = KernelArgs::new();
+                bucket_args(&mut a);
+                a.push_ptr(cursors).push_ptr(list);
+                launch(st, &dev, "cuzk_msm_scatter", blocks(mc, 256), 256, &mut a)?;
+                marks.mark(&dev, st, "bucketing")?;
+                // level 1: one segment per thread
+                launch(
+                    st,
+                    &dev,
+                    &format!("cuzk_msm_accumulate_{}_mb{mb}", G::SUFFIX),
+                    blocks(s1 as usize, G::PT_THREADS),
+                    G::PT_THREADS,
+                    KernelArgs::new()
+                        .push_ptr(list)
+                        .push_ptr(counts)
+                        .push_u32(k as u32)
+                        .push_u32(s1)
+                        .push_ptr(points_ptr)
+                        .push_ptr(buckets)
+                        .push_ptr(pk0)
+                        .push_ptr(pp0)
+                        .push_u32((m0 == 0) as u32),
+                )?;
+                marks.mark(&dev, st, "accumulate")?;
+                // levels >= 2 until a single segment remains
+                let mut count = 2 * s1;
+                let mut cur = (pk0, pp0);
+                let mut toggle = false;
+                loop {
+                    let fin = count <= PARTIAL_SEGMENT;
+                    let (l, s) = if fin { (count, 1) } else { (PARTIAL_SEGMENT, count.div_ceil(PARTIAL_SEGMENT)) };
+                    let out = if toggle { (pk2, pp2) } else { (pk1, pp1) };
+                    launch(
+                        st,
+                        &dev,
+                        &format!("cuzk_msm_partials_{}", G::SUFFIX),
+                        blocks(s as usize, G::PT_THREADS),
+                        G::PT_THREADS,
+                        KernelArgs::new()
+                            .push_ptr(cur.0)
+                            .push_ptr(cur.1)
+                            .push_u32(count)
+                            .push_u32(l)
+                            .push_u32(s)
+                            .push_ptr(out.0)
+                            .push_ptr(out.1)
+                            .push_ptr(buckets)
+                            .push_u32(fin as u32)
+                            .push_u32(k as u32)
+                            .push_u32((m0 == 0) as u32),
+                    )?;
+                    if fin {
+                        break;
+                    }
+                    cur = out;
+                    toggle = !toggle;
+                    count = 2 * s;
+                }
+                marks.mark(&dev, st, "partials")?;
+                m0 += mc;
+            }
+            // window sums: chunked running sums, then a tree per window
+            let nthreads = nw * per_w;
+            launch(
+                st,
+                &dev,
+                &format!("cuzk_msm_bucket_reduce_{}", G::SUFFIX),
+                blocks(nthreads as usize, G::PT_THREADS),
+                G::PT_THREADS,
+                KernelArgs::new().push_ptr(buckets).push_u32(nw).push_u32(c).push_u32(red_chunk).push_ptr(sums[0]),
+            )?;
+            let wsum = reduce_tree::<G>(st, &dev, sums, nw, per_w)?;
+            to_jacobian::<G>(st, &dev, wsum, nw, res_ptr)?;
+            marks.mark(&dev, st, "window_sums")?;
+        }
+        let slot = &mut self.slots[slot_i];
+        slot.event.record(st)?;
+        slot.busy = Some(Pending { id, c, nw });
+        let stage_ms = marks.collect(st)?;
+        self.stats = MsmStats { n, m, ones: n1, window_bits: c, windows: nw, chunks, stage_ms };
+        Ok(MsmTicket { slot: slot_i, id, group: G::SUFFIX })
+    }
+
+    /// Waits for the MSM of `ticket` and returns its result (combined on the host with blstrs).
+    ///
+    /// Errors: [`Error::Internal`] if the ticket is of the other group, belongs to another
+    /// workspace or was already consumed; [`Error::Cuda`] for kernel failures.
+    pub fn finish<G: MsmGroup>(&mut self, ticket: MsmTicket) -> Result<G::Projective> {
+        if ticket.group != G::SUFFIX {
+            return Err(Error::Internal(format!("msm ticket of {} finished as {}", ticket.group, G::SUFFIX)));
+        }
+        if let Some(pos) = self.parked.iter().position(|(p, _)| p.id == ticket.id) {
+            let (p, bytes) = self.parked.swap_remove(pos);
+            return Ok(combine::<G>(&bytes, p.c, p.nw));
+        }
+        let slot = &mut self.slots[ticket.slot];
+        match slot.busy {
+            Some(p) if p.id == ticket.id => {
+                let bytes = read_slot(slot, (p.nw as usize + 1) * std::mem::size_of::<G::Projective>())?;
+                slot.busy = None;
+                Ok(combine::<G>(&bytes, p.c, p.nw))
+            }
+            _ => Err(Error::Internal(format!("msm ticket {} is not pending in this workspace", ticket.id))),
+        }
+    }
+
+    /// Reads back an unfinished result occupying `slot` so that the slot can be reused.
+    fn park_slot(&mut self, slot: usize) -> Result<()> {
+        let s = &mut self.slots[slot];
+        if let Some(p) = s.busy {
+            let bytes = read_slot(s, (p.nw as usize + 1) * G_PROJ_BYTES_MAX)?;
+            s.busy = None;
+            self.parked.push((p, bytes));
+        }
+        Ok(())
+    }
+}
+
+/// Upper bound of a Jacobian point's size over both groups (G2: 288 bytes); used to park
+/// results without knowing the group of the MSM that wrote them.
+const G_PROJ_BYTES_MAX: usize = 288;
+
+/// Waits for the slot's event and copies up to `want` bytes of it to the host.
+fn read_slot(slot: &ResultSlot, want: usize) -> Result<Vec<u8>> {
+    slot.event.synchronize()?;
+    let buf = slot.buf.0.as_ref().ok_or_else(|| Error::internal("msm result slot has no buffer"))?;
+    let len = want.min(buf.len());
+    let mut v = vec![0u8; len];
+    buf.slice(0..len)?.copy_to_host(&mut v)?;
+    Ok(v)
+}
+
+/// `sum_w 2^(c w) W_w + ones` from the W + 1 Jacobian points in `bytes` (blst layout).
+fn combine<G: MsmGroup>(bytes: &[u8], c: u32, nw: u32) -> G::Projective {
+    let sz = std::mem::size_of::<G::Projective>();
+    let pt = |i: usize| -> G::Projective {
+        // SAFETY: bytes holds (nw + 1) * sz bytes written by cuzk_msm_to_jacobian_* in the
+        // blst_p1 / blst_p2 layout that G1Projective / G2Projective wrap (repr(transparent));
+        // read_unaligned because a Vec<u8> is only byte-aligned.
+        unsafe { std::ptr::read_unaligned(bytes[i * sz..(i + 1) * sz].as_ptr() as *const G::Projective) }
+    };
+    let mut acc = G::Projective::identity();
+    for w in (0..nw as usize).rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += pt(w);
+    }
+    acc + pt(nw as usize)
+}
+
+/// Number of blocks of `threads` covering `n` items (at least 1).
+fn blocks(n: usize, threads: u32) -> u32 {
+    (n.div_ceil(threads as usize)).max(1) as u32
+}
+
+/// Launches a kernel of the embedded module by name.
+fn launch(st: &Stream, dev: &Arc<Device>, name: &str, grid: u32, block: u32, args: &mut KernelArgs) -> Result<()> {
+    let k = dev.kernel(name)?;
+    // SAFETY: every call site pushes the arguments in the order and with the C types of the
+    // kernel's signature in cuda/msm.cu (pointers as u64 device addresses of buffers owned by the
+    // workspace or borrowed for the duration of the MSM, which the caller keeps alive until the
+    // result is read: `finish` waits for the stream's event before the buffers can change).
+    unsafe { st.launch(&k, name, grid, block, 0, args) }
+}
+
+/// Zeroes the first `len` elements of a slot's buffer on the stream.
+fn zero<T: DeviceRepr>(st: &Stream, slot: &mut Slot<T>, len: usize) -> Result<()> {
+    if let Some(b) = slot.0.as_mut() {
+        b.slice_mut(0..len)?.zero(st)?;
+    }
+    Ok(())
+}
+
+/// Copies `len` elements between two slots on the stream.
+fn copy_d2d<T: DeviceRepr>(st: &Stream, dst: &mut Slot<T>, src: &Slot<T>, len: usize) -> Result<()> {
+    match (dst.0.as_mut(), src.0.as_ref()) {
+        (Some(d), Some(s)) => d.slice_mut(0..len)?.copy_from_device(&s.slice(0..len)?, st),
+        _ => Err(Error::internal("msm: copy between unallocated buffers")),
+    }
+}
+
+/// Uploads `data` into a slot (synchronous copy) and returns its device pointer.
+fn upload<T: DeviceRepr>(dev: &Arc<Device>, st: &Stream, slot: &mut Slot<T>, data: &[T]) -> Result<u64> {
+    let ptr = slot.ensure(dev, st, data.len())?;
+    if let Some(b) = slot.0.as_mut() {
+        b.slice_mut(0..data.len())?.copy_from_host(data)?;
+    }
+    Ok(ptr)
+}
+
+fn as_u64_words_scalar(s: &[Scalar]) -> &[u64] {
+    // SAFETY: blstrs::Scalar is #[repr(transparent)] over blst_fr { l: [u64; 4] }.
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u64, s.len() * 4) }
+}
+
+fn as_u64_words_canonical(s: &[CanonicalScalar]) -> &[u64] {
+    // SAFETY: CanonicalScalar is #[repr(transparent)] over [u64; 4].
+    unsafe { std::slice::from_raw_parts(s.as_ptr() as *const u64, s.len() * 4) }
+}
+
+fn as_bytes<A: DeviceRepr>(p: &[A]) -> &[u8] {
+    // SAFETY: DeviceRepr types are plain data without padding that matters; any initialised
+    // value can be viewed as bytes.
+    unsafe { std::slice::from_raw_parts(p.as_ptr() as *const u8, std::mem::size_of_val(p)) }
+}
+
+/// Block counts of the levels of a multi-level scan of `len` elements.
+fn scan_levels(len: usize) -> Vec<usize> {
+    let mut levels = Vec::new();
+    let mut l = len;
+    loop {
+        let nb = l.div_ceil(SCAN_BLOCK).max(1);
+        levels.push(nb);
+        if nb == 1 {
+            return levels;
+        }
+        l = nb;
+    }
+}
+
+/// Makes the scan scratch buffer large enough for a scan of `len` elements.
+fn prepare_scan(dev: &Arc<Device>, st: &Stream, tmp: &mut Slot<u32>, len: usize) -> Result<u64> {
+    tmp.ensure(dev, st, scan_levels(len).iter().sum())
+}
+
+/// In-place exclusive scan of `len` u32 at `data` (wrapping sums): per-block scans, then the
+/// block sums scanned recursively and added back.
+fn scan_exclusive(st: &Stream, dev: &Arc<Device>, tmp: &mut Slot<u32>, data: u64, len: usize) -> Result<()> {
+    let levels = scan_levels(len);
+    let base = prepare_scan(dev, st, tmp, len)?;
+    let mut ptrs = vec![data];
+    let mut lens = vec![len];
+    let mut off = 0u64;
+    for &nb in &levels {
+        ptrs.push(base + 4 * off);
+        lens.push(nb);
+        off += nb as u64;
+    }
+    for i in 0..levels.len() {
+        launch(
+            st,
+            dev,
+            "cuzk_msm_scan_block",
+            levels[i] as u32,
+            256,
+            KernelArgs::new().push_ptr(ptrs[i]).push_u32(lens[i] as u32).push_ptr(ptrs[i + 1]),
+        )?;
+    }
+    for i in (0..levels.len()).rev() {
+        if levels[i] > 1 {
+            launch(st, dev, "cuzk_msm_scan_add", blocks(lens[i], 256), 256, KernelArgs::new().push_ptr(ptrs[i]).push_u32(lens[i] as u32).push_ptr(ptrs[i + 1]))?;
+        }
+    }
+    Ok(())
+}
+
+/// Reduces `nseg` segments of `seg_len` XYZZ points at `bufs[0]` to one point each, ping-ponging
+/// between the two buffers (both pre-sized: `bufs[1]` holds at least half of `bufs[0]`'s points,
+/// and each pass shrinks the count by `RED_THREADS * REDUCE_PER_THREAD >= 2`). Returns the device
+/// pointer of the `nseg` results.
+fn reduce_tree<G: MsmGroup>(st: &Stream, dev: &Arc<Device>, bufs: [u64; 2], nseg: u32, seg_len: u32) -> Result<u64> {
+    let g = G::RED_THREADS * REDUCE_PER_THREAD;
+    let mut cur = 0;
+    let mut len = seg_len;
+    while len > 1 {
+        let bps = len.div_ceil(g);
+        launch(
+            st,
+            dev,
+            &format!("cuzk_msm_reduce_{}", G::SUFFIX),
+            nseg * bps,
+            G::RED_THREADS,
+            KernelArgs::new().push_ptr(bufs[cur]).push_u32(len).push_u32(g).push_ptr(bufs[cur ^ 1]),
+        )?;
+        cur ^= 1;
+        len = bps;
+    }
+    Ok(bufs[cur])
+}
+
+/// Converts `count` XYZZ points at `src` into Jacobian points at `dst` (blst layout).
+fn to_jacobian<G: MsmGroup>(st: &Stream, dev: &Arc<Device>, src: u64, count: u32, dst: u64) -> Result<()> {
+    launch(
+        st,
+        dev,
+        &format!("cuzk_msm_to_jacobian_{}", G::SUFFIX),
+        blocks(count as usize, 64),
+        64,
+        KernelArgs::new().push_ptr(src).push_u32(count).push_ptr(dst),
+    )
+}
+
+/// G1 MSM on `dev` with a temporary workspace (allocated and freed in the call).
+/// `points.len() >= scalars.len()`; see [`MsmWorkspace::start`] for the rules and errors.
+pub fn msm_g1(dev: &Arc<Device>, points: Points<'_, G1Affine>, scalars: Scalars<'_>) -> Result<G1Projective> {
+    MsmWorkspace::new(dev)?.msm_g1(points, scalars, None)
+}
+
+/// G2 MSM on `dev` with a temporary workspace (allocated and freed in the call).
+/// `points.len() >= scalars.len()`; see [`MsmWorkspace::start`] for the rules and errors.
+pub fn msm_g2(dev: &Arc<Device>, points: Points<'_, G2Affine>, scalars: Scalars<'_>) -> Result<G2Projective> {
+    MsmWorkspace::new(dev)?.msm_g2(points, scalars, None)
+}
+
+/// Point operations exposed for `tests/gpu_curve.rs` (kernel `cuzk_curve_test_g1` / `_g2`): each
+/// runs the device formulas of `cuda/curve.cuh` on affine inputs and returns Jacobian results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurveOp {
+    /// `a + b` with both inputs lifted to XYZZ (add-2008-s).
+    Add = 0,
+    /// `2a` (dbl-2008-s-1).
+    Double = 1,
+    /// `a + b` by mixed addition (madd-2008-s).
+    MixedAdd = 2,
+    /// `a - b` by mixed addition with the negated input.
+    MixedSub = 3,
+    /// `a + a` by mixed addition (must take the doubling branch).
+    MixedDouble = 4,
+}
+
+/// Runs `op` element-wise on `a` and `b` (same length) on `dev`; synchronous.
+///
+/// Errors: [`Error::InvalidInput`] when the lengths differ, [`Error::Cuda`] /
+/// [`Error::OutOfDeviceMemory`] from the device.
+pub fn curve_op<G: MsmGroup>(dev: &Arc<Device>, op: CurveOp, a: &[G::Affine], b: &[G::Affine]) -> Result<Vec<G::Projective>> {
+    if a.len() != b.len() {
+        return Err(Error::InvalidInput(format!("curve_op: {} and {} points", a.len(), b.len())));
+    }
+    if a.is_empty() {
+        return Ok(Vec::new());
+    }
+    let st = dev.stream()?;
+    let da = dev.upload(a)?;
+    let db = dev.upload(b)?;
+    let out = dev.alloc::<G::Projective>(a.len())?;
+    launch(
+        &st,
+        dev,
+        &format!("cuzk_curve_test_{}", G::SUFFIX),
+        blocks(a.len(), 64),
+        64,
+        KernelArgs::new().push_u32(op as u32).push_ptr(da.device_ptr()).push_ptr(db.device_ptr()).push_u32(a.len() as u32).push_ptr(out.device_ptr()),
+    )?;
+    st.synchronize()?;
+    out.to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_bits_grow_with_m() {
+        let mut last = 0;
+        for k in [0usize, 1, 10, 1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26] {
+            let c = window_bits_for(k);
+            assert!((2..=22).contains(&c));
+            assert!(c >= last, "c({k}) = {c} < {last}");
+            last = c;
+        }
+    }
+
+    #[test]
+    fn canonical_scalar_of_small_values() {
+        assert_eq!(CanonicalScalar::from_scalar(&Scalar::from(5u64)).0, [5, 0, 0, 0]);
+        let minus_one = -Scalar::from(1u64);
+        assert_eq!(
+            CanonicalScalar::from_scalar(&minus_one).0,
+            [0xffffffff00000000, 0x53bda402fffe5bfe, 0x3339d80809a1d805, 0x73eda753299d7d48]
+        );
+    }
+}

@@ -1,0 +1,369 @@
+//! GPU MSM (src/gpu/msm.rs, cuda/msm.cu) against blstrs' `multi_exp` (blst's Pippenger) and a
+//! naive sum: one generic check `gpu == reference` over sizes n = 0, 1, 2, 3, 2^k +- 1 up to
+//! 2^CUZK_TEST_MSM_MAX_LOG (default 22) and scalar kinds (0, 1, r - 1, random, the PoRep mix of
+//! zeros and ones, one repeated value), with repeated points and points at infinity; plus the
+//! density bitmap, device-resident points, canonical scalars, chunked bucket lists, forced window
+//! sizes and out-of-order tickets.
+//!
+//! Needs a CUDA device; without one every test prints why and passes.
+#![cfg(feature = "cuda")]
+
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use cuzk::gpu::device::{device_count, Device};
+use cuzk::gpu::msm::{CanonicalScalar, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
+use cuzk::Error;
+use ff::Field;
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+
+fn device() -> Option<Arc<Device>> {
+    match device_count() {
+        Ok(0) => {
+            println!("skipped: no CUDA device");
+            None
+        }
+        Err(e) => {
+            println!("skipped: CUDA driver unusable: {e}");
+            None
+        }
+        Ok(_) => Some(Device::get(0).expect("device 0")),
+    }
+}
+
+fn max_log() -> u32 {
+    match std::env::var("CUZK_TEST_MSM_MAX_LOG") {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("CUZK_TEST_MSM_MAX_LOG={v:?} is not a number")),
+        Err(_) => 22,
+    }
+}
+
+/// The group-specific parts of the generic check.
+trait TestGroup: MsmGroup
+where
+    Self::Projective: Curve<AffineRepr = Self::Affine> + std::fmt::Debug + PartialEq + Send + Sync,
+    Self::Affine: Send + Sync,
+{
+    fn reference(points: &[Self::Projective], scalars: &[Scalar]) -> Self::Projective;
+    fn gpu(ws: &mut MsmWorkspace, points: Points<'_, Self::Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> cuzk::Result<Self::Projective>;
+}
+
+impl TestGroup for G1 {
+    fn reference(points: &[G1Projective], scalars: &[Scalar]) -> G1Projective {
+        reference_impl(points, scalars, G1Projective::multi_exp)
+    }
+    fn gpu(ws: &mut MsmWorkspace, points: Points<'_, G1Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> cuzk::Result<G1Projective> {
+        ws.msm_g1(points, scalars, density)
+    }
+}
+
+impl TestGroup for G2 {
+    fn reference(points: &[G2Projective], scalars: &[Scalar]) -> G2Projective {
+        reference_impl(points, scalars, G2Projective::multi_exp)
+    }
+    fn gpu(ws: &mut MsmWorkspace, points: Points<'_, G2Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> cuzk::Result<G2Projective> {
+        ws.msm_g2(points, scalars, density)
+    }
+}
+
+/// Naive sum for small n, blst's Pippenger otherwise; pairs with an infinity point are left out
+/// (they add nothing, and the reference need not handle them).
+fn reference_impl<P: Group<Scalar = Scalar>>(points: &[P], scalars: &[Scalar], multi_exp: fn(&[P], &[Scalar]) -> P) -> P {
+    let (p, s): (Vec<P>, Vec<Scalar>) =
+        points.iter().zip(scalars).filter(|(p, _)| !bool::from(p.is_identity())).map(|(p, s)| (*p, *s)).unzip();
+    if p.len() <= 64 {
+        p.iter().zip(&s).fold(P::identity(), |acc, (p, s)| acc + *p * *s)
+    } else {
+        multi_exp(&p, &s)
+    }
+}
+
+/// n points: chunks of 4096 walk R + i S from a random R and S (cheap), every 97th point repeats
+/// its predecessor and every 1009th is infinity.
+fn points<P: Group + Curve + Send + Sync>(n: usize, seed: u64) -> (Vec<P>, Vec<P::AffineRepr>)
+where
+    P::AffineRepr: Send + Sync + Default + Copy,
+{
+    let proj: Vec<P> = (0..n.div_ceil(4096))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9e3779b97f4a7c15));
+            let step = P::random(&mut rng);
+            let mut cur = P::random(&mut rng);
+            let len = 4096.min(n - c * 4096);
+            let mut v = Vec::with_capacity(len);
+            for i in 0..len {
+                let g = c * 4096 + i;
+                if g % 1009 == 1008 {
+                    v.push(P::identity());
+                } else if g % 97 == 96 && i > 0 {
+                    v.push(v[i - 1]);
+                } else {
+                    v.push(cur);
+                }
+                cur += step;
+            }
+            v.into_iter()
+        })
+        .collect();
+    let mut aff = vec![P::AffineRepr::default(); n];
+    proj.par_chunks(4096).zip(aff.par_chunks_mut(4096)).for_each(|(p, a)| P::batch_normalize(p, a));
+    (proj, aff)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Random,
+    Zero,
+    One,
+    MinusOne,
+    /// The PoRep witness shape: 96.5 % zeros and ones (48 % of them ones), 3.5 % other values.
+    PoRep,
+    /// Every scalar the same random value (all points in one bucket per window).
+    Repeated,
+}
+
+fn scalars(n: usize, kind: Kind, seed: u64) -> Vec<Scalar> {
+    let rep = Scalar::random(ChaCha20Rng::seed_from_u64(seed ^ 0xabcdef));
+    (0..n.div_ceil(4096))
+        .into_par_iter()
+        .flat_map_iter(|c| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed.wrapping_add(c as u64));
+            let len = 4096.min(n - c * 4096);
+            (0..len)
+                .map(|_| match kind {
+                    Kind::Random => Scalar::random(&mut rng),
+                    Kind::Zero => Scalar::ZERO,
+                    Kind::One => Scalar::ONE,
+                    Kind::MinusOne => -Scalar::ONE,
+                    Kind::Repeated => rep,
+                    Kind::PoRep => {
+                        let u: f64 = rng.gen();
+                        if u < 0.965 * 0.52 {
+                            Scalar::ZERO
+                        } else if u < 0.965 {
+                            Scalar::ONE
+                        } else if u < 0.975 {
+                            Scalar::from(rng.gen_range(2u64..1000))
+                        } else {
+                            Scalar::random(&mut rng)
+                        }
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The generic check: the GPU result equals the reference for every (size, kind).
+fn check<G: TestGroup>(ws: &mut MsmWorkspace, sizes: &[usize], kinds: &[Kind], seed: u64)
+where
+    G::Projective: Curve<AffineRepr = G::Affine> + std::fmt::Debug + PartialEq + Send + Sync,
+    G::Affine: Send + Sync + Default + Copy,
+{
+    let max = sizes.iter().copied().max().unwrap_or(0);
+    let (proj, aff) = points::<G::Projective>(max, seed);
+    for &n in sizes {
+        for &kind in kinds {
+            let s = scalars(n, kind, seed.wrapping_mul(31).wrapping_add(n as u64));
+            let t = std::time::Instant::now();
+            let got = G::gpu(ws, Points::Host(&aff[..n]), Scalars::Host(&s), None).expect("gpu msm");
+            let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+            let want = G::reference(&proj[..n], &s);
+            let st = ws.stats().clone();
+            println!(
+                "{} n={n:>8} {kind:?}: m={} ones={} c={} W={} gpu {gpu_ms:.1} ms (with upload)",
+                G::SUFFIX,
+                st.m,
+                st.ones,
+                st.window_bits,
+                st.windows
+            );
+            assert_eq!(got, want, "{} n={n} kind={kind:?}", G::SUFFIX);
+        }
+    }
+}
+
+fn sizes_upto(max_log: u32, dense: bool) -> Vec<usize> {
+    let mut v = vec![0usize, 1, 2, 3];
+    let ks: &[u32] = if dense { &[4, 8, 12, 16, 20, 22] } else { &[4, 8, 12, 16, 20, 22] };
+    for &k in ks {
+        if k > max_log {
+            continue;
+        }
+        let p = 1usize << k;
+        if dense || k < 20 {
+            v.extend([p - 1, p + 1]);
+        } else {
+            v.push(if k == 22 { p - 1 } else { p + 1 });
+        }
+    }
+    v
+}
+
+#[test]
+fn g1_msm_matches_blstrs_random() {
+    let Some(dev) = device() else { return };
+    let mut ws = MsmWorkspace::new(&dev).unwrap();
+    check::<G1>(&mut ws, &sizes_upto(max_log(), false), &[Kind::Random], 11);
+}
+
+#[test]
+fn g1_msm_matches_blstrs_edge_scalars() {
+    let Some(dev) = device() else { return };
+    let mut ws = MsmWorkspace::new(&dev).unwrap();
+    let sizes: Vec<usize> = [1usize, 2, 3, 257, 4097, 65537, (1 << 20) + 1].into_iter().filter(|&n| n <= 1 << max_log()).collect();
+    check::<G1>(&mut ws, &sizes, &[Kind::Zero, Kind::One, Kind::MinusOne, Kind::PoRep], 12);
+    let small: Vec<usize> = sizes.into_iter().filter(|&n| n <= 65537).collect();
+    check::<G1>(&mut ws, &small, &[Kind::Repeated], 13);
+}
+
+#[test]
+fn g2_msm_matches_blstrs() {
+    let Some(dev) = device() else { return };
+    let mut ws = MsmWorkspace::new(&dev).unwrap();
+    let mut sizes = vec![0usize, 1, 2, 3, 17, 255, 4097, 65535];
+    for k in [20u32, 22] {
+        if k <= max_log() {
+            sizes.push(if k == 22 { (1 << k) - 1 } else { (1 << k) + 1 });
+        }
+    }
+    check::<G2>(&mut ws, &sizes, &[Kind::Random], 21);
+    let small: Vec<usize> = sizes.iter().copied().filter(|&n| (1..=65535).contains(&n)).collect();
+    check::<G2>(&mut ws, &small, &[Kind::Zero, Kind::One, Kind::MinusOne, Kind::PoRep, Kind::Repeated], 22);
+}
+
+/// Density bitmap: scalar j is used iff bit j is set; the i-th set bit pairs with point i.
+fn check_density<G: TestGroup>(dev: &Arc<Device>, n: usize, seed: u64)
+where
+    G::Projective: Curve<AffineRepr = G::Affine> + std::fmt::Debug + PartialEq + Send + Sync,
+    G::Affine: Send + Sync + Default + Copy,
+{
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut bits = vec![0u64; n.div_ceil(64) + 1];
+    let mut used = Vec::new();
+    for j in 0..n {
+        if rng.gen_bool(0.265) {
+            bits[j / 64] |= 1 << (j % 64);
+            used.push(j);
+        }
+    }
+    // bits past n must be ignored
+    *bits.last_mut().unwrap() = u64::MAX;
+    let (proj, aff) = points::<G::Projective>(used.len(), seed);
+    for kind in [Kind::PoRep, Kind::Random] {
+        let s = scalars(n, kind, seed + 1);
+        let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
+        let want = G::reference(&proj, &sel);
+        let mut ws = MsmWorkspace::new(dev).unwrap();
+        let got = G::gpu(&mut ws, Points::Host(&aff), Scalars::Host(&s), Some(&bits)).expect("gpu msm with density");
+        assert_eq!(got, want, "{} density n={n} {kind:?}", G::SUFFIX);
+        // too few points for the set bits
+        if !aff.is_empty() {
+            let e = G::gpu(&mut ws, Points::Host(&aff[..aff.len() - 1]), Scalars::Host(&s), Some(&bits));
+            assert!(matches!(e, Err(Error::InvalidInput(_))), "{e:?}");
+        }
+    }
+}
+
+#[test]
+fn density_bitmap_selects_scalars() {
+    let Some(dev) = device() else { return };
+    for n in [1usize, 63, 64, 65, 1000, 100_003] {
+        check_density::<G1>(&dev, n, n as u64);
+    }
+    for n in [65usize, 20_001] {
+        check_density::<G2>(&dev, n, n as u64 + 7);
+    }
+}
+
+#[test]
+fn resident_points_canonical_scalars_and_tickets() {
+    let Some(dev) = device() else { return };
+    let n = 50_000;
+    let (proj, aff) = points::<G1Projective>(n, 5);
+    let resident = dev.upload(&aff).unwrap();
+    let mut ws = MsmWorkspace::new(&dev).unwrap();
+    let sets: Vec<Vec<Scalar>> = (0..3).map(|i| scalars(n - i * 1000, if i == 1 { Kind::PoRep } else { Kind::Random }, 40 + i as u64)).collect();
+    let want: Vec<G1Projective> = sets.iter().map(|s| G1::reference(&proj[..s.len()], s)).collect();
+    // three MSMs in flight over two result slots, finished out of order
+    let t0 = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[0]), None).unwrap();
+    let t1 = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[1]), None).unwrap();
+    let t2 = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[2]), None).unwrap();
+    assert_eq!(ws.finish::<G1>(t2).unwrap(), want[2]);
+    assert_eq!(ws.finish::<G1>(t0).unwrap(), want[0]);
+    assert_eq!(ws.finish::<G1>(t1).unwrap(), want[1]);
+    // device-resident scalars, Montgomery and canonical (with values >= r, reduced on the device)
+    let d_s = dev.upload(&sets[0]).unwrap();
+    assert_eq!(ws.msm_g1(Points::Device(resident.as_slice()), Scalars::Device(d_s.as_slice()), None).unwrap(), want[0]);
+    let r_minus_1 = CanonicalScalar::from_scalar(&-Scalar::ONE).0;
+    let canon: Vec<CanonicalScalar> = sets[0]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut c = CanonicalScalar::from_scalar(s);
+            if i % 3 == 0 {
+                // c + r if it fits in 256 bits (r = (r - 1) + 1)
+                let mut carry = 1u128;
+                let mut out = [0u64; 4];
+                for k in 0..4 {
+                    let t = c.0[k] as u128 + r_minus_1[k] as u128 + carry;
+                    out[k] = t as u64;
+                    carry = t >> 64;
+                }
+                if carry == 0 {
+                    c.0 = out;
+                }
+            }
+            c
+        })
+        .collect();
+    assert_eq!(ws.msm_g1(Points::Device(resident.as_slice()), Scalars::HostCanonical(&canon), None).unwrap(), want[0]);
+    let d_c = dev.upload(&canon).unwrap();
+    assert_eq!(ws.msm_g1(Points::Device(resident.as_slice()), Scalars::DeviceCanonical(d_c.as_slice()), None).unwrap(), want[0]);
+    // a ticket of G1 cannot be finished as G2
+    let t = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[0][..10]), None).unwrap();
+    assert!(ws.finish::<G2>(t).is_err());
+    // fewer points than scalars
+    let e = ws.msm_g1(Points::Host(&aff[..10]), Scalars::Host(&sets[0][..11]), None);
+    assert!(matches!(e, Err(Error::InvalidInput(_))), "{e:?}");
+}
+
+#[test]
+fn forced_windows_and_chunked_lists() {
+    let Some(dev) = device() else { return };
+    let n = 30_001;
+    let (proj, aff) = points::<G1Projective>(n, 9);
+    let s = scalars(n, Kind::Random, 99);
+    let want = G1::reference(&proj, &s);
+    for (c, cap) in [(2u32, 1u64 << 30), (5, 10_000), (13, 100_000), (16, 1 << 30), (20, 100_000)] {
+        let cfg = MsmConfig { window_bits: Some(c), max_list_entries: cap, ..MsmConfig::default() };
+        let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
+        let got = ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None).unwrap();
+        println!("c={c} cap={cap}: chunks={}", ws.stats().chunks);
+        assert_eq!(got, want, "c={c} cap={cap}");
+    }
+    let (proj2, aff2) = points::<G2Projective>(3001, 10);
+    let s2 = scalars(3001, Kind::Random, 98);
+    let want2 = G2::reference(&proj2, &s2);
+    let cfg = MsmConfig { window_bits: Some(7), max_list_entries: 5000, ..MsmConfig::default() };
+    let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
+    assert_eq!(ws.msm_g2(Points::Host(&aff2), Scalars::Host(&s2), None).unwrap(), want2);
+    assert!(MsmWorkspace::with_config(&dev, MsmConfig { window_bits: Some(1), ..MsmConfig::default() }).is_err());
+    // every occupancy variant of the accumulation kernel gives the same result
+    for mb in G1::MIN_BLOCKS {
+        let cfg = MsmConfig { accumulate_min_blocks: Some(*mb), ..MsmConfig::default() };
+        let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
+        assert_eq!(ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None).unwrap(), want, "G1 mb={mb}");
+    }
+    for mb in G2::MIN_BLOCKS {
+        let cfg = MsmConfig { accumulate_min_blocks: Some(*mb), ..MsmConfig::default() };
+        let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
+        assert_eq!(ws.msm_g2(Points::Host(&aff2), Scalars::Host(&s2), None).unwrap(), want2, "G2 mb={mb}");
+    }
+    let mut ws = MsmWorkspace::with_config(&dev, MsmConfig { accumulate_min_blocks: Some(7), ..MsmConfig::default() }).unwrap();
+    assert!(matches!(ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None), Err(Error::InvalidConfig { .. })));
+}
