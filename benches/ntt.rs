@@ -38,7 +38,10 @@ fn random_buf(dev: &Arc<Device>, n: usize, seed: u64) -> DeviceBuffer<Scalar> {
 
 /// Device milliseconds of `f` queued on `stream`.
 fn timed(dev: &Arc<Device>, stream: &Stream, f: &mut dyn FnMut()) -> f64 {
-    let (e0, e1) = (Event::new(dev, true).unwrap(), Event::new(dev, true).unwrap());
+    let (e0, e1) = (
+        Event::new(dev, true).unwrap(),
+        Event::new(dev, true).unwrap(),
+    );
     e0.record(stream).unwrap();
     f();
     e1.record(stream).unwrap();
@@ -66,18 +69,29 @@ fn bench(c: &mut Criterion) {
     let dev = Device::get(0).expect("device 0");
     let stream = dev.stream().unwrap();
     let (free, total) = dev.mem_get_info().unwrap();
-    eprintln!("device 0: {} ({} SMs), {:.1} GiB free of {:.1}", dev.name(), dev.sm_count(), free as f64 / 1073741824.0, total as f64 / 1073741824.0);
+    eprintln!(
+        "device 0: {} ({} SMs), {:.1} GiB free of {:.1}",
+        dev.name(),
+        dev.sm_count(),
+        free as f64 / 1073741824.0,
+        total as f64 / 1073741824.0
+    );
 
-    // Fr multiplication throughput probe (cuda/test_kernels.cu)
-    {
+    // Fr multiplication throughput probe (cuda/test_kernels.cu), both variants
+    for wide in [false, true] {
         let n = (dev.sm_count() as usize) * 2048 * 4;
         let mut buf = random_buf(&dev, n, 9);
         let iters = 256u32;
-        let mut run = || cuzk::gpu::device::testing::fr_mul_chain(&stream, &mut buf, iters).unwrap();
+        let mut run =
+            || cuzk::gpu::device::testing::fr_mul_chain(&stream, &mut buf, iters, wide).unwrap();
         run();
         let ms = median((0..5).map(|_| timed(&dev, &stream, &mut run)).collect());
         let muls = (n as f64) * 2.0 * iters as f64;
-        println!("Fr mul throughput: {:.1} Gmul/s ({ms:.3} ms for {muls:.3e} muls)", muls / ms / 1e6);
+        println!(
+            "Fr mul throughput ({}): {:.1} Gmul/s ({ms:.3} ms for {muls:.3e} muls)",
+            if wide { "mul_wide" } else { "mul_cios" },
+            muls / ms / 1e6
+        );
     }
     // pass-kernel tuning sweep: (tile_log, threads)
     let tune_logs: Vec<u32> = std::env::var("CUZK_BENCH_NTT_TUNE_LOGS")
@@ -90,73 +104,132 @@ fn bench(c: &mut Criterion) {
             continue;
         }
         let mut a = random_buf(&dev, n, 5);
-        for (tl, th) in [(10, 256), (10, 128), (9, 128), (9, 256), (11, 256), (8, 128)] {
+        for (tl, th) in [(10, 256), (10, 128), (11, 256)] {
             ntt::tune(tl, th);
-            let mut fwd = || ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Forward, false).unwrap();
-            fwd();
-            stream.synchronize().unwrap();
-            let ms = median((0..5).map(|_| timed(&dev, &stream, &mut fwd)).collect());
-            println!("tune 2^{log_n}: tile 2^{tl}, {th} threads: ntt {ms:.3} ms");
+            for wide in [false, true] {
+                let mut fwd = || {
+                    ntt::ntt_with(
+                        &stream,
+                        &mut a.as_mut_slice(),
+                        Direction::Forward,
+                        false,
+                        wide,
+                    )
+                    .unwrap()
+                };
+                fwd();
+                stream.synchronize().unwrap();
+                let ms = median((0..5).map(|_| timed(&dev, &stream, &mut fwd)).collect());
+                println!("tune 2^{log_n}: tile 2^{tl}, {th} threads, wide {wide}: ntt {ms:.3} ms");
+            }
         }
         ntt::tune(0, 0);
     }
 
     let mut table = Vec::new();
     let mut g = c.benchmark_group("gpu_ntt");
-    g.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
     for log_n in logs() {
         let n = 1usize << log_n;
         let (free, _) = dev.mem_get_info().unwrap();
         if (3 * n * 32) as u64 + (1u64 << 30) > free {
-            eprintln!("2^{log_n}: skipped, needs {} bytes for the H step, {free} free", 3 * n * 32);
+            eprintln!(
+                "2^{log_n}: skipped, needs {} bytes for the H step, {free} free",
+                3 * n * 32
+            );
             continue;
         }
         let mut a = random_buf(&dev, n, 1);
         let mut b = random_buf(&dev, n, 2);
         let mut cc = random_buf(&dev, n, 3);
-        let mut fwd = || ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Forward, false).unwrap();
-        fwd(); // warm-up (tables, module)
-        stream.synchronize().unwrap();
-        let ms_fwd = median((0..7).map(|_| timed(&dev, &stream, &mut fwd)).collect());
-        let mut inv = || ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Inverse, true).unwrap();
-        let ms_icoset = median((0..7).map(|_| timed(&dev, &stream, &mut inv)).collect());
-        let mut dif = || {
-            ntt::dif(&stream, &mut a.as_mut_slice(), Direction::Forward, ntt::Scaling::None, ntt::Scaling::None).unwrap()
-        };
-        let ms_dif = median((0..7).map(|_| timed(&dev, &stream, &mut dif)).collect());
-        let mut h = || ntt::h_step(&stream, &mut a.as_mut_slice(), &mut b.as_mut_slice(), &mut cc.as_mut_slice()).unwrap();
-        let ms_h = median((0..5).map(|_| timed(&dev, &stream, &mut h)).collect());
-        eprintln!("2^{log_n}: ntt {ms_fwd:.3} ms, icoset {ms_icoset:.3} ms, dif-only {ms_dif:.3} ms, h_step {ms_h:.3} ms");
-        table.push((log_n, ms_fwd, ms_icoset, ms_dif, ms_h));
+        for wide in [false, true] {
+            let mut fwd = || {
+                ntt::ntt_with(
+                    &stream,
+                    &mut a.as_mut_slice(),
+                    Direction::Forward,
+                    false,
+                    wide,
+                )
+                .unwrap()
+            };
+            fwd(); // warm-up (tables, module)
+            stream.synchronize().unwrap();
+            let ms_fwd = median((0..7).map(|_| timed(&dev, &stream, &mut fwd)).collect());
+            let mut inv = || {
+                ntt::ntt_with(
+                    &stream,
+                    &mut a.as_mut_slice(),
+                    Direction::Inverse,
+                    true,
+                    wide,
+                )
+                .unwrap()
+            };
+            let ms_icoset = median((0..7).map(|_| timed(&dev, &stream, &mut inv)).collect());
+            let mut h = || {
+                ntt::h_step_with(
+                    &stream,
+                    &mut a.as_mut_slice(),
+                    &mut b.as_mut_slice(),
+                    &mut cc.as_mut_slice(),
+                    wide,
+                )
+                .unwrap()
+            };
+            let ms_h = median((0..5).map(|_| timed(&dev, &stream, &mut h)).collect());
+            eprintln!("2^{log_n} (wide {wide}): ntt {ms_fwd:.3} ms, icoset {ms_icoset:.3} ms, h_step {ms_h:.3} ms");
+            table.push((log_n, wide, ms_fwd, ms_icoset, ms_h));
+        }
 
-        g.bench_with_input(BenchmarkId::new("ntt_forward", format!("2^{log_n}")), &log_n, |bch, _| {
-            bch.iter_custom(|iters| {
-                let mut tot = 0.0;
-                for _ in 0..iters {
-                    tot += timed(&dev, &stream, &mut || {
-                        ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Forward, false).unwrap()
-                    });
-                }
-                Duration::from_secs_f64(tot / 1e3)
-            })
-        });
-        g.bench_with_input(BenchmarkId::new("h_step", format!("2^{log_n}")), &log_n, |bch, _| {
-            bch.iter_custom(|iters| {
-                let mut tot = 0.0;
-                for _ in 0..iters {
-                    tot += timed(&dev, &stream, &mut || {
-                        ntt::h_step(&stream, &mut a.as_mut_slice(), &mut b.as_mut_slice(), &mut cc.as_mut_slice()).unwrap()
-                    });
-                }
-                Duration::from_secs_f64(tot / 1e3)
-            })
-        });
+        g.bench_with_input(
+            BenchmarkId::new("ntt_forward", format!("2^{log_n}")),
+            &log_n,
+            |bch, _| {
+                bch.iter_custom(|iters| {
+                    let mut tot = 0.0;
+                    for _ in 0..iters {
+                        tot += timed(&dev, &stream, &mut || {
+                            ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Forward, false)
+                                .unwrap()
+                        });
+                    }
+                    Duration::from_secs_f64(tot / 1e3)
+                })
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("h_step", format!("2^{log_n}")),
+            &log_n,
+            |bch, _| {
+                bch.iter_custom(|iters| {
+                    let mut tot = 0.0;
+                    for _ in 0..iters {
+                        tot += timed(&dev, &stream, &mut || {
+                            ntt::h_step(
+                                &stream,
+                                &mut a.as_mut_slice(),
+                                &mut b.as_mut_slice(),
+                                &mut cc.as_mut_slice(),
+                            )
+                            .unwrap()
+                        });
+                    }
+                    Duration::from_secs_f64(tot / 1e3)
+                })
+            },
+        );
     }
     g.finish();
-    println!("\n| log2 n | ntt (natural→natural) ms | icoset ms | DIF only ms | H step ms |");
+    println!("\n| log2 n | multiplication | ntt (natural→natural) ms | icoset ms | H step ms |");
     println!("|---|---|---|---|---|");
-    for (l, f, i, d, h) in table {
-        println!("| {l} | {f:.3} | {i:.3} | {d:.3} | {h:.3} |");
+    for (l, w, f, i, h) in table {
+        println!(
+            "| {l} | {} | {f:.3} | {i:.3} | {h:.3} |",
+            if w { "mul_wide" } else { "mul_cios" }
+        );
     }
 }
 

@@ -82,6 +82,9 @@ extern "C" __global__ void cuzk_ntt_powers(Fr* out, Fr base, unsigned count) {
     Fr::pow(base, i).store(out + i);
 }
 
+namespace cuzk {
+namespace ntt {
+/// Body of cuzk_ntt_pass / cuzk_ntt_pass_wide (documented there); W selects Fr::mul_wide.
 template <bool W>
 __device__ __forceinline__ void pass_body(
     Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,
@@ -174,13 +177,12 @@ __device__ __forceinline__ void pass_body(
 ///
 /// Block b handles the 2^log_g consecutive sub-transforms q = b*2^log_g + g (column
 /// col = q mod 2^lo, block outer = q >> lo), 2^(k+log_g) elements in dynamic shared memory
-/// (32 bytes per element, stored as two arrays of 16-byte halves to avoid bank conflicts). Requirements (host):
+/// (32 bytes per element, stored as two arrays of 16-byte halves to avoid bank conflicts).
+/// Requirements (host):
 /// k <= 10, lo + k <= log_n <= 28, 2^log_g <= 2^lo when lo > 0, grid = 2^(log_n-k-log_g).
 /// dit: 0 = DIF pass (twist after), 1 = DIT pass (twist before). inverse: use w^-1.
 /// pre_mode/post_mode: fused scaling (see apply_scale) at load / store; the natural index of
 /// a position p is p for natural-order data and bitrev(p) for bit-reversed data.
-namespace cuzk {
-namespace ntt {
 extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_pass(
     Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,
     const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, Fr scale,

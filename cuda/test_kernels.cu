@@ -1,7 +1,7 @@
 // cuzk — small kernels that expose single field operations, for tests/gpu_field.rs.
 // One thread per element; `op` selects the operation (codes below, mirrored in the test):
 //   0 add  1 sub  2 mul  3 sqr  4 neg  5 inverse  6 to_mont  7 from_mont  8 eq (out = 1 or 0)
-//   9 dbl  10 is_zero (out = 1 or 0)
+//   9 dbl  10 is_zero (out = 1 or 0)  11 mul_wide (Fr and Fp only)
 // For Fp2, to_mont/from_mont (6, 7) are not defined and leave the output untouched.
 #include "field.cuh"
 
@@ -22,6 +22,7 @@ __device__ __forceinline__ F field_op(int op, const F& a, const F& b) {
         case 8: return (a == b) ? F::one() : F::zero();
         case 9: return F::dbl(a);
         case 10: return a.is_zero() ? F::one() : F::zero();
+        case 11: return F::mul_wide(a, b);
         default: return a;
     }
 }
@@ -71,13 +72,21 @@ extern "C" __global__ void cuzk_test_fp2_op(int op, const cuzk::Fp2* a, const cu
 
 /// Throughput probe for benches/ntt.rs: each thread runs two independent chains of `iters`
 /// Fr multiplications on its element and writes the result back (2*iters muls per thread).
-extern "C" __global__ void cuzk_test_fr_mul_chain(cuzk::Fr* data, unsigned n, unsigned iters) {
+/// wide != 0 uses Fr::mul_wide, else Fr::mul_cios.
+extern "C" __global__ void cuzk_test_fr_mul_chain(cuzk::Fr* data, unsigned n, unsigned iters, int wide) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     cuzk::Fr x = cuzk::Fr::load(data + i), y = x + cuzk::Fr::one(), z = x;
-    for (unsigned k = 0; k < iters; k++) {
-        x = x * z;
-        y = y * z;
+    if (wide) {
+        for (unsigned k = 0; k < iters; k++) {
+            x = cuzk::Fr::mul_wide(x, z);
+            y = cuzk::Fr::mul_wide(y, z);
+        }
+    } else {
+        for (unsigned k = 0; k < iters; k++) {
+            x = cuzk::Fr::mul_cios(x, z);
+            y = cuzk::Fr::mul_cios(y, z);
+        }
     }
     (x + y).store(data + i);
 }

@@ -23,6 +23,7 @@ const FROM_MONT: i32 = 7;
 const EQ: i32 = 8;
 const DBL: i32 = 9;
 const IS_ZERO: i32 = 10;
+const MUL_WIDE: i32 = 11;
 
 fn device() -> Option<Arc<Device>> {
     match device_count() {
@@ -63,7 +64,15 @@ fn rng() -> ChaCha20Rng {
 
 fn fr_values() -> Vec<Scalar> {
     let two = Scalar::from(2u64);
-    let mut v = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, two, two.invert().unwrap(), -two, Scalar::from(u64::MAX)];
+    let mut v = vec![
+        Scalar::ZERO,
+        Scalar::ONE,
+        -Scalar::ONE,
+        two,
+        two.invert().unwrap(),
+        -two,
+        Scalar::from(u64::MAX),
+    ];
     let mut r = rng();
     v.extend((0..2000).map(|_| Scalar::random(&mut r)));
     v
@@ -71,7 +80,15 @@ fn fr_values() -> Vec<Scalar> {
 
 fn fp_values() -> Vec<Fp> {
     let two = Fp::from(2u64);
-    let mut v = vec![Fp::ZERO, Fp::ONE, -Fp::ONE, two, two.invert().unwrap(), -two, Fp::from(u64::MAX)];
+    let mut v = vec![
+        Fp::ZERO,
+        Fp::ONE,
+        -Fp::ONE,
+        two,
+        two.invert().unwrap(),
+        -two,
+        Fp::from(u64::MAX),
+    ];
     let mut r = rng();
     v.extend((0..2000).map(|_| Fp::random(&mut r)));
     v
@@ -99,14 +116,12 @@ fn pairs<T: Copy>(vals: &[T], edge: usize) -> (Vec<T>, Vec<T>) {
             b.push(*y);
         }
     }
-    for i in 0..vals.len() {
-        a.push(vals[i]);
+    for (i, x) in vals.iter().enumerate() {
+        a.push(*x);
         b.push(vals[(i * 7 + 3) % vals.len()]);
     }
-    for i in 0..vals.len() {
-        a.push(vals[i]);
-        b.push(vals[i]);
-    }
+    a.extend_from_slice(vals);
+    b.extend_from_slice(vals);
     (a, b)
 }
 
@@ -121,10 +136,28 @@ macro_rules! check_ops {
             (MUL, "mul", Box::new(|x, y| *x * *y)),
             (SQR, "sqr", Box::new(|x, _| x.square())),
             (NEG, "neg", Box::new(|x, _| -*x)),
-            (INV, "inverse", Box::new(|x, _| Option::<$ty>::from(x.invert()).unwrap_or(<$ty>::ZERO))),
-            (EQ, "eq", Box::new(|x, y| if x == y { <$ty>::ONE } else { <$ty>::ZERO })),
+            (
+                INV,
+                "inverse",
+                Box::new(|x, _| Option::<$ty>::from(x.invert()).unwrap_or(<$ty>::ZERO)),
+            ),
+            (
+                EQ,
+                "eq",
+                Box::new(|x, y| if x == y { <$ty>::ONE } else { <$ty>::ZERO }),
+            ),
             (DBL, "dbl", Box::new(|x, _| x.double())),
-            (IS_ZERO, "is_zero", Box::new(|x, _| if bool::from(x.is_zero()) { <$ty>::ONE } else { <$ty>::ZERO })),
+            (
+                IS_ZERO,
+                "is_zero",
+                Box::new(|x, _| {
+                    if bool::from(x.is_zero()) {
+                        <$ty>::ONE
+                    } else {
+                        <$ty>::ZERO
+                    }
+                }),
+            ),
         ];
         for (op, opname, f) in cases {
             // inverse is slow (Fermat): check fewer values
@@ -132,7 +165,11 @@ macro_rules! check_ops {
             let got: Vec<$ty> = run(dev, $kernel, op, &a[..m], &b[..m], m, m);
             for i in 0..m {
                 let want = f(&a[i], &b[i]);
-                assert_eq!(got[i], want, "{} {opname} #{i}: a={:?} b={:?}", $name, a[i], b[i]);
+                assert_eq!(
+                    got[i], want,
+                    "{} {opname} #{i}: a={:?} b={:?}",
+                    $name, a[i], b[i]
+                );
             }
             eprintln!("{} {opname}: {m} values ok", $name);
         }
@@ -158,7 +195,10 @@ fn fp2_ops_match_blstrs() {
 }
 
 fn le_u64s(bytes: &[u8]) -> Vec<u64> {
-    bytes.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+    bytes
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -166,10 +206,29 @@ fn fr_montgomery_conversions() {
     let Some(dev) = device() else { return };
     let vals = fr_values();
     // canonical integers as raw limbs
-    let plain: Vec<u64> = vals.iter().flat_map(|s| le_u64s(&s.to_bytes_le())).collect();
-    let got: Vec<Scalar> = run(&dev, TestField::Fr, TO_MONT, &plain, &plain, vals.len(), vals.len());
+    let plain: Vec<u64> = vals
+        .iter()
+        .flat_map(|s| le_u64s(&s.to_bytes_le()))
+        .collect();
+    let got: Vec<Scalar> = run(
+        &dev,
+        TestField::Fr,
+        TO_MONT,
+        &plain,
+        &plain,
+        vals.len(),
+        vals.len(),
+    );
     assert_eq!(got, vals, "Fr to_mont");
-    let back: Vec<u64> = run::<Scalar, Scalar, u64>(&dev, TestField::Fr, FROM_MONT, &vals, &vals, vals.len(), 4 * vals.len());
+    let back: Vec<u64> = run::<Scalar, Scalar, u64>(
+        &dev,
+        TestField::Fr,
+        FROM_MONT,
+        &vals,
+        &vals,
+        vals.len(),
+        4 * vals.len(),
+    );
     assert_eq!(back, plain, "Fr from_mont");
 }
 
@@ -177,9 +236,59 @@ fn fr_montgomery_conversions() {
 fn fp_montgomery_conversions() {
     let Some(dev) = device() else { return };
     let vals = fp_values();
-    let plain: Vec<u64> = vals.iter().flat_map(|s| le_u64s(&s.to_bytes_le())).collect();
-    let got: Vec<Fp> = run(&dev, TestField::Fp, TO_MONT, &plain, &plain, vals.len(), vals.len());
+    let plain: Vec<u64> = vals
+        .iter()
+        .flat_map(|s| le_u64s(&s.to_bytes_le()))
+        .collect();
+    let got: Vec<Fp> = run(
+        &dev,
+        TestField::Fp,
+        TO_MONT,
+        &plain,
+        &plain,
+        vals.len(),
+        vals.len(),
+    );
     assert_eq!(got, vals, "Fp to_mont");
-    let back: Vec<u64> = run::<Fp, Fp, u64>(&dev, TestField::Fp, FROM_MONT, &vals, &vals, vals.len(), 6 * vals.len());
+    let back: Vec<u64> = run::<Fp, Fp, u64>(
+        &dev,
+        TestField::Fp,
+        FROM_MONT,
+        &vals,
+        &vals,
+        vals.len(),
+        6 * vals.len(),
+    );
     assert_eq!(back, plain, "Fp from_mont");
+}
+
+/// The "wide" Montgomery multiplication (Fr::mul_wide / Fp::mul_wide, not yet the default).
+#[test]
+fn mul_wide_matches_blstrs() {
+    let Some(dev) = device() else { return };
+    let vals = fr_values();
+    let (a, b) = pairs(&vals, 7);
+    let got: Vec<Scalar> = run(&dev, TestField::Fr, MUL_WIDE, &a, &b, a.len(), a.len());
+    for i in 0..a.len() {
+        assert_eq!(
+            got[i],
+            a[i] * b[i],
+            "Fr mul_wide #{i}: a={:?} b={:?}",
+            a[i],
+            b[i]
+        );
+    }
+    let vals = fp_values();
+    let (a, b) = pairs(&vals, 7);
+    let got: Vec<Fp> = run(&dev, TestField::Fp, MUL_WIDE, &a, &b, a.len(), a.len());
+    for i in 0..a.len() {
+        assert_eq!(
+            got[i],
+            a[i] * b[i],
+            "Fp mul_wide #{i}: a={:?} b={:?}",
+            a[i],
+            b[i]
+        );
+    }
+    eprintln!("mul_wide: Fr and Fp ok");
 }

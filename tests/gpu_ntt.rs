@@ -32,7 +32,9 @@ fn device() -> Option<Arc<Device>> {
 
 fn env_log(name: &str, default: u32) -> u32 {
     match std::env::var(name) {
-        Ok(v) => v.parse().unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a number")),
         Err(_) => default,
     }
 }
@@ -70,7 +72,7 @@ fn cpu(kind: Kind, v: Vec<Scalar>) -> Vec<Scalar> {
     d.into_coeffs()
 }
 
-fn gpu(dev: &Arc<Device>, kind: Kind, v: &[Scalar]) -> Vec<Scalar> {
+fn gpu_with(dev: &Arc<Device>, kind: Kind, v: &[Scalar], wide: bool) -> Vec<Scalar> {
     let mut out = v.to_vec();
     let (dir, coset) = match kind {
         Kind::Fft => (Direction::Forward, false),
@@ -78,29 +80,48 @@ fn gpu(dev: &Arc<Device>, kind: Kind, v: &[Scalar]) -> Vec<Scalar> {
         Kind::CosetFft => (Direction::Forward, true),
         Kind::IcosetFft => (Direction::Inverse, true),
     };
-    ntt::ntt_host(dev, &mut out, dir, coset).unwrap();
+    ntt::ntt_host_with(dev, &mut out, dir, coset, wide).unwrap();
     out
 }
 
 fn first_diff(a: &[Scalar], b: &[Scalar]) -> Option<usize> {
-    a.par_iter().zip(b.par_iter()).position_first(|(x, y)| x != y)
+    a.par_iter()
+        .zip(b.par_iter())
+        .position_first(|(x, y)| x != y)
 }
 
 #[test]
 fn ntt_matches_cpu_all_sizes() {
     let Some(dev) = device() else { return };
-    let max = env_log("CUZK_TEST_NTT_MAX_LOG", 24);
+    check_all_sizes(
+        &dev,
+        env_log("CUZK_TEST_NTT_MAX_LOG", 24),
+        ntt::WIDE_DEFAULT,
+    );
+}
+
+/// The pass kernel with Fr::mul_wide (cuzk_ntt_pass_wide).
+#[test]
+fn ntt_wide_matches_cpu() {
+    let Some(dev) = device() else { return };
+    check_all_sizes(&dev, env_log("CUZK_TEST_NTT_WIDE_MAX_LOG", 22), true);
+}
+
+fn check_all_sizes(dev: &Arc<Device>, max: u32, wide: bool) {
     for log_n in 0..=max {
         let n = 1usize << log_n;
         let x = random(n, 1000 + log_n as u64);
         for kind in [Kind::Fft, Kind::Ifft, Kind::CosetFft, Kind::IcosetFft] {
             let want = cpu(kind, x.clone());
-            let got = gpu(&dev, kind, &x);
+            let got = gpu_with(dev, kind, &x, wide);
             if let Some(i) = first_diff(&got, &want) {
-                panic!("{kind:?} 2^{log_n}: first difference at {i}: gpu {:?} cpu {:?}", got[i], want[i]);
+                panic!(
+                    "{kind:?} 2^{log_n} (wide {wide}): first difference at {i}: gpu {:?} cpu {:?}",
+                    got[i], want[i]
+                );
             }
         }
-        eprintln!("2^{log_n}: fft, ifft, coset_fft, icoset_fft ok");
+        eprintln!("2^{log_n}: fft, ifft, coset_fft, icoset_fft ok (wide {wide})");
     }
 }
 
@@ -124,7 +145,10 @@ fn ntt_round_trips_and_edge_inputs() {
         let mut o = vec![Scalar::ONE; n];
         ntt::ntt_host(&dev, &mut o, Direction::Forward, false).unwrap();
         assert_eq!(o[0], Scalar::from(n as u64));
-        assert!(o[1..].iter().all(|v| bool::from(v.is_zero())), "ones 2^{log_n}");
+        assert!(
+            o[1..].iter().all(|v| bool::from(v.is_zero())),
+            "ones 2^{log_n}"
+        );
         let mut d = vec![Scalar::ZERO; n];
         d[0] = Scalar::ONE;
         ntt::ntt_host(&dev, &mut d, Direction::Forward, false).unwrap();
@@ -133,7 +157,11 @@ fn ntt_round_trips_and_edge_inputs() {
         let m = vec![-Scalar::ONE; n];
         let mut g = m.clone();
         ntt::ntt_host(&dev, &mut g, Direction::Forward, true).unwrap();
-        assert_eq!(first_diff(&g, &cpu(Kind::CosetFft, m)), None, "-1 coset 2^{log_n}");
+        assert_eq!(
+            first_diff(&g, &cpu(Kind::CosetFft, m)),
+            None,
+            "-1 coset 2^{log_n}"
+        );
         eprintln!("2^{log_n}: round trips and edge inputs ok");
     }
 }
@@ -147,7 +175,11 @@ fn h_step_matches_cpu() {
     logs.extend([16, 20, 22].into_iter().filter(|&l| l > 12 && l <= max));
     for log_n in logs {
         let n = 1usize << log_n;
-        let (a, b, c) = (random(n, 11 + log_n as u64), random(n, 22 + log_n as u64), random(n, 33 + log_n as u64));
+        let (a, b, c) = (
+            random(n, 11 + log_n as u64),
+            random(n, 22 + log_n as u64),
+            random(n, 33 + log_n as u64),
+        );
         // bellperson's prover sequence
         let mut da = EvaluationDomain::from_coeffs(a.clone()).unwrap();
         let mut db = EvaluationDomain::from_coeffs(b.clone()).unwrap();
@@ -161,11 +193,16 @@ fn h_step_matches_cpu() {
         da.divide_by_z_on_coset(&w);
         da.icoset_fft(&w, &mut None).unwrap();
         let want = da.into_coeffs();
-        let got = ntt::h_step_host(&dev, &a, &b, &c).unwrap();
-        if let Some(i) = first_diff(&got, &want) {
-            panic!("h_step 2^{log_n}: first difference at {i}: gpu {:?} cpu {:?}", got[i], want[i]);
+        for wide in [false, true] {
+            let got = ntt::h_step_host_with(&dev, &a, &b, &c, wide).unwrap();
+            if let Some(i) = first_diff(&got, &want) {
+                panic!(
+                    "h_step 2^{log_n} (wide {wide}): first difference at {i}: gpu {:?} cpu {:?}",
+                    got[i], want[i]
+                );
+            }
         }
-        eprintln!("h_step 2^{log_n} ok");
+        eprintln!("h_step 2^{log_n} ok (both multiplications)");
     }
 }
 

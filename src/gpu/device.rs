@@ -82,7 +82,11 @@ mod ffi {
         pub fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult;
         pub fn cuCtxSynchronize() -> CUresult;
         pub fn cuModuleLoadData(m: *mut CUmodule, image: *const c_void) -> CUresult;
-        pub fn cuModuleGetFunction(f: *mut CUfunction, m: CUmodule, name: *const c_char) -> CUresult;
+        pub fn cuModuleGetFunction(
+            f: *mut CUfunction,
+            m: CUmodule,
+            name: *const c_char,
+        ) -> CUresult;
         pub fn cuFuncSetAttribute(f: CUfunction, attrib: c_int, value: c_int) -> CUresult;
         pub fn cuLaunchKernel(
             f: CUfunction,
@@ -101,9 +105,24 @@ mod ffi {
         pub fn cuMemAlloc_v2(p: *mut CUdeviceptr, bytes: usize) -> CUresult;
         pub fn cuMemFree_v2(p: CUdeviceptr) -> CUresult;
         pub fn cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize) -> CUresult;
-        pub fn cuMemcpyHtoDAsync_v2(dst: CUdeviceptr, src: *const c_void, bytes: usize, s: CUstream) -> CUresult;
-        pub fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, bytes: usize, s: CUstream) -> CUresult;
-        pub fn cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, bytes: usize, s: CUstream) -> CUresult;
+        pub fn cuMemcpyHtoDAsync_v2(
+            dst: CUdeviceptr,
+            src: *const c_void,
+            bytes: usize,
+            s: CUstream,
+        ) -> CUresult;
+        pub fn cuMemcpyDtoHAsync_v2(
+            dst: *mut c_void,
+            src: CUdeviceptr,
+            bytes: usize,
+            s: CUstream,
+        ) -> CUresult;
+        pub fn cuMemcpyDtoDAsync_v2(
+            dst: CUdeviceptr,
+            src: CUdeviceptr,
+            bytes: usize,
+            s: CUstream,
+        ) -> CUresult;
         pub fn cuMemsetD8Async(dst: CUdeviceptr, v: u8, n: usize, s: CUstream) -> CUresult;
         pub fn cuStreamCreate(s: *mut CUstream, flags: c_uint) -> CUresult;
         pub fn cuStreamDestroy_v2(s: CUstream) -> CUresult;
@@ -123,7 +142,12 @@ fn describe(code: ffi::CUresult) -> String {
     let mut name: *const c_char = std::ptr::null();
     let mut text: *const c_char = std::ptr::null();
     // SAFETY: the driver writes a pointer to a static NUL-terminated string or leaves null.
-    let (rn, rs) = unsafe { (ffi::cuGetErrorName(code, &mut name), ffi::cuGetErrorString(code, &mut text)) };
+    let (rn, rs) = unsafe {
+        (
+            ffi::cuGetErrorName(code, &mut name),
+            ffi::cuGetErrorString(code, &mut text),
+        )
+    };
     let cstr = |r: ffi::CUresult, p: *const c_char| {
         if r == ffi::CUDA_SUCCESS && !p.is_null() {
             // SAFETY: non-null pointer returned by the driver to a static C string.
@@ -144,7 +168,11 @@ fn check(code: ffi::CUresult, device: usize, call: &str) -> Result<()> {
     if code == ffi::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(Error::Cuda { device, call: call.to_string(), message: describe(code) })
+        Err(Error::Cuda {
+            device,
+            call: call.to_string(),
+            message: describe(code),
+        })
     }
 }
 
@@ -190,14 +218,21 @@ pub fn driver_version() -> Result<(u32, u32)> {
     init()?;
     let mut v: c_int = 0;
     // SAFETY: out-pointer to a local.
-    check(unsafe { ffi::cuDriverGetVersion(&mut v) }, 0, "cuDriverGetVersion")?;
+    check(
+        unsafe { ffi::cuDriverGetVersion(&mut v) },
+        0,
+        "cuDriverGetVersion",
+    )?;
     Ok(((v / 1000) as u32, ((v % 1000) / 10) as u32))
 }
 
 /// Architectures in the embedded fatbin: (`sm_NN` with machine code, `compute_NN` as PTX),
 /// as numbers like 90 for sm_90.
 pub fn fatbin_archs() -> (Vec<u32>, u32) {
-    let sass = FATBIN_SASS.split(',').filter_map(|s| s.parse().ok()).collect();
+    let sass = FATBIN_SASS
+        .split(',')
+        .filter_map(|s| s.parse().ok())
+        .collect();
     (sass, FATBIN_PTX.parse().unwrap_or(0))
 }
 
@@ -256,7 +291,11 @@ impl std::fmt::Debug for Device {
 fn attr(dev: ffi::CUdevice, ordinal: usize, a: c_int) -> Result<u32> {
     let mut v: c_int = 0;
     // SAFETY: out-pointer to a local; dev is a valid device handle.
-    check(unsafe { ffi::cuDeviceGetAttribute(&mut v, a, dev) }, ordinal, "cuDeviceGetAttribute")?;
+    check(
+        unsafe { ffi::cuDeviceGetAttribute(&mut v, a, dev) },
+        ordinal,
+        "cuDeviceGetAttribute",
+    )?;
     Ok(v.max(0) as u32)
 }
 
@@ -276,7 +315,10 @@ impl Device {
                 std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "<unset>".into())
             )));
         }
-        let mut open = OPEN.get_or_init(Default::default).lock().map_err(Error::internal)?;
+        let mut open = OPEN
+            .get_or_init(Default::default)
+            .lock()
+            .map_err(Error::internal)?;
         if let Some(d) = open.get(&ordinal) {
             return Ok(d.clone());
         }
@@ -288,20 +330,46 @@ impl Device {
     fn open(ordinal: usize) -> Result<Device> {
         let mut dev: ffi::CUdevice = 0;
         // SAFETY: out-pointer to a local; ordinal < device count.
-        check(unsafe { ffi::cuDeviceGet(&mut dev, ordinal as c_int) }, ordinal, "cuDeviceGet")?;
+        check(
+            unsafe { ffi::cuDeviceGet(&mut dev, ordinal as c_int) },
+            ordinal,
+            "cuDeviceGet",
+        )?;
         let mut buf = [0 as c_char; 256];
         // SAFETY: the driver writes at most buf.len() bytes including the NUL.
-        check(unsafe { ffi::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) }, ordinal, "cuDeviceGetName")?;
+        check(
+            unsafe { ffi::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) },
+            ordinal,
+            "cuDeviceGetName",
+        )?;
         // SAFETY: NUL-terminated by the driver (and the buffer ends with zeros).
-        let name = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
-        let major = attr(dev, ordinal, ffi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-        let minor = attr(dev, ordinal, ffi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        let name = unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let major = attr(
+            dev,
+            ordinal,
+            ffi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        )?;
+        let minor = attr(
+            dev,
+            ordinal,
+            ffi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        )?;
         let sm_count = attr(dev, ordinal, ffi::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let max_shared_optin = attr(dev, ordinal, ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?;
+        let max_shared_optin = attr(
+            dev,
+            ordinal,
+            ffi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?;
         let l2_bytes = attr(dev, ordinal, ffi::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
         let mut total: usize = 0;
         // SAFETY: out-pointer to a local.
-        check(unsafe { ffi::cuDeviceTotalMem_v2(&mut total, dev) }, ordinal, "cuDeviceTotalMem")?;
+        check(
+            unsafe { ffi::cuDeviceTotalMem_v2(&mut total, dev) },
+            ordinal,
+            "cuDeviceTotalMem",
+        )?;
 
         let (sass, ptx) = fatbin_archs();
         if !fatbin_supports(major, minor) {
@@ -319,9 +387,17 @@ impl Device {
         let mut ctx: ffi::CUcontext = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; the primary context is retained for the process
         // lifetime (Device values live in a static map and are never dropped).
-        check(unsafe { ffi::cuDevicePrimaryCtxRetain(&mut ctx, dev) }, ordinal, "cuDevicePrimaryCtxRetain")?;
+        check(
+            unsafe { ffi::cuDevicePrimaryCtxRetain(&mut ctx, dev) },
+            ordinal,
+            "cuDevicePrimaryCtxRetain",
+        )?;
         // SAFETY: ctx was just retained.
-        check(unsafe { ffi::cuCtxSetCurrent(ctx) }, ordinal, "cuCtxSetCurrent")?;
+        check(
+            unsafe { ffi::cuCtxSetCurrent(ctx) },
+            ordinal,
+            "cuCtxSetCurrent",
+        )?;
         let mut module: ffi::CUmodule = std::ptr::null_mut();
         // SAFETY: FATBIN is a complete fatbin image built by nvcc, alive for 'static.
         let r = unsafe { ffi::cuModuleLoadData(&mut module, FATBIN.as_ptr() as *const c_void) };
@@ -358,7 +434,11 @@ impl Device {
     /// this module does it, so callers only need it before raw driver calls of their own).
     pub fn bind(&self) -> Result<()> {
         // SAFETY: ctx is a retained primary context, valid for the process lifetime.
-        check(unsafe { ffi::cuCtxSetCurrent(self.ctx) }, self.ordinal, "cuCtxSetCurrent")
+        check(
+            unsafe { ffi::cuCtxSetCurrent(self.ctx) },
+            self.ordinal,
+            "cuCtxSetCurrent",
+        )
     }
 
     /// Device ordinal (0-based, among visible devices).
@@ -395,7 +475,11 @@ impl Device {
         self.bind()?;
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: out-pointers to locals; context bound.
-        check(unsafe { ffi::cuMemGetInfo_v2(&mut free, &mut total) }, self.ordinal, "cuMemGetInfo")?;
+        check(
+            unsafe { ffi::cuMemGetInfo_v2(&mut free, &mut total) },
+            self.ordinal,
+            "cuMemGetInfo",
+        )?;
         Ok((free as u64, total as u64))
     }
 
@@ -403,7 +487,11 @@ impl Device {
     pub fn synchronize(&self) -> Result<()> {
         self.bind()?;
         // SAFETY: context bound.
-        check(unsafe { ffi::cuCtxSynchronize() }, self.ordinal, "cuCtxSynchronize")
+        check(
+            unsafe { ffi::cuCtxSynchronize() },
+            self.ordinal,
+            "cuCtxSynchronize",
+        )
     }
 
     /// Looks up a kernel of the embedded module by its `extern "C"` name (cached).
@@ -411,7 +499,10 @@ impl Device {
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let mut cache = self.functions.lock().map_err(Error::internal)?;
         if let Some(&f) = cache.get(name) {
-            return Ok(Kernel { func: f as ffi::CUfunction, device: self.ordinal });
+            return Ok(Kernel {
+                func: f as ffi::CUfunction,
+                device: self.ordinal,
+            });
         }
         self.bind()?;
         let cname = CString::new(name).map_err(Error::internal)?;
@@ -423,7 +514,10 @@ impl Device {
             &format!("cuModuleGetFunction({name})"),
         )?;
         cache.insert(name.to_string(), f as usize);
-        Ok(Kernel { func: f, device: self.ordinal })
+        Ok(Kernel {
+            func: f,
+            device: self.ordinal,
+        })
     }
 
     /// Allocates an uninitialised device buffer of `len` elements of `T`.
@@ -441,11 +535,20 @@ impl Device {
             let r = unsafe { ffi::cuMemAlloc_v2(&mut ptr, bytes) };
             if r == ffi::CUDA_ERROR_OUT_OF_MEMORY {
                 let free = self.mem_get_info().map(|(f, _)| f).unwrap_or(0);
-                return Err(Error::OutOfDeviceMemory { device: self.ordinal, needed: bytes as u64, free });
+                return Err(Error::OutOfDeviceMemory {
+                    device: self.ordinal,
+                    needed: bytes as u64,
+                    free,
+                });
             }
             check(r, self.ordinal, &format!("cuMemAlloc({bytes} bytes)"))?;
         }
-        Ok(DeviceBuffer { device: self.clone(), ptr, len, _t: PhantomData })
+        Ok(DeviceBuffer {
+            device: self.clone(),
+            ptr,
+            len,
+            _t: PhantomData,
+        })
     }
 
     /// Allocates a buffer and copies `data` into it (synchronously).
@@ -508,7 +611,13 @@ impl Kernel {
     pub fn set_max_dynamic_shared(&self, bytes: u32) -> Result<()> {
         // SAFETY: valid function handle; plain attribute set.
         check(
-            unsafe { ffi::cuFuncSetAttribute(self.func, ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes as c_int) },
+            unsafe {
+                ffi::cuFuncSetAttribute(
+                    self.func,
+                    ffi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as c_int,
+                )
+            },
             self.device,
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
         )
@@ -554,7 +663,10 @@ impl KernelArgs {
         self.push(p)
     }
     fn params(&mut self) -> Vec<*mut c_void> {
-        self.vals.iter_mut().map(|b| b.as_mut_ptr() as *mut c_void).collect()
+        self.vals
+            .iter_mut()
+            .map(|b| b.as_mut_ptr() as *mut c_void)
+            .collect()
     }
 }
 
@@ -594,8 +706,15 @@ impl Stream {
         device.bind()?;
         let mut s: ffi::CUstream = std::ptr::null_mut();
         // SAFETY: out-pointer to a local; context bound.
-        check(unsafe { ffi::cuStreamCreate(&mut s, ffi::CU_STREAM_NON_BLOCKING) }, device.ordinal, "cuStreamCreate")?;
-        Ok(Stream { device: device.clone(), raw: s })
+        check(
+            unsafe { ffi::cuStreamCreate(&mut s, ffi::CU_STREAM_NON_BLOCKING) },
+            device.ordinal,
+            "cuStreamCreate",
+        )?;
+        Ok(Stream {
+            device: device.clone(),
+            raw: s,
+        })
     }
     /// The device this stream belongs to.
     pub fn device(&self) -> &Arc<Device> {
@@ -609,13 +728,21 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
         // SAFETY: valid stream.
-        check(unsafe { ffi::cuStreamSynchronize(self.raw) }, self.device.ordinal, "cuStreamSynchronize")
+        check(
+            unsafe { ffi::cuStreamSynchronize(self.raw) },
+            self.device.ordinal,
+            "cuStreamSynchronize",
+        )
     }
     /// Makes later work on this stream wait for `event` (recorded on any stream).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         self.device.bind()?;
         // SAFETY: valid stream and event.
-        check(unsafe { ffi::cuStreamWaitEvent(self.raw, event.raw, 0) }, self.device.ordinal, "cuStreamWaitEvent")
+        check(
+            unsafe { ffi::cuStreamWaitEvent(self.raw, event.raw, 0) },
+            self.device.ordinal,
+            "cuStreamWaitEvent",
+        )
     }
 
     /// Queues a kernel launch. `name` only labels errors.
@@ -652,7 +779,11 @@ impl Stream {
                 std::ptr::null_mut(),
             )
         };
-        check(r, self.device.ordinal, &format!("cuLaunchKernel({name}, grid {g:?}, block {b:?}, shared {shared_bytes})"))
+        check(
+            r,
+            self.device.ordinal,
+            &format!("cuLaunchKernel({name}, grid {g:?}, block {b:?}, shared {shared_bytes})"),
+        )
     }
 }
 
@@ -680,22 +811,41 @@ impl Event {
     pub fn new(device: &Arc<Device>, timing: bool) -> Result<Event> {
         device.bind()?;
         let mut e: ffi::CUevent = std::ptr::null_mut();
-        let flags = if timing { ffi::CU_EVENT_DEFAULT } else { ffi::CU_EVENT_DISABLE_TIMING };
+        let flags = if timing {
+            ffi::CU_EVENT_DEFAULT
+        } else {
+            ffi::CU_EVENT_DISABLE_TIMING
+        };
         // SAFETY: out-pointer to a local; context bound.
-        check(unsafe { ffi::cuEventCreate(&mut e, flags) }, device.ordinal, "cuEventCreate")?;
-        Ok(Event { device: device.clone(), raw: e })
+        check(
+            unsafe { ffi::cuEventCreate(&mut e, flags) },
+            device.ordinal,
+            "cuEventCreate",
+        )?;
+        Ok(Event {
+            device: device.clone(),
+            raw: e,
+        })
     }
     /// Records the event at the current end of `stream`.
     pub fn record(&self, stream: &Stream) -> Result<()> {
         self.device.bind()?;
         // SAFETY: valid event and stream of the same context.
-        check(unsafe { ffi::cuEventRecord(self.raw, stream.raw) }, self.device.ordinal, "cuEventRecord")
+        check(
+            unsafe { ffi::cuEventRecord(self.raw, stream.raw) },
+            self.device.ordinal,
+            "cuEventRecord",
+        )
     }
     /// Blocks until the recorded work has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
         // SAFETY: valid event.
-        check(unsafe { ffi::cuEventSynchronize(self.raw) }, self.device.ordinal, "cuEventSynchronize")
+        check(
+            unsafe { ffi::cuEventSynchronize(self.raw) },
+            self.device.ordinal,
+            "cuEventSynchronize",
+        )
     }
     /// Whether the recorded work has finished (non-blocking).
     pub fn is_done(&self) -> Result<bool> {
@@ -713,7 +863,11 @@ impl Event {
         self.device.bind()?;
         let mut ms = 0f32;
         // SAFETY: out-pointer to a local; valid events.
-        check(unsafe { ffi::cuEventElapsedTime(&mut ms, start.raw, self.raw) }, self.device.ordinal, "cuEventElapsedTime")?;
+        check(
+            unsafe { ffi::cuEventElapsedTime(&mut ms, start.raw, self.raw) },
+            self.device.ordinal,
+            "cuEventElapsedTime",
+        )?;
         Ok(ms)
     }
 }
@@ -741,7 +895,14 @@ unsafe impl<T: DeviceRepr> Sync for DeviceBuffer<T> {}
 
 impl<T: DeviceRepr> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DeviceBuffer<{}>[{}] @ {:#x} on device {}", std::any::type_name::<T>(), self.len, self.ptr, self.device.ordinal)
+        write!(
+            f,
+            "DeviceBuffer<{}>[{}] @ {:#x} on device {}",
+            std::any::type_name::<T>(),
+            self.len,
+            self.ptr,
+            self.device.ordinal
+        )
     }
 }
 
@@ -757,7 +918,9 @@ fn range_of(r: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
         Bound::Unbounded => len,
     };
     if s > e || e > len {
-        return Err(Error::internal(format!("device slice range {s}..{e} out of bounds for length {len}")));
+        return Err(Error::internal(format!(
+            "device slice range {s}..{e} out of bounds for length {len}"
+        )));
     }
     Ok((s, e))
 }
@@ -786,20 +949,40 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Read-only view of elements `range`.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
         let (s, e) = range_of(range, self.len)?;
-        Ok(DeviceSlice { device: &self.device, ptr: self.ptr + (s * std::mem::size_of::<T>()) as u64, len: e - s, _t: PhantomData })
+        Ok(DeviceSlice {
+            device: &self.device,
+            ptr: self.ptr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            _t: PhantomData,
+        })
     }
     /// Mutable view of elements `range`.
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
         let (s, e) = range_of(range, self.len)?;
-        Ok(DeviceSliceMut { device: &self.device, ptr: self.ptr + (s * std::mem::size_of::<T>()) as u64, len: e - s, _t: PhantomData })
+        Ok(DeviceSliceMut {
+            device: &self.device,
+            ptr: self.ptr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            _t: PhantomData,
+        })
     }
     /// View of the whole buffer.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice { device: &self.device, ptr: self.ptr, len: self.len, _t: PhantomData }
+        DeviceSlice {
+            device: &self.device,
+            ptr: self.ptr,
+            len: self.len,
+            _t: PhantomData,
+        }
     }
     /// Mutable view of the whole buffer.
     pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut { device: &self.device, ptr: self.ptr, len: self.len, _t: PhantomData }
+        DeviceSliceMut {
+            device: &self.device,
+            ptr: self.ptr,
+            len: self.len,
+            _t: PhantomData,
+        }
     }
     /// Synchronous copy of `src` (exactly `len` elements) into the buffer.
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
@@ -844,7 +1027,9 @@ pub struct DeviceSliceMut<'a, T: DeviceRepr> {
 
 fn len_check(what: &str, want: usize, got: usize) -> Result<()> {
     if want != got {
-        return Err(Error::internal(format!("{what}: device range has {want} elements, host slice {got}")));
+        return Err(Error::internal(format!(
+            "{what}: device range has {want} elements, host slice {got}"
+        )));
     }
     Ok(())
 }
@@ -879,7 +1064,13 @@ macro_rules! slice_common {
                 self.device.bind()?;
                 // SAFETY: dst has len elements of plain data; the device range is valid.
                 check(
-                    unsafe { ffi::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, self.ptr, self.len * std::mem::size_of::<T>()) },
+                    unsafe {
+                        ffi::cuMemcpyDtoH_v2(
+                            dst.as_mut_ptr() as *mut c_void,
+                            self.ptr,
+                            self.len * std::mem::size_of::<T>(),
+                        )
+                    },
                     self.device.ordinal,
                     "cuMemcpyDtoH",
                 )
@@ -910,7 +1101,12 @@ macro_rules! slice_common {
                 // SAFETY: caller keeps dst alive until the stream passes the copy.
                 check(
                     unsafe {
-                        ffi::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr() as *mut c_void, self.ptr, self.len * std::mem::size_of::<T>(), stream.raw)
+                        ffi::cuMemcpyDtoHAsync_v2(
+                            dst.as_mut_ptr() as *mut c_void,
+                            self.ptr,
+                            self.len * std::mem::size_of::<T>(),
+                            stream.raw,
+                        )
                     },
                     self.device.ordinal,
                     "cuMemcpyDtoHAsync",
@@ -925,11 +1121,21 @@ slice_common!(DeviceSliceMut);
 impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// Reborrows as a read-only slice.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice { device: self.device, ptr: self.ptr, len: self.len, _t: PhantomData }
+        DeviceSlice {
+            device: self.device,
+            ptr: self.ptr,
+            len: self.len,
+            _t: PhantomData,
+        }
     }
     /// Reborrows mutably (to pass to a function without giving this one away).
     pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut { device: self.device, ptr: self.ptr, len: self.len, _t: PhantomData }
+        DeviceSliceMut {
+            device: self.device,
+            ptr: self.ptr,
+            len: self.len,
+            _t: PhantomData,
+        }
     }
     /// Synchronous copy of `src` (same length) into the range: when it returns, the data is in
     /// device memory and visible to work queued afterwards on any stream.
@@ -949,12 +1155,23 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         // SAFETY: src has len elements and stays borrowed until the stream synchronisation
         // below; the device range is valid and exclusively borrowed.
         check(
-            unsafe { ffi::cuMemcpyHtoDAsync_v2(self.ptr, src.as_ptr() as *const c_void, self.len * std::mem::size_of::<T>(), null) },
+            unsafe {
+                ffi::cuMemcpyHtoDAsync_v2(
+                    self.ptr,
+                    src.as_ptr() as *const c_void,
+                    self.len * std::mem::size_of::<T>(),
+                    null,
+                )
+            },
             self.device.ordinal,
             "cuMemcpyHtoDAsync",
         )?;
         // SAFETY: synchronising the legacy default stream of the bound context.
-        check(unsafe { ffi::cuStreamSynchronize(null) }, self.device.ordinal, "cuStreamSynchronize(default)")
+        check(
+            unsafe { ffi::cuStreamSynchronize(null) },
+            self.device.ordinal,
+            "cuStreamSynchronize(default)",
+        )
     }
     /// Queues a copy of host memory `src` into the range.
     ///
@@ -969,7 +1186,14 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         self.device.bind()?;
         // SAFETY: caller keeps src alive until the stream passes the copy.
         check(
-            unsafe { ffi::cuMemcpyHtoDAsync_v2(self.ptr, src.as_ptr() as *const c_void, self.len * std::mem::size_of::<T>(), stream.raw) },
+            unsafe {
+                ffi::cuMemcpyHtoDAsync_v2(
+                    self.ptr,
+                    src.as_ptr() as *const c_void,
+                    self.len * std::mem::size_of::<T>(),
+                    stream.raw,
+                )
+            },
             self.device.ordinal,
             "cuMemcpyHtoDAsync",
         )
@@ -983,7 +1207,14 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         self.device.bind()?;
         // SAFETY: both ranges are valid device memory of len elements.
         check(
-            unsafe { ffi::cuMemcpyDtoDAsync_v2(self.ptr, src.ptr, self.len * std::mem::size_of::<T>(), stream.raw) },
+            unsafe {
+                ffi::cuMemcpyDtoDAsync_v2(
+                    self.ptr,
+                    src.ptr,
+                    self.len * std::mem::size_of::<T>(),
+                    stream.raw,
+                )
+            },
             self.device.ordinal,
             "cuMemcpyDtoDAsync",
         )
@@ -996,7 +1227,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         self.device.bind()?;
         // SAFETY: valid device range.
         check(
-            unsafe { ffi::cuMemsetD8Async(self.ptr, 0, self.len * std::mem::size_of::<T>(), stream.raw) },
+            unsafe {
+                ffi::cuMemsetD8Async(self.ptr, 0, self.len * std::mem::size_of::<T>(), stream.raw)
+            },
             self.device.ordinal,
             "cuMemsetD8Async",
         )
@@ -1039,11 +1272,17 @@ pub mod testing {
         };
         let need = n * size;
         if a.bytes() < need || b.bytes() < need || out.bytes() < need || n > u32::MAX as usize {
-            return Err(Error::internal(format!("{name}: buffers too small for {n} elements")));
+            return Err(Error::internal(format!(
+                "{name}: buffers too small for {n} elements"
+            )));
         }
         let k = stream.device().kernel(name)?;
         let mut args = KernelArgs::new();
-        args.push_i32(op).push_ptr(a.device_ptr()).push_ptr(b.device_ptr()).push_ptr(out.device_ptr()).push_u32(n as u32);
+        args.push_i32(op)
+            .push_ptr(a.device_ptr())
+            .push_ptr(b.device_ptr())
+            .push_ptr(out.device_ptr())
+            .push_u32(n as u32);
         // SAFETY: (int op, const F* a, const F* b, F* out, unsigned n); all buffers hold n
         // elements of F (checked above) and are borrowed until the synchronisation below.
         unsafe { stream.launch(&k, name, (n as u32).div_ceil(128).max(1), 128, 0, &mut args)? };
@@ -1051,15 +1290,33 @@ pub mod testing {
     }
 
     /// Queues `iters` rounds of two independent Fr multiplication chains per element of
-    /// `data` (a throughput probe: 2 * iters * len multiplications).
-    pub fn fr_mul_chain(stream: &Stream, data: &mut DeviceBuffer<blstrs::Scalar>, iters: u32) -> Result<()> {
+    /// `data` (a throughput probe: 2 * iters * len multiplications; `wide`: Fr::mul_wide,
+    /// else Fr::mul_cios).
+    pub fn fr_mul_chain(
+        stream: &Stream,
+        data: &mut DeviceBuffer<blstrs::Scalar>,
+        iters: u32,
+        wide: bool,
+    ) -> Result<()> {
         let n = u32::try_from(data.len()).map_err(Error::internal)?;
         let k = stream.device().kernel("cuzk_test_fr_mul_chain")?;
         let mut args = KernelArgs::new();
-        args.push_ptr(data.device_ptr()).push_u32(n).push_u32(iters);
-        // SAFETY: (Fr* data, unsigned n, unsigned iters); data holds n elements and is
+        args.push_ptr(data.device_ptr())
+            .push_u32(n)
+            .push_u32(iters)
+            .push_i32(i32::from(wide));
+        // SAFETY: (Fr* data, unsigned n, unsigned iters, int wide); data holds n elements and is
         // mutably borrowed here; the caller synchronises the stream before freeing it (a
         // DeviceBuffer's drop frees with cuMemFree, which waits for pending work).
-        unsafe { stream.launch(&k, "cuzk_test_fr_mul_chain", n.div_ceil(256).max(1), 256, 0, &mut args) }
+        unsafe {
+            stream.launch(
+                &k,
+                "cuzk_test_fr_mul_chain",
+                n.div_ceil(256).max(1),
+                256,
+                0,
+                &mut args,
+            )
+        }
     }
 }

@@ -39,6 +39,11 @@ const TILE_LOG: u32 = 10;
 /// Most threads per block of a pass (the kernel's launch bound).
 const MAX_THREADS: u32 = 256;
 
+/// Whether the pass kernel uses `Fr::mul_wide` (`cuzk_ntt_pass_wide`) by default. Off until
+/// the wide multiplication has passed tests/gpu_field.rs and tests/gpu_ntt.rs on a GPU; the
+/// `*_with` functions choose explicitly.
+pub const WIDE_DEFAULT: bool = false;
+
 /// Tuning override for benchmarks: 0 = defaults, else `tile_log << 16 | threads`.
 static TUNE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -46,7 +51,11 @@ static TUNE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0)
 /// a power of two) of the pass kernel; `tune(0, 0)` restores the defaults. Process-wide.
 #[doc(hidden)]
 pub fn tune(tile_log: u32, threads: u32) {
-    let v = if tile_log == 0 { 0 } else { (tile_log.clamp(8, 11) << 16) | threads.clamp(32, MAX_THREADS) };
+    let v = if tile_log == 0 {
+        0
+    } else {
+        (tile_log.clamp(8, 11) << 16) | threads.clamp(32, MAX_THREADS)
+    };
     TUNE.store(v, std::sync::atomic::Ordering::Relaxed);
 }
 
@@ -112,21 +121,36 @@ pub fn root_of_unity(log_n: u32) -> Scalar {
 fn tables(stream: &Stream) -> Result<Arc<Tables>> {
     static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Tables>>>> = OnceLock::new();
     let dev = stream.device();
-    let mut cache = CACHE.get_or_init(Default::default).lock().map_err(Error::internal)?;
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .map_err(Error::internal)?;
     if let Some(t) = cache.get(&dev.ordinal()) {
         return Ok(t.clone());
     }
     let w_n = root_of_unity(MAX_LOG_N);
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
-    let gi = Option::<Scalar>::from(g.invert()).ok_or_else(|| Error::internal("generator not invertible"))?;
+    let gi = Option::<Scalar>::from(g.invert())
+        .ok_or_else(|| Error::internal("generator not invertible"))?;
     let make = |base: Scalar, count: usize| -> Result<DeviceBuffer<Scalar>> {
         let buf = dev.alloc::<Scalar>(count)?;
         let k = dev.kernel("cuzk_ntt_powers")?;
         let mut args = KernelArgs::new();
-        args.push_ptr(buf.device_ptr()).push(base).push_u32(count as u32);
+        args.push_ptr(buf.device_ptr())
+            .push(base)
+            .push_u32(count as u32);
         // SAFETY: cuzk_ntt_powers(Fr* out, Fr base, unsigned count); buf holds count elements
         // and outlives the launch (the stream is synchronised below before returning).
-        unsafe { stream.launch(&k, "cuzk_ntt_powers", (count as u32).div_ceil(256), 256, 0, &mut args)? };
+        unsafe {
+            stream.launch(
+                &k,
+                "cuzk_ntt_powers",
+                (count as u32).div_ceil(256),
+                256,
+                0,
+                &mut args,
+            )?
+        };
         Ok(buf)
     };
     let t = Tables {
@@ -186,12 +210,26 @@ fn scaling_args(t: &Tables, s: Scaling) -> (i32, Scalar, u64, u64) {
 
 /// Runs the passes of one transform: DIF (natural in, bit-reversed out) or DIT (bit-reversed
 /// in, natural out), with the fused first/last-pass scalings.
-fn passes(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dit: bool, inverse: bool, pre: Scaling, post: Scaling) -> Result<()> {
+#[allow(clippy::too_many_arguments)]
+fn passes(
+    stream: &Stream,
+    data: &mut DeviceSliceMut<'_, Scalar>,
+    dit: bool,
+    inverse: bool,
+    pre: Scaling,
+    post: Scaling,
+    wide: bool,
+) -> Result<()> {
     same_device(stream, data)?;
     let log_n = log2_len(data.len())?;
     let t = tables(stream)?;
     let dev = stream.device();
-    let kernel = dev.kernel("cuzk_ntt_pass")?;
+    let kname = if wide {
+        "cuzk_ntt_pass_wide"
+    } else {
+        "cuzk_ntt_pass"
+    };
+    let kernel = dev.kernel(kname)?;
     let mut ks = plan(log_n);
     if log_n == 0 {
         // n = 1: the transform is the identity; apply the scalings (index 0: g^0 = 1).
@@ -200,7 +238,12 @@ fn passes(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dit: bool, inv
             if mode != 0 {
                 let k = dev.kernel("cuzk_ntt_scale")?;
                 let mut args = KernelArgs::new();
-                args.push_ptr(data.device_ptr()).push_u32(1).push_i32(mode).push(scale).push_ptr(lo).push_ptr(hi);
+                args.push_ptr(data.device_ptr())
+                    .push_u32(1)
+                    .push_i32(mode)
+                    .push(scale)
+                    .push_ptr(lo)
+                    .push_ptr(hi);
                 // SAFETY: cuzk_ntt_scale(Fr*, unsigned n, int mode, Fr scale, const Fr*, const Fr*);
                 // data has 1 element; tables live in the per-device cache for the process.
                 unsafe { stream.launch(&k, "cuzk_ntt_scale", 1, 32, 0, &mut args)? };
@@ -230,7 +273,8 @@ fn passes(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dit: bool, inv
             dev.bind()?;
             kernel.set_max_dynamic_shared(shared)?;
         }
-        let (pre_mode, pre_scale, pre_lo, pre_hi) = scaling_args(&t, if p == 0 { pre } else { Scaling::None });
+        let (pre_mode, pre_scale, pre_lo, pre_hi) =
+            scaling_args(&t, if p == 0 { pre } else { Scaling::None });
         let (post_mode, post_scale, post_lo, post_hi) =
             scaling_args(&t, if p + 1 == npass { post } else { Scaling::None });
         // One scale value per launch: when both are active (only possible with one pass), fold
@@ -245,11 +289,22 @@ fn passes(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dit: bool, inv
                 .push_ptr(pre_lo)
                 .push_ptr(pre_hi);
             if dit {
-                return Err(Error::internal("pre-scaling of bit-reversed data with a single DIT pass is not supported"));
+                return Err(Error::internal(
+                    "pre-scaling of bit-reversed data with a single DIT pass is not supported",
+                ));
             }
             // SAFETY: cuzk_ntt_scale(Fr*, unsigned, int, Fr, const Fr*, const Fr*); data holds
             // len elements (natural order: DIF input), tables live for the process.
-            unsafe { stream.launch(&k2, "cuzk_ntt_scale", (data.len() as u32).div_ceil(256), 256, 0, &mut args)? };
+            unsafe {
+                stream.launch(
+                    &k2,
+                    "cuzk_ntt_scale",
+                    (data.len() as u32).div_ceil(256),
+                    256,
+                    0,
+                    &mut args,
+                )?
+            };
             (0, post_scale, post_lo, post_hi, post_mode)
         } else if pre_mode != 0 {
             (pre_mode, pre_scale, pre_lo, pre_hi, 0)
@@ -278,7 +333,7 @@ fn passes(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dit: bool, inv
         // grid * tile = n; data is borrowed mutably for the call and the tables live for the
         // process, so all pointers outlive the queued kernel as long as the caller keeps `data`
         // alive until the stream is synchronised (the borrow ends at return: documented).
-        unsafe { stream.launch(&kernel, "cuzk_ntt_pass", grid, threads, shared, &mut args)? };
+        unsafe { stream.launch(&kernel, kname, grid, threads, shared, &mut args)? };
     }
     Ok(())
 }
@@ -287,16 +342,44 @@ fn passes(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dit: bool, inv
 /// `pre` is applied to the input (natural indices), `post` to the output (indices of the
 /// bit-reversed output, i.e. natural frequency indices). Queued on `stream`; `data` must stay
 /// allocated until the stream is synchronised. Length: a power of two up to 2^28.
-pub fn dif(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dir: Direction, pre: Scaling, post: Scaling) -> Result<()> {
-    passes(stream, data, false, dir == Direction::Inverse, pre, post)
+pub fn dif(
+    stream: &Stream,
+    data: &mut DeviceSliceMut<'_, Scalar>,
+    dir: Direction,
+    pre: Scaling,
+    post: Scaling,
+) -> Result<()> {
+    passes(
+        stream,
+        data,
+        false,
+        dir == Direction::Inverse,
+        pre,
+        post,
+        WIDE_DEFAULT,
+    )
 }
 
 /// Decimation-in-time transform: **bit-reversed** input, natural-order output, in place.
 /// `pre` indices are those of the (bit-reversed) input's natural positions; `post` natural.
-/// With a single pass (n <= 1024) `pre` must be [`Scaling::None`]. Inverse transforms are not
+/// With a single pass (n <= 1024) `pre` and `post` cannot both be set. Inverse transforms are not
 /// scaled by 1/n: pass `Scaling::Mul(n^-1)` (or a coset scaling) as `post`.
-pub fn dit(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dir: Direction, pre: Scaling, post: Scaling) -> Result<()> {
-    passes(stream, data, true, dir == Direction::Inverse, pre, post)
+pub fn dit(
+    stream: &Stream,
+    data: &mut DeviceSliceMut<'_, Scalar>,
+    dir: Direction,
+    pre: Scaling,
+    post: Scaling,
+) -> Result<()> {
+    passes(
+        stream,
+        data,
+        true,
+        dir == Direction::Inverse,
+        pre,
+        post,
+        WIDE_DEFAULT,
+    )
 }
 
 /// In-place bit-reversal permutation of a power-of-two-length slice.
@@ -310,12 +393,22 @@ pub fn bit_reverse(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>) -> Re
     let mut args = KernelArgs::new();
     args.push_ptr(data.device_ptr()).push_u32(log_n);
     // SAFETY: cuzk_ntt_bitrev(Fr* data, unsigned log_n); data holds 2^log_n elements.
-    unsafe { stream.launch(&k, "cuzk_ntt_bitrev", (data.len() as u32).div_ceil(256), 256, 0, &mut args) }
+    unsafe {
+        stream.launch(
+            &k,
+            "cuzk_ntt_bitrev",
+            (data.len() as u32).div_ceil(256),
+            256,
+            0,
+            &mut args,
+        )
+    }
 }
 
 /// 1/n in Fr.
 fn inv_n(n: usize) -> Result<Scalar> {
-    Option::<Scalar>::from(Scalar::from(n as u64).invert()).ok_or_else(|| Error::internal("n not invertible"))
+    Option::<Scalar>::from(Scalar::from(n as u64).invert())
+        .ok_or_else(|| Error::internal("n not invertible"))
 }
 
 /// In-place transform of a device slice, natural order in and out.
@@ -325,7 +418,24 @@ fn inv_n(n: usize) -> Result<Scalar> {
 /// `g^i` first, inverse multiplies the result by `g^-i`), as bellperson's `coset_fft` /
 /// `icoset_fft`. The work is queued on `stream`: synchronise before reading the result.
 /// Errors: length not a power of two in 1..=2^28, data on another device, CUDA errors.
-pub fn ntt(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dir: Direction, coset: bool) -> Result<()> {
+pub fn ntt(
+    stream: &Stream,
+    data: &mut DeviceSliceMut<'_, Scalar>,
+    dir: Direction,
+    coset: bool,
+) -> Result<()> {
+    ntt_with(stream, data, dir, coset, WIDE_DEFAULT)
+}
+
+/// [`ntt`] with an explicit choice of the pass kernel's multiplication (`wide`: `mul_wide`).
+#[doc(hidden)]
+pub fn ntt_with(
+    stream: &Stream,
+    data: &mut DeviceSliceMut<'_, Scalar>,
+    dir: Direction,
+    coset: bool,
+    wide: bool,
+) -> Result<()> {
     let n = data.len();
     log2_len(n)?;
     let (pre, post) = match (dir, coset) {
@@ -334,7 +444,15 @@ pub fn ntt(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>, dir: Directio
         (Direction::Inverse, false) => (Scaling::None, Scaling::Mul(inv_n(n)?)),
         (Direction::Inverse, true) => (Scaling::None, Scaling::MulCosetInversePowers(inv_n(n)?)),
     };
-    dif(stream, data, dir, pre, post)?;
+    passes(
+        stream,
+        data,
+        false,
+        dir == Direction::Inverse,
+        pre,
+        post,
+        wide,
+    )?;
     bit_reverse(stream, data)
 }
 
@@ -352,9 +470,25 @@ pub fn h_step(
     b: &mut DeviceSliceMut<'_, Scalar>,
     c: &mut DeviceSliceMut<'_, Scalar>,
 ) -> Result<()> {
+    h_step_with(stream, a, b, c, WIDE_DEFAULT)
+}
+
+/// [`h_step`] with an explicit choice of the pass kernel's multiplication.
+#[doc(hidden)]
+pub fn h_step_with(
+    stream: &Stream,
+    a: &mut DeviceSliceMut<'_, Scalar>,
+    b: &mut DeviceSliceMut<'_, Scalar>,
+    c: &mut DeviceSliceMut<'_, Scalar>,
+    wide: bool,
+) -> Result<()> {
     let n = a.len();
     if b.len() != n || c.len() != n {
-        return Err(Error::internal(format!("h_step: lengths differ (a {n}, b {}, c {})", b.len(), c.len())));
+        return Err(Error::internal(format!(
+            "h_step: lengths differ (a {n}, b {}, c {})",
+            b.len(),
+            c.len()
+        )));
     }
     let log_n = log2_len(n)?;
     same_device(stream, b)?;
@@ -362,43 +496,113 @@ pub fn h_step(
     let ninv = inv_n(n)?;
     // coefficients * g^i / n, bit-reversed; then coset evaluations, natural order
     let to_coset = |x: &mut DeviceSliceMut<'_, Scalar>| -> Result<()> {
-        dif(stream, x, Direction::Inverse, Scaling::None, Scaling::MulCosetPowers(ninv))?;
-        dit(stream, x, Direction::Forward, Scaling::None, Scaling::None)
+        passes(
+            stream,
+            x,
+            false,
+            true,
+            Scaling::None,
+            Scaling::MulCosetPowers(ninv),
+            wide,
+        )?;
+        passes(stream, x, true, false, Scaling::None, Scaling::None, wide)
     };
     to_coset(a)?;
     to_coset(b)?;
     to_coset(c)?;
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let z = g.pow_vartime([n as u64]) - Scalar::ONE;
-    let z_inv = Option::<Scalar>::from(z.invert()).ok_or_else(|| Error::internal("Z vanishes on the coset"))?;
+    let z_inv = Option::<Scalar>::from(z.invert())
+        .ok_or_else(|| Error::internal("Z vanishes on the coset"))?;
     let k = stream.device().kernel("cuzk_ntt_h_combine")?;
     let mut args = KernelArgs::new();
-    args.push_ptr(a.device_ptr()).push_ptr(b.device_ptr()).push_ptr(c.device_ptr()).push_u32(log_n).push(z_inv);
+    args.push_ptr(a.device_ptr())
+        .push_ptr(b.device_ptr())
+        .push_ptr(c.device_ptr())
+        .push_u32(log_n)
+        .push(z_inv);
     // SAFETY: cuzk_ntt_h_combine(Fr* a, const Fr* b, const Fr* c, unsigned log_n, Fr z_inv);
     // all three slices hold 2^log_n elements on this stream's device.
-    unsafe { stream.launch(&k, "cuzk_ntt_h_combine", (n as u32).div_ceil(256), 256, 0, &mut args)? };
-    dit(stream, a, Direction::Inverse, Scaling::None, Scaling::MulCosetInversePowers(ninv))
+    unsafe {
+        stream.launch(
+            &k,
+            "cuzk_ntt_h_combine",
+            (n as u32).div_ceil(256),
+            256,
+            0,
+            &mut args,
+        )?
+    };
+    passes(
+        stream,
+        a,
+        true,
+        true,
+        Scaling::None,
+        Scaling::MulCosetInversePowers(ninv),
+        wide,
+    )
 }
 
 /// [`ntt`] on a host slice: uploads, transforms on a new stream of `device`, downloads into
 /// `data`. Blocking.
-pub fn ntt_host(device: &Arc<Device>, data: &mut [Scalar], dir: Direction, coset: bool) -> Result<()> {
+pub fn ntt_host(
+    device: &Arc<Device>,
+    data: &mut [Scalar],
+    dir: Direction,
+    coset: bool,
+) -> Result<()> {
+    ntt_host_with(device, data, dir, coset, WIDE_DEFAULT)
+}
+
+/// [`ntt_host`] with an explicit choice of the pass kernel's multiplication.
+#[doc(hidden)]
+pub fn ntt_host_with(
+    device: &Arc<Device>,
+    data: &mut [Scalar],
+    dir: Direction,
+    coset: bool,
+    wide: bool,
+) -> Result<()> {
     log2_len(data.len())?;
     let stream = device.stream()?;
     let mut buf = device.upload(data)?;
-    ntt(&stream, &mut buf.as_mut_slice(), dir, coset)?;
+    ntt_with(&stream, &mut buf.as_mut_slice(), dir, coset, wide)?;
     stream.synchronize()?;
     buf.copy_to_host(data)
 }
 
 /// [`h_step`] on host slices of equal power-of-two length; returns the n coefficients of h.
 /// Blocking; needs 3n * 32 bytes of device memory.
-pub fn h_step_host(device: &Arc<Device>, a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Result<Vec<Scalar>> {
+pub fn h_step_host(
+    device: &Arc<Device>,
+    a: &[Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+) -> Result<Vec<Scalar>> {
+    h_step_host_with(device, a, b, c, WIDE_DEFAULT)
+}
+
+/// [`h_step_host`] with an explicit choice of the pass kernel's multiplication.
+#[doc(hidden)]
+pub fn h_step_host_with(
+    device: &Arc<Device>,
+    a: &[Scalar],
+    b: &[Scalar],
+    c: &[Scalar],
+    wide: bool,
+) -> Result<Vec<Scalar>> {
     let stream = device.stream()?;
     let mut da = device.upload(a)?;
     let mut db = device.upload(b)?;
     let mut dc = device.upload(c)?;
-    h_step(&stream, &mut da.as_mut_slice(), &mut db.as_mut_slice(), &mut dc.as_mut_slice())?;
+    h_step_with(
+        &stream,
+        &mut da.as_mut_slice(),
+        &mut db.as_mut_slice(),
+        &mut dc.as_mut_slice(),
+        wide,
+    )?;
     stream.synchronize()?;
     da.to_vec()
 }

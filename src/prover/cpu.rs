@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use ff::Field;
 use group::Group;
@@ -121,7 +123,7 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn compute(&self, asg: &mut Assignment, srs: &Srs, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+    fn compute(&self, asg: &mut Assignment, srs: &Arc<Srs>, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
         let p = Some(ctx.partition);
         let (a, b, c) =
             (std::mem::take(&mut asg.a), std::mem::take(&mut asg.b), std::mem::take(&mut asg.c));

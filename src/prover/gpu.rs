@@ -1,19 +1,20 @@
 //! GPU backend (feature `cuda`): H polynomial and all MSMs on the device, epilogue on the host.
 //!
-//! Per partition: pick the device with the fewest partitions in flight (then the most free
-//! memory); enter its GPU section (at most `gpu_workers_per_device` partitions on the device at
-//! once, so one worker's host work — synthesis, epilogue — overlaps another's kernels); ask the
+//! Synthesis runs on the engine's host threads; each synthesized partition is then submitted to
+//! the [`Scheduler`] (`gpu_workers_per_device` workers on each device; a partition goes to the
+//! device with the fewest partitions assigned, then the most free memory). A worker asks its
 //! device's [`DeviceAllocator`] for a plan (tiers: parameters resident → full staging → partial
-//! → streaming); run; on an out-of-memory error retry one tier lower, then on the next device;
-//! then fail with the typed error, or run on the CPU if the caller allowed it (reported as tier
-//! `cpu-fallback`, and logged as a warning — never silent).
+//! → streaming), uploads a, b, c outside the device's GPU section (so its copies overlap another
+//! worker's kernels), then holds the section for the NTT and the MSMs. On an out-of-memory or
+//! CUDA error the scheduler retries one tier lower, then on another device; then the partition
+//! fails with the typed error — or runs on the CPU if the caller allowed it (reported as tier
+//! `cpu-fallback` and logged as a warning — never silent).
 //!
 //! Host buffers (a, b, c and the parameters) are page-locked through the process-wide
 //! [`PinnedRegistry`] (one registration per range however many workers use it; pageable copies
 //! if pinning fails).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -31,7 +32,8 @@ use crate::gpu::msm::{MsmWorkspace, Points, Scalars};
 use crate::gpu::ntt;
 use crate::gpu::pinned::{HostPinner, PinnedRegistry};
 use crate::progress::Stage;
-use crate::scheduler::GpuSection;
+use crate::progress::{Reporter, Timings};
+use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig};
 use crate::srs::Srs;
 use crate::synth::Assignment;
 
@@ -75,14 +77,34 @@ struct Resident {
 struct Slot {
     dev: Arc<Device>,
     alloc: DeviceAllocator,
-    section: GpuSection,
-    in_flight: AtomicUsize,
     resident: Mutex<Option<Arc<Resident>>>,
 }
 
-/// The GPU backend: one slot per device.
-pub struct GpuBackend {
+/// One synthesized partition handed to the scheduler. The assignment comes back to the caller
+/// afterwards (for a CPU fallback).
+struct GpuJob {
+    asg: Mutex<Assignment>,
+    srs: Arc<Srs>,
+    reporter: Reporter,
+    partition: usize,
+}
+
+/// What a GPU worker returns for one partition.
+struct GpuOutput {
+    msm: MsmResults,
+    timings: Timings,
+    device: usize,
+    tier: String,
+}
+
+/// Runs partitions on the device the scheduler picked.
+struct GpuExecutor {
     slots: Vec<Slot>,
+}
+
+/// The GPU backend: one slot per device, and the partition scheduler over them.
+pub struct GpuBackend {
+    scheduler: Scheduler<GpuExecutor>,
     allow_cpu: bool,
 }
 
@@ -114,27 +136,64 @@ impl GpuBackend {
                 config.vram_limit.map(|l| format!(", capped at {} MiB", l >> 20)).unwrap_or_default(),
                 config.workers_per_device()
             );
-            slots.push(Slot {
-                dev,
-                alloc,
-                section: GpuSection::new(config.workers_per_device()),
-                in_flight: AtomicUsize::new(0),
-                resident: Mutex::new(None),
-            });
+            slots.push(Slot { dev, alloc, resident: Mutex::new(None) });
         }
-        Ok(GpuBackend { slots, allow_cpu: config.allow_cpu_fallback })
+        let executor = Arc::new(GpuExecutor { slots });
+        let probe = executor.clone();
+        let sched_config = SchedulerConfig {
+            devices: ordinals.clone(),
+            workers_per_device: config.workers_per_device(),
+            gpu_section_permits: 1,
+            free_memory: Some(Arc::new(move |d| probe.slot(d).ok().and_then(|s| s.alloc.available().ok()))),
+        };
+        let scheduler = Scheduler::new(executor, sched_config)?;
+        Ok(GpuBackend { scheduler, allow_cpu: config.allow_cpu_fallback })
     }
+}
 
-    /// Device order for the next partition: fewest in flight, then most memory available.
-    fn order(&self) -> Vec<usize> {
-        let mut idx: Vec<(usize, usize, u64)> = self
-            .slots
+impl GpuExecutor {
+    fn slot(&self, ordinal: usize) -> Result<&Slot> {
+        self.slots
             .iter()
-            .enumerate()
-            .map(|(i, s)| (i, s.in_flight.load(Ordering::SeqCst), s.alloc.available().unwrap_or(0)))
-            .collect();
-        idx.sort_by(|x, y| x.1.cmp(&y.1).then(y.2.cmp(&x.2)));
-        idx.into_iter().map(|x| x.0).collect()
+            .find(|s| s.dev.ordinal() == ordinal)
+            .ok_or_else(|| Error::NoDevice(format!("device {ordinal} is not open")))
+    }
+}
+
+impl PartitionExecutor for GpuExecutor {
+    type Job = Arc<GpuJob>;
+    type Output = GpuOutput;
+
+    fn run(&self, attempt: &Attempt<'_>, job: &Arc<GpuJob>) -> Result<GpuOutput> {
+        let slot = self.slot(attempt.device)?;
+        let mut asg = job.asg.lock().map_err(|_| Error::internal("assignment lock poisoned"))?;
+        let srs = &job.srs;
+        let shape = shape_of(&asg, srs)?;
+        let params_resident = slot
+            .resident
+            .lock()
+            .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
+            .unwrap_or(false);
+        let plan = plan_on(slot, &shape, &attempt.plan_options(params_resident))?;
+        attempt.record_tier(plan.tier.kind());
+        let tier = plan.tier;
+        log::info!(
+            "partition {}: GPU {} worker {}, tier {tier} (attempt {})",
+            job.partition,
+            attempt.device,
+            attempt.worker,
+            attempt.number
+        );
+        let mut timings = Timings::default();
+        let mut ctx = PartitionCtx {
+            partition: job.partition,
+            reporter: &job.reporter,
+            timings: &mut timings,
+            device: Some(attempt.device),
+            tier: Some(tier.name().to_string()),
+        };
+        let msm = run_on(slot, plan, &mut asg, srs, &mut ctx, attempt)?;
+        Ok(GpuOutput { msm, timings, device: attempt.device, tier: tier.name().to_string() })
     }
 }
 
@@ -226,7 +285,14 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
 }
 
 /// Runs one partition on one device under `plan`.
-fn run_on(slot: &Slot, mut plan: Plan, asg: &mut Assignment, srs: &Srs, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+fn run_on(
+    slot: &Slot,
+    mut plan: Plan,
+    asg: &mut Assignment,
+    srs: &Srs,
+    ctx: &mut PartitionCtx<'_>,
+    attempt: &Attempt<'_>,
+) -> Result<MsmResults> {
     let dev = &slot.dev;
     let p = Some(ctx.partition);
     let resident = if plan.tier.kind() == TierKind::Resident { resident_for(slot, srs, &mut plan)? } else { None };
@@ -235,6 +301,7 @@ fn run_on(slot: &Slot, mut plan: Plan, asg: &mut Assignment, srs: &Srs, ctx: &mu
 
     // ---- H polynomial: a, b, c staged, seven NTTs and one pointwise pass on the device.
     let t = Instant::now();
+    let section;
     let mut da = dev.alloc::<Fr>(n)?;
     {
         let mut db = dev.alloc::<Fr>(n)?;
@@ -244,6 +311,10 @@ fn run_on(slot: &Slot, mut plan: Plan, asg: &mut Assignment, srs: &Srs, ctx: &mu
         stage(dev, &stream, &mut db, &asg.b)?;
         stage(dev, &stream, &mut dc, &asg.c)?;
         ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
+        // The GPU section: kernels only (the uploads above overlap other workers' kernels).
+        let guard = attempt.enter_gpu();
+        ctx.reporter.report(ctx.timings, p, Stage::Wait, guard.waited());
+        section = guard;
         let t = Instant::now();
         ntt::h_step(&stream, &mut da.as_mut_slice(), &mut db.as_mut_slice(), &mut dc.as_mut_slice())?;
         stream.synchronize()?;
@@ -296,6 +367,7 @@ fn run_on(slot: &Slot, mut plan: Plan, asg: &mut Assignment, srs: &Srs, ctx: &mu
     let b_g2 = b2_in + ws.msm_g2(b2_pts, Scalars::Host(&asg.aux), Some(asg.b_aux_density.words()))?;
     rep.report(tm, p, Stage::MsmBG2, t.elapsed());
     ws.release()?;
+    drop(section);
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
 }
 
@@ -304,61 +376,42 @@ impl Backend for GpuBackend {
         "gpu"
     }
 
-    fn compute(&self, asg: &mut Assignment, srs: &Srs, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
-        let shape = shape_of(asg, srs)?;
-        let mut last: Option<Error> = None;
-        for i in self.order() {
-            let slot = &self.slots[i];
-            let ordinal = slot.dev.ordinal();
-            slot.in_flight.fetch_add(1, Ordering::SeqCst);
-            let guard = slot.section.enter();
-            ctx.reporter.report(ctx.timings, Some(ctx.partition), Stage::Wait, guard.waited());
-            let mut opts = PlanOptions::default();
-            let result = loop {
-                opts.params_resident = slot
-                    .resident
-                    .lock()
-                    .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
-                    .unwrap_or(false);
-                let plan = match plan_on(slot, &shape, &opts) {
-                    Ok(p) => p,
-                    Err(e) => break Err(e),
-                };
-                let tier = plan.tier;
-                log::info!("partition {}: GPU {ordinal}, tier {tier}", ctx.partition);
-                match run_on(slot, plan, asg, srs, ctx) {
-                    Ok(r) => {
-                        ctx.device = Some(ordinal);
-                        ctx.tier = Some(tier.name().to_string());
-                        break Ok(r);
-                    }
-                    Err(e @ Error::OutOfDeviceMemory { .. }) => {
-                        log::warn!("partition {}: {e} at tier {tier}; retrying lower", ctx.partition);
-                        match tier.kind().lower() {
-                            Some(k) => opts.start = k,
-                            None => break Err(e),
-                        }
-                    }
-                    Err(e) => break Err(e),
-                }
-            };
-            drop(guard);
-            slot.in_flight.fetch_sub(1, Ordering::SeqCst);
-            match result {
-                Ok(r) => return Ok(r),
-                Err(e) => {
-                    log::warn!("partition {}: GPU {ordinal} failed: {e}", ctx.partition);
-                    last = Some(e);
-                }
+    fn compute(&self, asg: &mut Assignment, srs: &Arc<Srs>, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+        let job = Arc::new(GpuJob {
+            asg: Mutex::new(std::mem::take(asg)),
+            srs: srs.clone(),
+            reporter: ctx.reporter.clone(),
+            partition: ctx.partition,
+        });
+        let mut outcomes = self.scheduler.submit(vec![job.clone()]).wait_outcomes();
+        // The assignment comes back whatever happened (a CPU fallback needs it).
+        *asg = std::mem::take(&mut *job.asg.lock().map_err(|_| Error::internal("assignment lock poisoned"))?);
+        let outcome = outcomes.pop().ok_or_else(|| Error::internal("scheduler returned no outcome"))?;
+        if outcome.attempts > 1 {
+            log::warn!(
+                "partition {}: {} GPU attempts: {:?}",
+                ctx.partition,
+                outcome.attempts,
+                outcome.history.iter().map(|h| (h.device, h.tier, h.error.clone())).collect::<Vec<_>>()
+            );
+        }
+        match outcome.result {
+            Ok(out) => {
+                ctx.timings.entries.extend(out.timings.entries);
+                ctx.device = Some(out.device);
+                ctx.tier = Some(out.tier);
+                Ok(out.msm)
             }
+            Err(err) if self.allow_cpu => {
+                log::warn!(
+                    "partition {}: GPU failed ({err}); CPU fallback allowed: proving on the CPU",
+                    ctx.partition
+                );
+                let r = CpuBackend.compute(asg, srs, ctx)?;
+                ctx.tier = Some("cpu-fallback".into());
+                Ok(r)
+            }
+            Err(err) => Err(err),
         }
-        let err = last.unwrap_or_else(|| Error::NoDevice("no GPU slot".into()));
-        if self.allow_cpu {
-            log::warn!("partition {}: GPU failed ({err}); CPU fallback allowed: proving on the CPU", ctx.partition);
-            let r = CpuBackend.compute(asg, srs, ctx)?;
-            ctx.tier = Some("cpu-fallback".into());
-            return Ok(r);
-        }
-        Err(err)
     }
 }

@@ -17,6 +17,8 @@ pub mod gpu;
 pub use cpu::CpuBackend;
 
 use bellperson::groth16::{Proof, VerifyingKey};
+use std::sync::Arc;
+
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use group::Curve;
@@ -68,7 +70,7 @@ pub trait Backend: Send + Sync {
     ///
     /// # Errors
     /// Device and memory errors (GPU); [`Error::InvalidInput`] for inconsistent sizes.
-    fn compute(&self, asg: &mut Assignment, srs: &Srs, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults>;
+    fn compute(&self, asg: &mut Assignment, srs: &Arc<Srs>, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults>;
 }
 
 /// Assembles the Groth16 proof from the MSM results and the blinding factors `r`, `s`.
