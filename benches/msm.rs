@@ -11,6 +11,7 @@
 //! - `CUZK_BENCH_MSM_PROFILE=1`: also print the GPU time per stage of one run per size.
 //! - `CUZK_BENCH_MSM_SWEEP` (default empty): log2 sizes at which every occupancy variant of the
 //!   accumulation kernel and window sizes c-2..=c+1 around the chosen c are timed (G1 and G2).
+//!
 //! An empty value skips that group.
 //!
 //! Bases: generating 2^27 random points on the host takes minutes, so `2^22` (G1) / `2^20` (G2)
@@ -38,7 +39,11 @@ fn sizes(var: &str, default: &str) -> Vec<u32> {
     let v = std::env::var(var).unwrap_or_else(|_| default.to_string());
     v.split(',')
         .filter(|t| !t.trim().is_empty())
-        .map(|t| t.trim().parse::<u32>().unwrap_or_else(|_| panic!("{var}={v:?}: {t:?} is not a number")))
+        .map(|t| {
+            t.trim()
+                .parse::<u32>()
+                .unwrap_or_else(|_| panic!("{var}={v:?}: {t:?} is not a number"))
+        })
         .collect()
 }
 
@@ -75,7 +80,10 @@ fn tiled<A: DeviceRepr>(dev: &Arc<Device>, base: &[A], n: usize) -> DeviceBuffer
     let mut off = 0;
     while off < n {
         let len = base.len().min(n - off);
-        buf.slice_mut(off..off + len).unwrap().copy_from_host(&base[..len]).unwrap();
+        buf.slice_mut(off..off + len)
+            .unwrap()
+            .copy_from_host(&base[..len])
+            .unwrap();
         off += len;
     }
     buf
@@ -110,7 +118,10 @@ fn device_scalars(dev: &Arc<Device>, n: usize, porep: bool, seed: u64) -> Device
                     .collect::<Vec<_>>()
             })
             .collect();
-        buf.slice_mut(off..off + len).unwrap().copy_from_host(&host).unwrap();
+        buf.slice_mut(off..off + len)
+            .unwrap()
+            .copy_from_host(&host)
+            .unwrap();
         off += len;
     }
     buf
@@ -118,22 +129,43 @@ fn device_scalars(dev: &Arc<Device>, n: usize, porep: bool, seed: u64) -> Device
 
 fn print_stats(label: &str, ws: &MsmWorkspace, ms: f64) {
     let s = ws.stats();
-    let stages: Vec<String> = s.stage_ms.iter().map(|(n, t)| format!("{n} {t:.2}")).collect();
+    let stages: Vec<String> = s
+        .stage_ms
+        .iter()
+        .map(|(n, t)| format!("{n} {t:.2}"))
+        .collect();
     println!(
-        "[msm] {label}: {ms:.2} ms  (m={} ones={} c={} W={} chunks={}){}{}",
+        "[msm] {label}: {ms:.2} ms  (m={} ones={} c={} W={} mb={} chunks={}){}{}",
         s.m,
         s.ones,
         s.window_bits,
         s.windows,
+        s.min_blocks,
         s.chunks,
-        if stages.is_empty() { "" } else { "  stages ms: " },
+        if stages.is_empty() {
+            ""
+        } else {
+            "  stages ms: "
+        },
         stages.join(", ")
     );
 }
 
 /// Times one configuration (second of two runs, with stage profile) and prints it.
-fn sweep_one(label: &str, run: &mut dyn FnMut(&mut MsmWorkspace), dev: &Arc<Device>, cfg: MsmConfig) {
-    let mut ws = MsmWorkspace::with_config(dev, MsmConfig { profile: true, ..cfg }).unwrap();
+fn sweep_one(
+    label: &str,
+    run: &mut dyn FnMut(&mut MsmWorkspace),
+    dev: &Arc<Device>,
+    cfg: MsmConfig,
+) {
+    let mut ws = MsmWorkspace::with_config(
+        dev,
+        MsmConfig {
+            profile: true,
+            ..cfg
+        },
+    )
+    .unwrap();
     run(&mut ws);
     let t = Instant::now();
     run(&mut ws);
@@ -143,34 +175,57 @@ fn sweep_one(label: &str, run: &mut dyn FnMut(&mut MsmWorkspace), dev: &Arc<Devi
 /// Occupancy variants and window sizes at 2^k.
 fn sweep<G: MsmGroup>(dev: &Arc<Device>, k: u32, run: &mut dyn FnMut(&mut MsmWorkspace)) {
     for &mb in G::MIN_BLOCKS {
-        let cfg = MsmConfig { accumulate_min_blocks: Some(mb), ..MsmConfig::default() };
+        let cfg = MsmConfig {
+            accumulate_min_blocks: Some(mb),
+            ..MsmConfig::default()
+        };
         sweep_one(&format!("sweep {} 2^{k} mb={mb}", G::SUFFIX), run, dev, cfg);
     }
     let c0 = window_bits_for(1 << k);
     for c in c0 - 2..=c0 + 1 {
-        let cfg = MsmConfig { window_bits: Some(c), ..MsmConfig::default() };
+        let cfg = MsmConfig {
+            window_bits: Some(c),
+            ..MsmConfig::default()
+        };
         sweep_one(&format!("sweep {} 2^{k} c={c}", G::SUFFIX), run, dev, cfg);
     }
 }
 
 fn bench_g1(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32], porep: bool) {
-    let Some(&max) = logs.iter().max() else { return };
+    let Some(&max) = logs.iter().max() else {
+        return;
+    };
     let t = Instant::now();
     let base = base_points::<G1Projective>(1 << 22.min(max), 1);
     let points = tiled::<G1Affine>(dev, &base, 1 << max);
     drop(base);
     let scalars = device_scalars(dev, 1 << max, porep, 2);
-    println!("[msm] G1 setup (2^{max} points tiled from 2^{}, scalars) {:.1} s", 22.min(max), t.elapsed().as_secs_f64());
-    let name = if porep { "msm_g1_porep" } else { "msm_g1_random" };
+    println!(
+        "[msm] G1 setup (2^{max} points tiled from 2^{}, scalars) {:.1} s",
+        22.min(max),
+        t.elapsed().as_secs_f64()
+    );
+    let name = if porep {
+        "msm_g1_porep"
+    } else {
+        "msm_g1_random"
+    };
     let mut g = c.benchmark_group(name);
-    g.sampling_mode(SamplingMode::Flat).sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
     let mut ws = MsmWorkspace::new(dev).unwrap();
     if !porep {
-        for k in sizes("CUZK_BENCH_MSM_SWEEP", "").into_iter().filter(|k| *k <= max) {
+        for k in sizes("CUZK_BENCH_MSM_SWEEP", "")
+            .into_iter()
+            .filter(|k| *k <= max)
+        {
             let n = 1usize << k;
             let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
             sweep::<G1>(dev, k, &mut |w: &mut MsmWorkspace| {
-                w.msm_g1(Points::Device(p), Scalars::Device(s), None).unwrap();
+                w.msm_g1(Points::Device(p), Scalars::Device(s), None)
+                    .unwrap();
             });
         }
     }
@@ -178,57 +233,122 @@ fn bench_g1(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32], porep: bool) {
         let n = 1usize << k;
         let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
         if profile_on() {
-            let mut wp = MsmWorkspace::with_config(dev, MsmConfig { profile: true, ..MsmConfig::default() }).unwrap();
-            let _ = wp.msm_g1(Points::Device(p), Scalars::Device(s), None).unwrap();
+            let mut wp = MsmWorkspace::with_config(
+                dev,
+                MsmConfig {
+                    profile: true,
+                    ..MsmConfig::default()
+                },
+            )
+            .unwrap();
+            let _ = wp
+                .msm_g1(Points::Device(p), Scalars::Device(s), None)
+                .unwrap();
             let t = Instant::now();
-            let _ = wp.msm_g1(Points::Device(p), Scalars::Device(s), None).unwrap();
-            print_stats(&format!("{name} 2^{k} (profiled)"), &wp, t.elapsed().as_secs_f64() * 1e3);
+            let _ = wp
+                .msm_g1(Points::Device(p), Scalars::Device(s), None)
+                .unwrap();
+            print_stats(
+                &format!("{name} 2^{k} (profiled)"),
+                &wp,
+                t.elapsed().as_secs_f64() * 1e3,
+            );
         }
-        let _ = ws.msm_g1(Points::Device(p), Scalars::Device(s), None).unwrap();
+        let _ = ws
+            .msm_g1(Points::Device(p), Scalars::Device(s), None)
+            .unwrap();
         let t = Instant::now();
-        let _ = ws.msm_g1(Points::Device(p), Scalars::Device(s), None).unwrap();
-        print_stats(&format!("{name} 2^{k}"), &ws, t.elapsed().as_secs_f64() * 1e3);
+        let _ = ws
+            .msm_g1(Points::Device(p), Scalars::Device(s), None)
+            .unwrap();
+        print_stats(
+            &format!("{name} 2^{k}"),
+            &ws,
+            t.elapsed().as_secs_f64() * 1e3,
+        );
         g.bench_with_input(BenchmarkId::from_parameter(format!("2^{k}")), &n, |b, _| {
-            b.iter(|| ws.msm_g1(Points::Device(p), Scalars::Device(s), None).unwrap())
+            b.iter(|| {
+                ws.msm_g1(Points::Device(p), Scalars::Device(s), None)
+                    .unwrap()
+            })
         });
     }
     g.finish();
 }
 
 fn bench_g2(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32]) {
-    let Some(&max) = logs.iter().max() else { return };
+    let Some(&max) = logs.iter().max() else {
+        return;
+    };
     let t = Instant::now();
     let base = base_points::<G2Projective>(1 << 20.min(max), 3);
     let points = tiled::<G2Affine>(dev, &base, 1 << max);
     drop(base);
     let scalars = device_scalars(dev, 1 << max, false, 4);
-    println!("[msm] G2 setup (2^{max} points tiled from 2^{}, scalars) {:.1} s", 20.min(max), t.elapsed().as_secs_f64());
+    println!(
+        "[msm] G2 setup (2^{max} points tiled from 2^{}, scalars) {:.1} s",
+        20.min(max),
+        t.elapsed().as_secs_f64()
+    );
     let mut g = c.benchmark_group("msm_g2_random");
-    g.sampling_mode(SamplingMode::Flat).sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    g.sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
     let mut ws = MsmWorkspace::new(dev).unwrap();
-    for k in sizes("CUZK_BENCH_MSM_SWEEP", "").into_iter().filter(|k| *k <= max) {
+    for k in sizes("CUZK_BENCH_MSM_SWEEP", "")
+        .into_iter()
+        .filter(|k| *k <= max)
+    {
         let n = 1usize << k;
         let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
         sweep::<G2>(dev, k, &mut |w: &mut MsmWorkspace| {
-            w.msm_g2(Points::Device(p), Scalars::Device(s), None).unwrap();
+            w.msm_g2(Points::Device(p), Scalars::Device(s), None)
+                .unwrap();
         });
     }
     for &k in logs {
         let n = 1usize << k;
         let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
         if profile_on() {
-            let mut wp = MsmWorkspace::with_config(dev, MsmConfig { profile: true, ..MsmConfig::default() }).unwrap();
-            let _ = wp.msm_g2(Points::Device(p), Scalars::Device(s), None).unwrap();
+            let mut wp = MsmWorkspace::with_config(
+                dev,
+                MsmConfig {
+                    profile: true,
+                    ..MsmConfig::default()
+                },
+            )
+            .unwrap();
+            let _ = wp
+                .msm_g2(Points::Device(p), Scalars::Device(s), None)
+                .unwrap();
             let t = Instant::now();
-            let _ = wp.msm_g2(Points::Device(p), Scalars::Device(s), None).unwrap();
-            print_stats(&format!("msm_g2_random 2^{k} (profiled)"), &wp, t.elapsed().as_secs_f64() * 1e3);
+            let _ = wp
+                .msm_g2(Points::Device(p), Scalars::Device(s), None)
+                .unwrap();
+            print_stats(
+                &format!("msm_g2_random 2^{k} (profiled)"),
+                &wp,
+                t.elapsed().as_secs_f64() * 1e3,
+            );
         }
-        let _ = ws.msm_g2(Points::Device(p), Scalars::Device(s), None).unwrap();
+        let _ = ws
+            .msm_g2(Points::Device(p), Scalars::Device(s), None)
+            .unwrap();
         let t = Instant::now();
-        let _ = ws.msm_g2(Points::Device(p), Scalars::Device(s), None).unwrap();
-        print_stats(&format!("msm_g2_random 2^{k}"), &ws, t.elapsed().as_secs_f64() * 1e3);
+        let _ = ws
+            .msm_g2(Points::Device(p), Scalars::Device(s), None)
+            .unwrap();
+        print_stats(
+            &format!("msm_g2_random 2^{k}"),
+            &ws,
+            t.elapsed().as_secs_f64() * 1e3,
+        );
         g.bench_with_input(BenchmarkId::from_parameter(format!("2^{k}")), &n, |b, _| {
-            b.iter(|| ws.msm_g2(Points::Device(p), Scalars::Device(s), None).unwrap())
+            b.iter(|| {
+                ws.msm_g2(Points::Device(p), Scalars::Device(s), None)
+                    .unwrap()
+            })
         });
     }
     g.finish();
@@ -248,8 +368,22 @@ fn main() {
     };
     println!("[msm] device: {} ({} SMs)", dev.name(), dev.sm_count());
     let mut c = Criterion::default().configure_from_args();
-    bench_g1(&mut c, &dev, &sizes("CUZK_BENCH_MSM_G1", "20,21,22,23,24,25,26,27"), false);
-    bench_g1(&mut c, &dev, &sizes("CUZK_BENCH_MSM_POREP", "24,26,27"), true);
-    bench_g2(&mut c, &dev, &sizes("CUZK_BENCH_MSM_G2", "20,21,22,23,24,25"));
+    bench_g1(
+        &mut c,
+        &dev,
+        &sizes("CUZK_BENCH_MSM_G1", "20,21,22,23,24,25,26,27"),
+        false,
+    );
+    bench_g1(
+        &mut c,
+        &dev,
+        &sizes("CUZK_BENCH_MSM_POREP", "24,26,27"),
+        true,
+    );
+    bench_g2(
+        &mut c,
+        &dev,
+        &sizes("CUZK_BENCH_MSM_G2", "20,21,22,23,24,25"),
+    );
     c.final_summary();
 }

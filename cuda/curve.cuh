@@ -15,7 +15,8 @@
 //
 // The code is generic over the field type F, which must provide (see field.cuh / the host model):
 //   F::zero(), F::one() (Montgomery 1), a + b, a - b, a * b, F::sqr(a), F::dbl(a) (= a + a),
-//   a.is_zero(), -a (with -0 == 0): the interface of cuzk::Fp / cuzk::Fp2 in field.cuh.
+//   a.is_zero(), -a (with -0 == 0), F::select(c, a, b) (c ? a : b, branch-free): the interface of
+//   the FpX / Fp2X wrappers below (cuzk::Fp / cuzk::Fp2 of field.cuh plus select).
 // CUZK_HD marks functions usable on the device (and, in the host simulation build, on the host).
 #pragma once
 
@@ -65,6 +66,13 @@ struct alignas(16) FpX {
     __device__ __forceinline__ friend FpX operator-(const FpX& a, const FpX& b) { return {a.v - b.v}; }
     __device__ __forceinline__ friend FpX operator*(const FpX& a, const FpX& b) { return {fp_mul_ool(a.v, b.v)}; }
     __device__ __forceinline__ FpX operator-() const { return {-v}; }
+    /// c ? a : b, limb by limb without a branch.
+    __device__ __forceinline__ static FpX select(bool c, const FpX& a, const FpX& b) {
+        FpX r;
+#pragma unroll
+        for (int i = 0; i < cuzk::Fp::N; i++) r.v.l[i] = c ? a.v.l[i] : b.v.l[i];
+        return r;
+    }
 };
 static_assert(sizeof(FpX) == 48, "FpX must match blst_fp");
 
@@ -90,6 +98,10 @@ struct alignas(16) Fp2X {
     __device__ __forceinline__ friend Fp2X operator-(const Fp2X& a, const Fp2X& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
     __device__ __forceinline__ friend Fp2X operator*(const Fp2X& a, const Fp2X& b) { return fp2_mul_ool(a, b); }
     __device__ __forceinline__ Fp2X operator-() const { return {-c0, -c1}; }
+    /// c ? a : b without a branch.
+    __device__ __forceinline__ static Fp2X select(bool c, const Fp2X& a, const Fp2X& b) {
+        return {FpX::select(c, a.c0, b.c0), FpX::select(c, a.c1, b.c1)};
+    }
 };
 static_assert(sizeof(Fp2X) == 96, "Fp2X must match blst_fp2");
 
@@ -222,21 +234,17 @@ template <class F> CUZK_COLD xyzz_t<F> xyzz_dbl_affine(const F& x, const F& y) {
 }
 
 /// P + A for an affine A given as (x, y) known not to be infinity (madd-2008-s).
-/// Handles P == infinity, P == A (doubling) and P == -A (infinity).
+/// Handles P == infinity, P == A (doubling) and P == -A (infinity). P == infinity takes no branch:
+/// the formula runs on P = 0 and the result is replaced by (x, y, 1, 1) with selects, so that a
+/// warp whose lanes start new bucket runs at different times stays converged (the branch made
+/// warps split: 22 of 32 lanes active on average, measured on an H200).
 template <class F> CUZK_HD xyzz_t<F> xyzz_add_affine_noinf(const xyzz_t<F>& p, const F& x2, const F& y2) {
-    if (is_inf(p)) {
-        xyzz_t<F> r;
-        r.X = x2;
-        r.Y = y2;
-        r.ZZ = F::one();
-        r.ZZZ = F::one();
-        return r;
-    }
+    const bool p_inf = is_inf(p);
     F U2 = x2 * p.ZZ;
     F S2 = y2 * p.ZZZ;
     F P = U2 - p.X;
     F R = S2 - p.Y;
-    if (P.is_zero()) {
+    if (!p_inf && P.is_zero()) {
         if (R.is_zero()) return xyzz_dbl_affine(x2, y2);
         return xyzz_inf<F>();
     }
@@ -248,6 +256,11 @@ template <class F> CUZK_HD xyzz_t<F> xyzz_add_affine_noinf(const xyzz_t<F>& p, c
     r.Y = R * (Q - r.X) - p.Y * PPP;
     r.ZZ = p.ZZ * PP;
     r.ZZZ = p.ZZZ * PPP;
+    const F one = F::one();
+    r.X = F::select(p_inf, x2, r.X);
+    r.Y = F::select(p_inf, y2, r.Y);
+    r.ZZ = F::select(p_inf, one, r.ZZ);
+    r.ZZZ = F::select(p_inf, one, r.ZZZ);
     return r;
 }
 

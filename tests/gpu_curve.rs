@@ -29,8 +29,19 @@ fn device() -> Option<Arc<Device>> {
     }
 }
 
+/// Inputs `a`, `b` as affine points, then the same as projective points.
+type Cases<P> = (
+    Vec<<P as Curve>::AffineRepr>,
+    Vec<<P as Curve>::AffineRepr>,
+    Vec<P>,
+    Vec<P>,
+);
+
+/// What an operation should give, computed with blstrs.
+type Expected<P> = Box<dyn Fn(P, P) -> P>;
+
 /// The pairs every operation is checked on: random, equal, opposite, and with infinity.
-fn cases<P: Group + Curve>(rng: &mut ChaCha20Rng, random: usize) -> (Vec<P::AffineRepr>, Vec<P::AffineRepr>, Vec<P>, Vec<P>) {
+fn cases<P: Group + Curve>(rng: &mut ChaCha20Rng, random: usize) -> Cases<P> {
     let mut a = Vec::new();
     let mut b = Vec::new();
     for _ in 0..random {
@@ -39,7 +50,15 @@ fn cases<P: Group + Curve>(rng: &mut ChaCha20Rng, random: usize) -> (Vec<P::Affi
     }
     let p = P::random(&mut *rng);
     let q = P::random(&mut *rng);
-    for (x, y) in [(p, p), (p, -p), (P::identity(), q), (p, P::identity()), (P::identity(), P::identity()), (p.double(), p), (p, p.double())] {
+    for (x, y) in [
+        (p, p),
+        (p, -p),
+        (P::identity(), q),
+        (p, P::identity()),
+        (P::identity(), P::identity()),
+        (p.double(), p),
+        (p, p.double()),
+    ] {
         a.push(x);
         b.push(y);
     }
@@ -48,11 +67,16 @@ fn cases<P: Group + Curve>(rng: &mut ChaCha20Rng, random: usize) -> (Vec<P::Affi
     (aa, ba, a, b)
 }
 
-fn check_group<G: MsmGroup>(dev: &Arc<Device>, a: &[G::Affine], b: &[G::Affine], pa: &[G::Projective], pb: &[G::Projective])
-where
+fn check_group<G: MsmGroup>(
+    dev: &Arc<Device>,
+    a: &[G::Affine],
+    b: &[G::Affine],
+    pa: &[G::Projective],
+    pb: &[G::Projective],
+) where
     G::Projective: std::fmt::Debug + PartialEq,
 {
-    let expect: [(CurveOp, Box<dyn Fn(G::Projective, G::Projective) -> G::Projective>); 5] = [
+    let expect: [(CurveOp, Expected<G::Projective>); 5] = [
         (CurveOp::Add, Box::new(|x, y| x + y)),
         (CurveOp::Double, Box::new(|x, _| x.double())),
         (CurveOp::MixedAdd, Box::new(|x, y| x + y)),

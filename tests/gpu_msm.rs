@@ -36,7 +36,10 @@ fn device() -> Option<Arc<Device>> {
 
 fn max_log() -> u32 {
     match std::env::var("CUZK_TEST_MSM_MAX_LOG") {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| panic!("CUZK_TEST_MSM_MAX_LOG={v:?} is not a number")),
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("CUZK_TEST_MSM_MAX_LOG={v:?} is not a number")),
         Err(_) => 22,
     }
 }
@@ -48,14 +51,24 @@ where
     Self::Affine: Send + Sync,
 {
     fn reference(points: &[Self::Projective], scalars: &[Scalar]) -> Self::Projective;
-    fn gpu(ws: &mut MsmWorkspace, points: Points<'_, Self::Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> cuzk::Result<Self::Projective>;
+    fn gpu(
+        ws: &mut MsmWorkspace,
+        points: Points<'_, Self::Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+    ) -> cuzk::Result<Self::Projective>;
 }
 
 impl TestGroup for G1 {
     fn reference(points: &[G1Projective], scalars: &[Scalar]) -> G1Projective {
         reference_impl(points, scalars, G1Projective::multi_exp)
     }
-    fn gpu(ws: &mut MsmWorkspace, points: Points<'_, G1Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> cuzk::Result<G1Projective> {
+    fn gpu(
+        ws: &mut MsmWorkspace,
+        points: Points<'_, G1Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+    ) -> cuzk::Result<G1Projective> {
         ws.msm_g1(points, scalars, density)
     }
 }
@@ -64,18 +77,33 @@ impl TestGroup for G2 {
     fn reference(points: &[G2Projective], scalars: &[Scalar]) -> G2Projective {
         reference_impl(points, scalars, G2Projective::multi_exp)
     }
-    fn gpu(ws: &mut MsmWorkspace, points: Points<'_, G2Affine>, scalars: Scalars<'_>, density: Option<&[u64]>) -> cuzk::Result<G2Projective> {
+    fn gpu(
+        ws: &mut MsmWorkspace,
+        points: Points<'_, G2Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+    ) -> cuzk::Result<G2Projective> {
         ws.msm_g2(points, scalars, density)
     }
 }
 
 /// Naive sum for small n, blst's Pippenger otherwise; pairs with an infinity point are left out
 /// (they add nothing, and the reference need not handle them).
-fn reference_impl<P: Group<Scalar = Scalar>>(points: &[P], scalars: &[Scalar], multi_exp: fn(&[P], &[Scalar]) -> P) -> P {
-    let (p, s): (Vec<P>, Vec<Scalar>) =
-        points.iter().zip(scalars).filter(|(p, _)| !bool::from(p.is_identity())).map(|(p, s)| (*p, *s)).unzip();
+fn reference_impl<P: Group<Scalar = Scalar>>(
+    points: &[P],
+    scalars: &[Scalar],
+    multi_exp: fn(&[P], &[Scalar]) -> P,
+) -> P {
+    let (p, s): (Vec<P>, Vec<Scalar>) = points
+        .iter()
+        .zip(scalars)
+        .filter(|(p, _)| !bool::from(p.is_identity()))
+        .map(|(p, s)| (*p, *s))
+        .unzip();
     if p.len() <= 64 {
-        p.iter().zip(&s).fold(P::identity(), |acc, (p, s)| acc + *p * *s)
+        p.iter()
+            .zip(&s)
+            .fold(P::identity(), |acc, (p, s)| acc + *p * *s)
     } else {
         multi_exp(&p, &s)
     }
@@ -90,7 +118,8 @@ where
     let proj: Vec<P> = (0..n.div_ceil(4096))
         .into_par_iter()
         .flat_map_iter(|c| {
-            let mut rng = ChaCha20Rng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9e3779b97f4a7c15));
+            let mut rng =
+                ChaCha20Rng::seed_from_u64(seed ^ (c as u64).wrapping_mul(0x9e3779b97f4a7c15));
             let step = P::random(&mut rng);
             let mut cur = P::random(&mut rng);
             let len = 4096.min(n - c * 4096);
@@ -110,7 +139,9 @@ where
         })
         .collect();
     let mut aff = vec![P::AffineRepr::default(); n];
-    proj.par_chunks(4096).zip(aff.par_chunks_mut(4096)).for_each(|(p, a)| P::batch_normalize(p, a));
+    proj.par_chunks(4096)
+        .zip(aff.par_chunks_mut(4096))
+        .for_each(|(p, a)| P::batch_normalize(p, a));
     (proj, aff)
 }
 
@@ -170,7 +201,8 @@ where
         for &kind in kinds {
             let s = scalars(n, kind, seed.wrapping_mul(31).wrapping_add(n as u64));
             let t = std::time::Instant::now();
-            let got = G::gpu(ws, Points::Host(&aff[..n]), Scalars::Host(&s), None).expect("gpu msm");
+            let got =
+                G::gpu(ws, Points::Host(&aff[..n]), Scalars::Host(&s), None).expect("gpu msm");
             let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
             let want = G::reference(&proj[..n], &s);
             let st = ws.stats().clone();
@@ -189,8 +221,7 @@ where
 
 fn sizes_upto(max_log: u32, dense: bool) -> Vec<usize> {
     let mut v = vec![0usize, 1, 2, 3];
-    let ks: &[u32] = if dense { &[4, 8, 12, 16, 20, 22] } else { &[4, 8, 12, 16, 20, 22] };
-    for &k in ks {
+    for k in [4u32, 8, 12, 16, 20, 22] {
         if k > max_log {
             continue;
         }
@@ -215,8 +246,16 @@ fn g1_msm_matches_blstrs_random() {
 fn g1_msm_matches_blstrs_edge_scalars() {
     let Some(dev) = device() else { return };
     let mut ws = MsmWorkspace::new(&dev).unwrap();
-    let sizes: Vec<usize> = [1usize, 2, 3, 257, 4097, 65537, (1 << 20) + 1].into_iter().filter(|&n| n <= 1 << max_log()).collect();
-    check::<G1>(&mut ws, &sizes, &[Kind::Zero, Kind::One, Kind::MinusOne, Kind::PoRep], 12);
+    let sizes: Vec<usize> = [1usize, 2, 3, 257, 4097, 65537, (1 << 20) + 1]
+        .into_iter()
+        .filter(|&n| n <= 1 << max_log())
+        .collect();
+    check::<G1>(
+        &mut ws,
+        &sizes,
+        &[Kind::Zero, Kind::One, Kind::MinusOne, Kind::PoRep],
+        12,
+    );
     let small: Vec<usize> = sizes.into_iter().filter(|&n| n <= 65537).collect();
     check::<G1>(&mut ws, &small, &[Kind::Repeated], 13);
 }
@@ -232,8 +271,23 @@ fn g2_msm_matches_blstrs() {
         }
     }
     check::<G2>(&mut ws, &sizes, &[Kind::Random], 21);
-    let small: Vec<usize> = sizes.iter().copied().filter(|&n| (1..=65535).contains(&n)).collect();
-    check::<G2>(&mut ws, &small, &[Kind::Zero, Kind::One, Kind::MinusOne, Kind::PoRep, Kind::Repeated], 22);
+    let small: Vec<usize> = sizes
+        .iter()
+        .copied()
+        .filter(|&n| (1..=65535).contains(&n))
+        .collect();
+    check::<G2>(
+        &mut ws,
+        &small,
+        &[
+            Kind::Zero,
+            Kind::One,
+            Kind::MinusOne,
+            Kind::PoRep,
+            Kind::Repeated,
+        ],
+        22,
+    );
 }
 
 /// Density bitmap: scalar j is used iff bit j is set; the i-th set bit pairs with point i.
@@ -259,11 +313,17 @@ where
         let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
         let want = G::reference(&proj, &sel);
         let mut ws = MsmWorkspace::new(dev).unwrap();
-        let got = G::gpu(&mut ws, Points::Host(&aff), Scalars::Host(&s), Some(&bits)).expect("gpu msm with density");
+        let got = G::gpu(&mut ws, Points::Host(&aff), Scalars::Host(&s), Some(&bits))
+            .expect("gpu msm with density");
         assert_eq!(got, want, "{} density n={n} {kind:?}", G::SUFFIX);
         // too few points for the set bits
         if !aff.is_empty() {
-            let e = G::gpu(&mut ws, Points::Host(&aff[..aff.len() - 1]), Scalars::Host(&s), Some(&bits));
+            let e = G::gpu(
+                &mut ws,
+                Points::Host(&aff[..aff.len() - 1]),
+                Scalars::Host(&s),
+                Some(&bits),
+            );
             assert!(matches!(e, Err(Error::InvalidInput(_))), "{e:?}");
         }
     }
@@ -287,18 +347,55 @@ fn resident_points_canonical_scalars_and_tickets() {
     let (proj, aff) = points::<G1Projective>(n, 5);
     let resident = dev.upload(&aff).unwrap();
     let mut ws = MsmWorkspace::new(&dev).unwrap();
-    let sets: Vec<Vec<Scalar>> = (0..3).map(|i| scalars(n - i * 1000, if i == 1 { Kind::PoRep } else { Kind::Random }, 40 + i as u64)).collect();
-    let want: Vec<G1Projective> = sets.iter().map(|s| G1::reference(&proj[..s.len()], s)).collect();
+    let sets: Vec<Vec<Scalar>> = (0..3)
+        .map(|i| {
+            scalars(
+                n - i * 1000,
+                if i == 1 { Kind::PoRep } else { Kind::Random },
+                40 + i as u64,
+            )
+        })
+        .collect();
+    let want: Vec<G1Projective> = sets
+        .iter()
+        .map(|s| G1::reference(&proj[..s.len()], s))
+        .collect();
     // three MSMs in flight over two result slots, finished out of order
-    let t0 = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[0]), None).unwrap();
-    let t1 = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[1]), None).unwrap();
-    let t2 = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[2]), None).unwrap();
+    let t0 = ws
+        .start::<G1>(
+            Points::Device(resident.as_slice()),
+            Scalars::Host(&sets[0]),
+            None,
+        )
+        .unwrap();
+    let t1 = ws
+        .start::<G1>(
+            Points::Device(resident.as_slice()),
+            Scalars::Host(&sets[1]),
+            None,
+        )
+        .unwrap();
+    let t2 = ws
+        .start::<G1>(
+            Points::Device(resident.as_slice()),
+            Scalars::Host(&sets[2]),
+            None,
+        )
+        .unwrap();
     assert_eq!(ws.finish::<G1>(t2).unwrap(), want[2]);
     assert_eq!(ws.finish::<G1>(t0).unwrap(), want[0]);
     assert_eq!(ws.finish::<G1>(t1).unwrap(), want[1]);
     // device-resident scalars, Montgomery and canonical (with values >= r, reduced on the device)
     let d_s = dev.upload(&sets[0]).unwrap();
-    assert_eq!(ws.msm_g1(Points::Device(resident.as_slice()), Scalars::Device(d_s.as_slice()), None).unwrap(), want[0]);
+    assert_eq!(
+        ws.msm_g1(
+            Points::Device(resident.as_slice()),
+            Scalars::Device(d_s.as_slice()),
+            None
+        )
+        .unwrap(),
+        want[0]
+    );
     let r_minus_1 = CanonicalScalar::from_scalar(&-Scalar::ONE).0;
     let canon: Vec<CanonicalScalar> = sets[0]
         .iter()
@@ -321,14 +418,40 @@ fn resident_points_canonical_scalars_and_tickets() {
             c
         })
         .collect();
-    assert_eq!(ws.msm_g1(Points::Device(resident.as_slice()), Scalars::HostCanonical(&canon), None).unwrap(), want[0]);
+    assert_eq!(
+        ws.msm_g1(
+            Points::Device(resident.as_slice()),
+            Scalars::HostCanonical(&canon),
+            None
+        )
+        .unwrap(),
+        want[0]
+    );
     let d_c = dev.upload(&canon).unwrap();
-    assert_eq!(ws.msm_g1(Points::Device(resident.as_slice()), Scalars::DeviceCanonical(d_c.as_slice()), None).unwrap(), want[0]);
+    assert_eq!(
+        ws.msm_g1(
+            Points::Device(resident.as_slice()),
+            Scalars::DeviceCanonical(d_c.as_slice()),
+            None
+        )
+        .unwrap(),
+        want[0]
+    );
     // a ticket of G1 cannot be finished as G2
-    let t = ws.start::<G1>(Points::Device(resident.as_slice()), Scalars::Host(&sets[0][..10]), None).unwrap();
+    let t = ws
+        .start::<G1>(
+            Points::Device(resident.as_slice()),
+            Scalars::Host(&sets[0][..10]),
+            None,
+        )
+        .unwrap();
     assert!(ws.finish::<G2>(t).is_err());
     // fewer points than scalars
-    let e = ws.msm_g1(Points::Host(&aff[..10]), Scalars::Host(&sets[0][..11]), None);
+    let e = ws.msm_g1(
+        Points::Host(&aff[..10]),
+        Scalars::Host(&sets[0][..11]),
+        None,
+    );
     assert!(matches!(e, Err(Error::InvalidInput(_))), "{e:?}");
 }
 
@@ -339,31 +462,84 @@ fn forced_windows_and_chunked_lists() {
     let (proj, aff) = points::<G1Projective>(n, 9);
     let s = scalars(n, Kind::Random, 99);
     let want = G1::reference(&proj, &s);
-    for (c, cap) in [(2u32, 1u64 << 30), (5, 10_000), (13, 100_000), (16, 1 << 30), (20, 100_000)] {
-        let cfg = MsmConfig { window_bits: Some(c), max_list_entries: cap, ..MsmConfig::default() };
+    for (c, cap) in [
+        (2u32, 1u64 << 30),
+        (5, 10_000),
+        (13, 100_000),
+        (16, 1 << 30),
+        (20, 100_000),
+    ] {
+        let cfg = MsmConfig {
+            window_bits: Some(c),
+            max_list_entries: cap,
+            ..MsmConfig::default()
+        };
         let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
-        let got = ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None).unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
         println!("c={c} cap={cap}: chunks={}", ws.stats().chunks);
         assert_eq!(got, want, "c={c} cap={cap}");
     }
     let (proj2, aff2) = points::<G2Projective>(3001, 10);
     let s2 = scalars(3001, Kind::Random, 98);
     let want2 = G2::reference(&proj2, &s2);
-    let cfg = MsmConfig { window_bits: Some(7), max_list_entries: 5000, ..MsmConfig::default() };
+    let cfg = MsmConfig {
+        window_bits: Some(7),
+        max_list_entries: 5000,
+        ..MsmConfig::default()
+    };
     let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
-    assert_eq!(ws.msm_g2(Points::Host(&aff2), Scalars::Host(&s2), None).unwrap(), want2);
-    assert!(MsmWorkspace::with_config(&dev, MsmConfig { window_bits: Some(1), ..MsmConfig::default() }).is_err());
+    assert_eq!(
+        ws.msm_g2(Points::Host(&aff2), Scalars::Host(&s2), None)
+            .unwrap(),
+        want2
+    );
+    assert!(MsmWorkspace::with_config(
+        &dev,
+        MsmConfig {
+            window_bits: Some(1),
+            ..MsmConfig::default()
+        }
+    )
+    .is_err());
     // every occupancy variant of the accumulation kernel gives the same result
     for mb in G1::MIN_BLOCKS {
-        let cfg = MsmConfig { accumulate_min_blocks: Some(*mb), ..MsmConfig::default() };
+        let cfg = MsmConfig {
+            accumulate_min_blocks: Some(*mb),
+            ..MsmConfig::default()
+        };
         let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
-        assert_eq!(ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None).unwrap(), want, "G1 mb={mb}");
+        assert_eq!(
+            ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+                .unwrap(),
+            want,
+            "G1 mb={mb}"
+        );
     }
     for mb in G2::MIN_BLOCKS {
-        let cfg = MsmConfig { accumulate_min_blocks: Some(*mb), ..MsmConfig::default() };
+        let cfg = MsmConfig {
+            accumulate_min_blocks: Some(*mb),
+            ..MsmConfig::default()
+        };
         let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
-        assert_eq!(ws.msm_g2(Points::Host(&aff2), Scalars::Host(&s2), None).unwrap(), want2, "G2 mb={mb}");
+        assert_eq!(
+            ws.msm_g2(Points::Host(&aff2), Scalars::Host(&s2), None)
+                .unwrap(),
+            want2,
+            "G2 mb={mb}"
+        );
     }
-    let mut ws = MsmWorkspace::with_config(&dev, MsmConfig { accumulate_min_blocks: Some(7), ..MsmConfig::default() }).unwrap();
-    assert!(matches!(ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None), Err(Error::InvalidConfig { .. })));
+    let mut ws = MsmWorkspace::with_config(
+        &dev,
+        MsmConfig {
+            accumulate_min_blocks: Some(7),
+            ..MsmConfig::default()
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None),
+        Err(Error::InvalidConfig { .. })
+    ));
 }

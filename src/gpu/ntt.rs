@@ -39,10 +39,10 @@ const TILE_LOG: u32 = 10;
 /// Most threads per block of a pass (the kernel's launch bound).
 const MAX_THREADS: u32 = 256;
 
-/// Whether the pass kernel uses `Fr::mul_wide` (`cuzk_ntt_pass_wide`) by default. Off until
-/// the wide multiplication has passed tests/gpu_field.rs and tests/gpu_ntt.rs on a GPU; the
-/// `*_with` functions choose explicitly.
-pub const WIDE_DEFAULT: bool = false;
+/// Whether the pass kernel uses `Fr::mul_wide` (`cuzk_ntt_pass_wide`) by default. On: it passed
+/// tests/gpu_field.rs and tests/gpu_ntt.rs on the H200 (2026-11-29) and runs a 2^27 NTT in
+/// 61.8 ms against 80.1 ms (BENCHMARKS.md); the `*_with` functions choose explicitly.
+pub const WIDE_DEFAULT: bool = true;
 
 /// Tuning override for benchmarks: 0 = defaults, else `tile_log << 16 | threads`.
 static TUNE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

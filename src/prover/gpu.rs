@@ -19,13 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use group::Group;
 use rayon::prelude::*;
 
 use super::cpu::{msm as cpu_msm, CpuBackend};
 use super::{Backend, MsmResults, PartitionCtx};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::gpu::alloc::{DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, TierKind};
+use crate::gpu::alloc::{DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind};
 use crate::gpu::device::{self, Device, DeviceBuffer};
 use crate::gpu::hostmem;
 use crate::gpu::msm::{MsmWorkspace, Points, Scalars};
@@ -284,6 +285,36 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
     }
 }
 
+/// Σ over `scalars` in passes of about `chunk` scalars (a multiple of 64, so density words split
+/// cleanly): each pass gets its scalars, its density words and exactly the points its set bits
+/// use (`points[k]` pairs with the k-th set bit, as in bellperson's layout).
+fn chunked<A, P: std::ops::Add<Output = P> + Group>(
+    points: &[A],
+    scalars: &[Fr],
+    density: Option<&crate::synth::Density>,
+    chunk: usize,
+    mut msm: impl FnMut(&[A], &[Fr], Option<&[u64]>) -> Result<P>,
+) -> Result<P> {
+    let chunk = chunk.div_ceil(64).max(1) * 64;
+    let mut sum = P::identity();
+    let mut used = 0usize;
+    for s in (0..scalars.len()).step_by(chunk) {
+        let e = (s + chunk).min(scalars.len());
+        match density {
+            None => sum = sum + msm(&points[s..e], &scalars[s..e], None)?,
+            Some(d) => {
+                let words = &d.words()[s / 64..e.div_ceil(64)];
+                let ones: usize = words.iter().map(|w| w.count_ones() as usize).sum();
+                if ones > 0 {
+                    sum = sum + msm(&points[used..used + ones], &scalars[s..e], Some(words))?;
+                }
+                used += ones;
+            }
+        }
+    }
+    Ok(sum)
+}
+
 /// Runs one partition on one device under `plan`.
 fn run_on(
     slot: &Slot,
@@ -295,77 +326,129 @@ fn run_on(
 ) -> Result<MsmResults> {
     let dev = &slot.dev;
     let p = Some(ctx.partition);
+    let shape = shape_of(asg, srs)?;
     let resident = if plan.tier.kind() == TierKind::Resident { resident_for(slot, srs, &mut plan)? } else { None };
     let n = 1usize << asg.domain_log2();
     let stream = dev.stream()?;
 
-    // ---- H polynomial: a, b, c staged, seven NTTs and one pointwise pass on the device.
+    // ---- H polynomial. When the plan's working memory holds three domain buffers (3·n·32 B;
+    // resident and full staging always, partial too: its 2·n·32 B staging plus the MSM pass it
+    // has not started yet), a, b, c are staged and the seven NTTs and the pointwise pass run on
+    // the device, and the MSMs run after two buffers are freed. Otherwise (streaming) h comes
+    // from the CPU NTT and only h (n·32 B) is uploaded.
     let t = Instant::now();
     let section;
-    let mut da = dev.alloc::<Fr>(n)?;
-    {
-        let mut db = dev.alloc::<Fr>(n)?;
-        let mut dc = dev.alloc::<Fr>(n)?;
-        plan.work.note_allocated(3 * 32 * n as u64);
-        stage(dev, &stream, &mut da, &asg.a)?;
-        stage(dev, &stream, &mut db, &asg.b)?;
-        stage(dev, &stream, &mut dc, &asg.c)?;
-        ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
-        // The GPU section: kernels only (the uploads above overlap other workers' kernels).
-        let guard = attempt.enter_gpu();
-        ctx.reporter.report(ctx.timings, p, Stage::Wait, guard.waited());
-        section = guard;
-        let t = Instant::now();
-        ntt::h_step(&stream, &mut da.as_mut_slice(), &mut db.as_mut_slice(), &mut dc.as_mut_slice())?;
-        stream.synchronize()?;
-        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
+    let chunk: usize;
+    let mut dh = dev.alloc::<Fr>(n)?;
+    let gpu_ntt = 3 * 32 * n as u64 <= plan.work.bytes();
+    match gpu_ntt {
+        true => {
+            let mut db = dev.alloc::<Fr>(n)?;
+            let mut dc = dev.alloc::<Fr>(n)?;
+            plan.work.note_allocated(3 * 32 * n as u64);
+            stage(dev, &stream, &mut dh, &asg.a)?;
+            stage(dev, &stream, &mut db, &asg.b)?;
+            stage(dev, &stream, &mut dc, &asg.c)?;
+            ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
+            // The GPU section: kernels only (the uploads above overlap other workers' kernels).
+            let guard = attempt.enter_gpu();
+            ctx.reporter.report(ctx.timings, p, Stage::Wait, guard.waited());
+            section = guard;
+            let t = Instant::now();
+            ntt::h_step(&stream, &mut dh.as_mut_slice(), &mut db.as_mut_slice(), &mut dc.as_mut_slice())?;
+            stream.synchronize()?;
+            ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
+            plan.work.note_freed(2 * 32 * n as u64);
+            chunk = match plan.tier {
+                Tier::Streaming { chunk_points, .. } => chunk_points as usize,
+                _ => shape.pass_points() as usize,
+            };
+        }
+        false => {
+            plan.work.note_allocated(32 * n as u64);
+            let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
+            ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
+            let t = Instant::now();
+            stage(dev, &stream, &mut dh, &h)?;
+            ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
+            let guard = attempt.enter_gpu();
+            ctx.reporter.report(ctx.timings, p, Stage::Wait, guard.waited());
+            section = guard;
+            chunk = match plan.tier {
+                Tier::Streaming { chunk_points, .. } => chunk_points as usize,
+                _ => shape.pass_points() as usize,
+            };
+        }
     }
-    plan.work.note_freed(2 * 32 * n as u64);
     // a, b, c stay on the host until the partition succeeds: a retry (lower tier, other
     // device, CPU fallback) needs them.
 
-    // ---- MSMs. Bases from the resident copy, else streamed from (pinned) host memory.
+    // ---- MSMs. Resident: bases on the device, aux uploaded once. Otherwise bases and scalars
+    // stream from host memory in passes of `chunk` points (the plan's MSM pass), so the MSM
+    // buffers stay within the plan.
     let mut ws = MsmWorkspace::new(dev)?;
     let ni = asg.input.len();
+    let bi = asg.b_input_density.count();
     let rep = ctx.reporter;
     let tm = &mut *ctx.timings;
-    macro_rules! pts {
-        ($field:ident, $range:expr) => {
-            match &resident {
-                Some(r) => Points::Device(r.$field.slice($range)?),
-                None => Points::Host(&srs.$field[$range]),
-            }
-        };
-    }
-    let t = Instant::now();
-    let h = ws.msm_g1(pts!(h, 0..n - 1), Scalars::Device(da.slice(0..n - 1)?), None)?;
-    rep.report(tm, p, Stage::MsmH, t.elapsed());
-    drop(da);
-    let t = Instant::now();
-    let l = ws.msm_g1(pts!(l, ..), Scalars::Host(&asg.aux), None)?;
-    rep.report(tm, p, Stage::MsmL, t.elapsed());
+    let in_idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
     // The input parts (≤ a few hundred points) are summed on the CPU.
-    let t = Instant::now();
     let a_in: G1Projective = cpu_msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()));
-    let a = a_in + ws.msm_g1(pts!(a, ni..), Scalars::Host(&asg.aux), Some(asg.a_aux_density.words()))?;
-    rep.report(tm, p, Stage::MsmA, t.elapsed());
-    let bi = asg.b_input_density.count();
-    let in_pairs = |v: &'_ [G1Affine]| -> G1Projective {
-        let idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
-        cpu_msm(idx.par_iter().enumerate().map(|(k, &i)| (&v[k], &asg.input[i])))
-    };
-    let t = Instant::now();
-    let b_g1 = in_pairs(&srs.b_g1) + ws.msm_g1(pts!(b_g1, bi..), Scalars::Host(&asg.aux), Some(asg.b_aux_density.words()))?;
-    rep.report(tm, p, Stage::MsmBG1, t.elapsed());
-    let t = Instant::now();
-    let idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
-    let b2_in: G2Projective = cpu_msm(idx.par_iter().enumerate().map(|(k, &i)| (&srs.b_g2[k], &asg.input[i])));
-    let b2_pts = match &resident {
-        Some(r) => Points::Device(r.b_g2.slice(bi..)?),
-        None => Points::Host(&srs.b_g2[bi..]),
-    };
-    let b_g2 = b2_in + ws.msm_g2(b2_pts, Scalars::Host(&asg.aux), Some(asg.b_aux_density.words()))?;
-    rep.report(tm, p, Stage::MsmBG2, t.elapsed());
+    let b1_in: G1Projective = cpu_msm(in_idx.par_iter().enumerate().map(|(k, &i)| (&srs.b_g1[k], &asg.input[i])));
+    let b2_in: G2Projective = cpu_msm(in_idx.par_iter().enumerate().map(|(k, &i)| (&srs.b_g2[k], &asg.input[i])));
+    let (h, l, a, b_g1, b_g2);
+    if let Some(r) = &resident {
+        let daux = dev.upload(&asg.aux)?;
+        let aux = || Scalars::Device(daux.as_slice());
+        let t = Instant::now();
+        h = ws.msm_g1(Points::Device(r.h.slice(0..n - 1)?), Scalars::Device(dh.slice(0..n - 1)?), None)?;
+        rep.report(tm, p, Stage::MsmH, t.elapsed());
+        drop(dh);
+        let t = Instant::now();
+        l = ws.msm_g1(Points::Device(r.l.as_slice()), aux(), None)?;
+        rep.report(tm, p, Stage::MsmL, t.elapsed());
+        let t = Instant::now();
+        a = a_in + ws.msm_g1(Points::Device(r.a.slice(ni..)?), aux(), Some(asg.a_aux_density.words()))?;
+        rep.report(tm, p, Stage::MsmA, t.elapsed());
+        let t = Instant::now();
+        b_g1 = b1_in + ws.msm_g1(Points::Device(r.b_g1.slice(bi..)?), aux(), Some(asg.b_aux_density.words()))?;
+        rep.report(tm, p, Stage::MsmBG1, t.elapsed());
+        let t = Instant::now();
+        b_g2 = b2_in + ws.msm_g2(Points::Device(r.b_g2.slice(bi..)?), aux(), Some(asg.b_aux_density.words()))?;
+        rep.report(tm, p, Stage::MsmBG2, t.elapsed());
+    } else {
+        let t = Instant::now();
+        let mut hsum = G1Projective::identity();
+        for s in (0..n - 1).step_by(chunk) {
+            let e = (s + chunk).min(n - 1);
+            hsum += ws.msm_g1(Points::Host(&srs.h[s..e]), Scalars::Device(dh.slice(s..e)?), None)?;
+            ws.release()?;
+        }
+        h = hsum;
+        rep.report(tm, p, Stage::MsmH, t.elapsed());
+        drop(dh);
+        let t = Instant::now();
+        l = chunked(&srs.l, &asg.aux, None, chunk, |pt, sc, d| ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d))?;
+        rep.report(tm, p, Stage::MsmL, t.elapsed());
+        let t = Instant::now();
+        a = a_in
+            + chunked(&srs.a[ni..], &asg.aux, Some(&asg.a_aux_density), chunk, |pt, sc, d| {
+                ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d)
+            })?;
+        rep.report(tm, p, Stage::MsmA, t.elapsed());
+        let t = Instant::now();
+        b_g1 = b1_in
+            + chunked(&srs.b_g1[bi..], &asg.aux, Some(&asg.b_aux_density), chunk, |pt, sc, d| {
+                ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d)
+            })?;
+        rep.report(tm, p, Stage::MsmBG1, t.elapsed());
+        let t = Instant::now();
+        b_g2 = b2_in
+            + chunked(&srs.b_g2[bi..], &asg.aux, Some(&asg.b_aux_density), chunk, |pt, sc, d| {
+                ws.msm_g2(Points::Host(pt), Scalars::Host(sc), d)
+            })?;
+        rep.report(tm, p, Stage::MsmBG2, t.elapsed());
+    }
     ws.release()?;
     drop(section);
     Ok(MsmResults { h, l, a, b_g1, b_g2 })
