@@ -50,7 +50,8 @@ pub fn parse(bytes: &[u8]) -> Result<C1Input> {
     if text.is_empty() {
         return Err(Error::MalformedInput("C1 output is empty".into()));
     }
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| malformed("C1 output", e))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| malformed("C1 output", e))?;
     if value.get("Phase1Out").is_some() {
         let w: Wrapper = serde_json::from_value(value).map_err(|e| malformed("C1 wrapper", e))?;
         let inner = base64::engine::general_purpose::STANDARD
@@ -65,10 +66,16 @@ pub fn parse(bytes: &[u8]) -> Result<C1Input> {
                 w.sector_size, output.registered_proof, size
             )));
         }
-        Ok(C1Input { output, wrapper_sector_num: Some(w.sector_num) })
+        Ok(C1Input {
+            output,
+            wrapper_sector_num: Some(w.sector_num),
+        })
     } else {
         let output = serde_json::from_value(value).map_err(|e| malformed("C1 output", e))?;
-        Ok(C1Input { output, wrapper_sector_num: None })
+        Ok(C1Input {
+            output,
+            wrapper_sector_num: None,
+        })
     }
 }
 
@@ -77,7 +84,9 @@ pub fn parse(bytes: &[u8]) -> Result<C1Input> {
 /// # Errors
 /// [`Error::InvalidProverId`] when `bytes` is not exactly 32 bytes.
 pub fn prover_id(bytes: &[u8]) -> Result<[u8; 32]> {
-    bytes.try_into().map_err(|_| Error::InvalidProverId { len: bytes.len() })
+    bytes
+        .try_into()
+        .map_err(|_| Error::InvalidProverId { len: bytes.len() })
 }
 
 /// The 32-byte prover id of a miner actor id, as filecoin-ffi builds it: the unsigned LEB128
@@ -131,7 +140,11 @@ pub fn validate(c1: &C1Input, sector_id: u64, prover_id: &[u8; 32]) -> Result<()
             )));
         }
     }
-    for (name, v) in [("comm_r", &o.comm_r), ("comm_d", &o.comm_d), ("seed", &o.seed)] {
+    for (name, v) in [
+        ("comm_r", &o.comm_r),
+        ("comm_d", &o.comm_d),
+        ("seed", &o.seed),
+    ] {
         if v.iter().all(|b| *b == 0) {
             return Err(Error::InvalidInput(format!("{name} is all zeros")));
         }
@@ -194,7 +207,10 @@ mod tests {
         assert_eq!(prover_id_from_actor_id(127)[..2], [0x7f, 0]);
         assert_eq!(prover_id_from_actor_id(128)[..3], [0x80, 0x01, 0]);
         let max = prover_id_from_actor_id(u64::MAX);
-        assert_eq!(max[..10], [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+        assert_eq!(
+            max[..10],
+            [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+        );
         assert!(max[10..].iter().all(|b| *b == 0));
     }
 
@@ -214,12 +230,21 @@ mod tests {
             (b"[1,2]", "malformed"),
             (b"{\"registered_proof\": 7}", "malformed"),
             (b"\xff\xfe", "UTF-8"),
-            (b"{\"SectorNum\": 1, \"Phase1Out\": \"***\", \"SectorSize\": 2048}", "base64"),
-            (b"{\"SectorNum\": 1, \"Phase1Out\": \"e30=\", \"SectorSize\": 2048}", "Phase1Out"),
+            (
+                b"{\"SectorNum\": 1, \"Phase1Out\": \"***\", \"SectorSize\": 2048}",
+                "base64",
+            ),
+            (
+                b"{\"SectorNum\": 1, \"Phase1Out\": \"e30=\", \"SectorSize\": 2048}",
+                "Phase1Out",
+            ),
         ] {
             let e = parse(input).unwrap_err();
             assert_eq!(e.code(), 100, "{e}");
-            assert!(e.to_string().contains(needle), "{e} should mention {needle}");
+            assert!(
+                e.to_string().contains(needle),
+                "{e} should mention {needle}"
+            );
         }
     }
 }

@@ -78,8 +78,7 @@ impl EngineConfig {
         if let Some(v) = var("CUZK_DEVICES") {
             let list: std::result::Result<Vec<usize>, _> =
                 v.split(',').map(|s| s.trim().parse::<usize>()).collect();
-            c.devices =
-                Some(list.map_err(|_| bad("CUZK_DEVICES", &v, "expected e.g. 0,1"))?);
+            c.devices = Some(list.map_err(|_| bad("CUZK_DEVICES", &v, "expected e.g. 0,1"))?);
         }
         if let Some(v) = var("CUZK_GPU_WORKERS_PER_DEVICE") {
             c.gpu_workers_per_device = match v.trim().parse::<usize>() {
@@ -133,7 +132,11 @@ pub struct ProveOptions {
 
 impl Default for ProveOptions {
     fn default() -> Self {
-        ProveOptions { verify: true, progress: None, randomness: None }
+        ProveOptions {
+            verify: true,
+            progress: None,
+            randomness: None,
+        }
     }
 }
 
@@ -164,7 +167,11 @@ impl std::fmt::Debug for ProveOptions {
 }
 
 fn bad(name: &str, value: &str, reason: &str) -> Error {
-    Error::InvalidConfig { name: name.into(), value: value.into(), reason: reason.into() }
+    Error::InvalidConfig {
+        name: name.into(),
+        value: value.into(),
+        reason: reason.into(),
+    }
 }
 
 /// Parses a boolean setting: `1/true/yes/on` or `0/false/no/off` (case-insensitive).
@@ -173,7 +180,11 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(bad(name, value, "expected 1/0, true/false, yes/no or on/off")),
+        _ => Err(bad(
+            name,
+            value,
+            "expected 1/0, true/false, yes/no or on/off",
+        )),
     }
 }
 
@@ -185,9 +196,13 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
 /// A human-readable reason when the text is not a size.
 pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let num: f64 = num.parse().map_err(|_| format!("{text:?} is not a size like 16GiB"))?;
+    let num: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 16GiB"))?;
     let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
@@ -198,7 +213,11 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
         "mb" => 1e6,
         "gb" => 1e9,
         "tb" => 1e12,
-        u => return Err(format!("unknown unit {u:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)")),
+        u => {
+            return Err(format!(
+                "unknown unit {u:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)"
+            ))
+        }
     };
     let v = num * mult;
     if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {

@@ -131,10 +131,15 @@ impl Engine {
     /// load is not cached: a later call tries again (e.g. after the file was fetched).
     pub fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
         let slot = {
-            let mut map = self.params.lock().map_err(|_| Error::internal("parameter cache poisoned"))?;
+            let mut map = self
+                .params
+                .lock()
+                .map_err(|_| Error::internal("parameter cache poisoned"))?;
             map.entry(path.to_path_buf()).or_default().clone()
         };
-        let mut slot = slot.lock().map_err(|_| Error::internal("parameter slot poisoned"))?;
+        let mut slot = slot
+            .lock()
+            .map_err(|_| Error::internal("parameter slot poisoned"))?;
         if let Some(srs) = slot.as_ref() {
             return Ok(srs.clone());
         }
@@ -218,10 +223,15 @@ impl Engine {
     fn partition_concurrency(&self, sector_size: u64, partitions: usize) -> Result<usize> {
         let need = partition_host_bytes(sector_size);
         let budget = self.config.host_memory_limit.or_else(available_host_memory);
-        let Some(budget) = budget else { return Ok(partitions.min(2)) };
+        let Some(budget) = budget else {
+            return Ok(partitions.min(2));
+        };
         if budget < need {
             if self.config.host_memory_limit.is_some() {
-                return Err(Error::OutOfHostMemory { needed: need, budget });
+                return Err(Error::OutOfHostMemory {
+                    needed: need,
+                    budget,
+                });
             }
             return Ok(1);
         }
@@ -256,7 +266,9 @@ fn gpu_backend(config: &EngineConfig) -> Result<Arc<dyn Backend>> {
 
 #[cfg(not(feature = "cuda"))]
 fn gpu_backend(_config: &EngineConfig) -> Result<Arc<dyn Backend>> {
-    Err(Error::NoDevice("cuzk was built without the `cuda` feature".into()))
+    Err(Error::NoDevice(
+        "cuzk was built without the `cuda` feature".into(),
+    ))
 }
 
 /// The proof of one sector shape (`Tree` = the sector's Merkle tree shape).
@@ -275,10 +287,10 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         .map_err(|e: anyhow::Error| Error::InvalidInput(format!("vanilla proofs: {e:#}")))?;
     let comm_r: <Tree::Hasher as filecoin_hashers::Hasher>::Domain =
         filecoin_proofs::as_safe_commitment(&c1.comm_r, "comm_r")
-        .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
+            .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
     let comm_d: filecoin_proofs::DefaultPieceDomain =
         filecoin_proofs::as_safe_commitment(&c1.comm_d, "comm_d")
-        .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
+            .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
     let public_inputs = stacked::PublicInputs {
         replica_id: Fr::from(c1.replica_id).into(),
         tau: Some(stacked::Tau { comm_d, comm_r }),
@@ -286,7 +298,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         seed: Some(c1.seed),
     };
     let setup = compound_proof::SetupParams {
-        vanilla_params: filecoin_proofs::parameters::setup_params(&config).map_err(Error::internal)?,
+        vanilla_params: filecoin_proofs::parameters::setup_params(&config)
+            .map_err(Error::internal)?,
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
@@ -297,8 +310,11 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     .map_err(Error::internal)?;
     let vanilla_params = &pub_params.vanilla_params;
 
-    let (params_path, _) = porep_param_paths::<Tree>(&engine.config.resolved_parameter_dir(), vanilla_params);
-    let srs = reporter.time(timings, None, Stage::LoadParams, || engine.load_params(&params_path))?;
+    let (params_path, _) =
+        porep_param_paths::<Tree>(&engine.config.resolved_parameter_dir(), vanilla_params);
+    let srs = reporter.time(timings, None, Stage::LoadParams, || {
+        engine.load_params(&params_path)
+    })?;
 
     let partitions = vanilla.len();
     let workers = engine.partition_concurrency(u64::from(proof_type.sector_size()), partitions)?;
@@ -318,8 +334,14 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             Some(k),
         )
         .map_err(|e| Error::InvalidInput(format!("partition {k}: {e:#}")))?;
-        let mut asg = reporter.time(&mut t, p, Stage::Synthesis, || Assignment::synthesize(circuit))
-            .map_err(|e| Error::Synthesis { partition: k, message: e.to_string() })?;
+        let mut asg = reporter
+            .time(&mut t, p, Stage::Synthesis, || {
+                Assignment::synthesize(circuit)
+            })
+            .map_err(|e| Error::Synthesis {
+                partition: k,
+                message: e.to_string(),
+            })?;
         srs.check_shape(&asg)?;
         prover::check_satisfied(&asg, k)?;
         let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
@@ -335,7 +357,13 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             });
         }
         let backend = engine.backend();
-        let mut ctx = PartitionCtx { partition: k, reporter, timings: &mut t, device: None, tier: None };
+        let mut ctx = PartitionCtx {
+            partition: k,
+            reporter,
+            timings: &mut t,
+            device: None,
+            tier: None,
+        };
         let msm = backend.compute(&mut asg, &srs, &mut ctx)?;
         let (device, tier) = (ctx.device, ctx.tier.take());
         drop(asg);
@@ -343,14 +371,23 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             Some(rs) => rs[k],
             None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),
         };
-        let proof = reporter.time(&mut t, p, Stage::Epilogue, || prover::assemble(&srs.vk, &msm, r, s))?;
+        let proof = reporter.time(&mut t, p, Stage::Epilogue, || {
+            prover::assemble(&srs.vk, &msm, r, s)
+        })?;
         if options.verify {
-            let ok = reporter.time(&mut t, p, Stage::Verify, || verify_proof(&srs.pvk, &proof, &inputs));
+            let ok = reporter.time(&mut t, p, Stage::Verify, || {
+                verify_proof(&srs.pvk, &proof, &inputs)
+            });
             if !matches!(ok, Ok(true)) {
                 return Err(Error::VerificationFailed { partition: k });
             }
         }
-        let report = PartitionReport { partition: k, backend: backend.name(), device, tier };
+        let report = PartitionReport {
+            partition: k,
+            backend: backend.name(),
+            device,
+            tier,
+        };
         Ok((prover::proof_to_bytes(&proof), report, t))
     };
 
@@ -376,7 +413,9 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let mut proof = Vec::with_capacity(partitions * PROOF_BYTES);
     let mut reports = Vec::with_capacity(partitions);
     for (k, slot) in results.into_iter().enumerate() {
-        let slot = slot.into_inner().map_err(|_| Error::internal("result slot poisoned"))?;
+        let slot = slot
+            .into_inner()
+            .map_err(|_| Error::internal("result slot poisoned"))?;
         match slot {
             Some(Ok((bytes, report, t))) => {
                 proof.extend_from_slice(&bytes);
@@ -393,9 +432,16 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         }
     }
     if reports.len() != partitions {
-        return Err(Error::Internal("a partition failed without an error".into()));
+        return Err(Error::Internal(
+            "a partition failed without an error".into(),
+        ));
     }
-    Ok(C2Output { proof, partitions: reports, timings: Timings::default(), verified: options.verify })
+    Ok(C2Output {
+        proof,
+        partitions: reports,
+        timings: Timings::default(),
+        verified: options.verify,
+    })
 }
 
 /// Proves with a process-wide engine configured from the environment

@@ -190,15 +190,39 @@ mod tests {
             Error::InvalidInput(String::new()),
             Error::InvalidProverId { len: 3 },
             Error::UnsupportedProof(String::new()),
-            Error::InvalidConfig { name: "X".into(), value: "y".into(), reason: "z".into() },
+            Error::InvalidConfig {
+                name: "X".into(),
+                value: "y".into(),
+                reason: "z".into(),
+            },
             Error::ParametersNotFound { path: "p".into() },
-            Error::ParametersInvalid { path: "p".into(), reason: "r".into() },
+            Error::ParametersInvalid {
+                path: "p".into(),
+                reason: "r".into(),
+            },
             Error::NoDevice(String::new()),
-            Error::DeviceUnsupported { device: 0, reason: String::new() },
-            Error::Cuda { device: 0, call: String::new(), message: String::new() },
-            Error::OutOfDeviceMemory { device: 0, needed: 1, free: 0 },
-            Error::OutOfHostMemory { needed: 1, budget: 0 },
-            Error::Synthesis { partition: 0, message: String::new() },
+            Error::DeviceUnsupported {
+                device: 0,
+                reason: String::new(),
+            },
+            Error::Cuda {
+                device: 0,
+                call: String::new(),
+                message: String::new(),
+            },
+            Error::OutOfDeviceMemory {
+                device: 0,
+                needed: 1,
+                free: 0,
+            },
+            Error::OutOfHostMemory {
+                needed: 1,
+                budget: 0,
+            },
+            Error::Synthesis {
+                partition: 0,
+                message: String::new(),
+            },
             Error::VerificationFailed { partition: 0 },
             Error::Io(std::io::Error::other("x")),
             Error::Panic(String::new()),
@@ -207,8 +231,20 @@ mod tests {
         let codes: std::collections::BTreeSet<i32> = all.iter().map(Error::code).collect();
         assert_eq!(codes.len(), all.len());
         assert_eq!(Error::InvalidProverId { len: 3 }.code() / 100, 1);
-        assert_eq!(Error::ParametersNotFound { path: "p".into() }.code() / 100, 2);
-        assert_eq!(Error::OutOfDeviceMemory { device: 0, needed: 1, free: 0 }.code() / 100, 4);
+        assert_eq!(
+            Error::ParametersNotFound { path: "p".into() }.code() / 100,
+            2
+        );
+        assert_eq!(
+            Error::OutOfDeviceMemory {
+                device: 0,
+                needed: 1,
+                free: 0
+            }
+            .code()
+                / 100,
+            4
+        );
         assert_eq!(Error::Panic(String::new()).code() / 100, 9);
     }
 

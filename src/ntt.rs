@@ -100,19 +100,25 @@ impl Domain {
 
 /// Multiplies `values[i]` by `c`.
 fn scale(values: &mut [Fr], c: Fr) {
-    values.par_iter_mut().with_min_len(PAR_MIN).for_each(|v| *v *= c);
+    values
+        .par_iter_mut()
+        .with_min_len(PAR_MIN)
+        .for_each(|v| *v *= c);
 }
 
 /// Multiplies `values[i]` by `gⁱ`.
 pub fn distribute_powers(values: &mut [Fr], g: Fr) {
     let chunk = (values.len() / rayon::current_num_threads().max(1)).max(PAR_MIN);
-    values.par_chunks_mut(chunk).enumerate().for_each(|(ci, vs)| {
-        let mut u = g.pow_vartime([(ci * chunk) as u64]);
-        for v in vs {
-            *v *= u;
-            u *= g;
-        }
-    });
+    values
+        .par_chunks_mut(chunk)
+        .enumerate()
+        .for_each(|(ci, vs)| {
+            let mut u = g.pow_vartime([(ci * chunk) as u64]);
+            for v in vs {
+                *v *= u;
+                u *= g;
+            }
+        });
 }
 
 fn bit_reverse(values: &mut [Fr], log_n: u32) {
@@ -131,20 +137,27 @@ fn bit_reverse(values: &mut [Fr], log_n: u32) {
 /// Unscaled radix-2 DIT transform with root `omega` of order `2^log_n`.
 fn transform(values: &mut [Fr], log_n: u32, omega: Fr) {
     let n = values.len();
-    assert_eq!(n, 1usize << log_n, "NTT input length must equal the domain size");
+    assert_eq!(
+        n,
+        1usize << log_n,
+        "NTT input length must equal the domain size"
+    );
     bit_reverse(values, log_n);
     // twiddles[j] = omega^j for j < n/2; stage with half-size m uses twiddles[j * n/(2m)].
     let half = n / 2;
     let mut twiddles = vec![Fr::ONE; half.max(1)];
     if half > 1 {
         let chunk = (half / rayon::current_num_threads().max(1)).max(PAR_MIN);
-        twiddles.par_chunks_mut(chunk).enumerate().for_each(|(ci, ts)| {
-            let mut w = omega.pow_vartime([(ci * chunk) as u64]);
-            for t in ts {
-                *t = w;
-                w *= omega;
-            }
-        });
+        twiddles
+            .par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(ci, ts)| {
+                let mut w = omega.pow_vartime([(ci * chunk) as u64]);
+                for t in ts {
+                    *t = w;
+                    w *= omega;
+                }
+            });
     }
     let mut m = 1;
     while m < n {
@@ -156,12 +169,15 @@ fn transform(values: &mut [Fr], log_n: u32, omega: Fr) {
         };
         if n / (2 * m) >= rayon::current_num_threads() * 4 || n < PAR_MIN {
             // many small blocks: one block per task
-            values.par_chunks_mut(2 * m).with_min_len((PAR_MIN / (2 * m)).max(1)).for_each(|blk| {
-                let (lo, hi) = blk.split_at_mut(m);
-                for (j, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
-                    butterfly(l, h, &twiddles[j * stride]);
-                }
-            });
+            values
+                .par_chunks_mut(2 * m)
+                .with_min_len((PAR_MIN / (2 * m)).max(1))
+                .for_each(|blk| {
+                    let (lo, hi) = blk.split_at_mut(m);
+                    for (j, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).enumerate() {
+                        butterfly(l, h, &twiddles[j * stride]);
+                    }
+                });
         } else {
             // few large blocks: parallelize inside each block
             for blk in values.chunks_mut(2 * m) {
@@ -205,8 +221,14 @@ pub fn compute_h(mut a: Vec<Fr>, mut b: Vec<Fr>, mut c: Vec<Fr>) -> Result<Vec<F
         domain.ifft(v);
         domain.coset_fft(v);
     };
-    rayon::join(|| run(&mut a), || rayon::join(|| run(&mut b), || run(&mut c)));
-    let z_inv = domain.z_on_coset().invert().expect("Z is non-zero on the coset");
+    rayon::join(
+        || run(&mut a),
+        || rayon::join(|| run(&mut b), || run(&mut c)),
+    );
+    let z_inv = domain
+        .z_on_coset()
+        .invert()
+        .expect("Z is non-zero on the coset");
     a.par_iter_mut()
         .zip(b.par_iter())
         .zip(c.par_iter())
@@ -249,8 +271,11 @@ mod tests {
             let mut coset = v.clone();
             d.coset_fft(&mut coset);
             let g = Domain::coset_shift();
-            let shifted: Vec<Fr> =
-                v.iter().enumerate().map(|(i, c)| *c * g.pow_vartime([i as u64])).collect();
+            let shifted: Vec<Fr> = v
+                .iter()
+                .enumerate()
+                .map(|(i, c)| *c * g.pow_vartime([i as u64]))
+                .collect();
             assert_eq!(coset, naive_dft(&shifted, d.omega()));
         }
     }

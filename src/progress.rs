@@ -82,12 +82,19 @@ pub struct Timings {
 impl Timings {
     /// Sum of all entries of `stage` (over partitions).
     pub fn total(&self, stage: Stage) -> Duration {
-        self.entries.iter().filter(|e| e.1 == stage).map(|e| e.2).sum()
+        self.entries
+            .iter()
+            .filter(|e| e.1 == stage)
+            .map(|e| e.2)
+            .sum()
     }
 
     /// Entries of one partition.
     pub fn of_partition(&self, partition: usize) -> impl Iterator<Item = (Stage, Duration)> + '_ {
-        self.entries.iter().filter(move |e| e.0 == Some(partition)).map(|e| (e.1, e.2))
+        self.entries
+            .iter()
+            .filter(move |e| e.0 == Some(partition))
+            .map(|e| (e.1, e.2))
     }
 }
 
@@ -112,11 +119,19 @@ impl Reporter {
         elapsed: Duration,
     ) {
         match partition {
-            Some(p) => log::info!("partition {p}: {} {:.3} s", stage.name(), elapsed.as_secs_f64()),
+            Some(p) => log::info!(
+                "partition {p}: {} {:.3} s",
+                stage.name(),
+                elapsed.as_secs_f64()
+            ),
             None => log::info!("{} {:.3} s", stage.name(), elapsed.as_secs_f64()),
         }
         if let Some(cb) = &self.callback {
-            cb(&ProgressEvent { partition, stage, elapsed });
+            cb(&ProgressEvent {
+                partition,
+                stage,
+                elapsed,
+            });
         }
         timings.entries.push((partition, stage, elapsed));
     }
@@ -152,7 +167,10 @@ mod tests {
         let v = r.time(&mut t, Some(3), Stage::Ntt, || 41 + 1);
         r.report(&mut t, None, Stage::Total, Duration::from_millis(5));
         assert_eq!(v, 42);
-        assert_eq!(*seen.lock().unwrap(), vec![(Some(3), Stage::Ntt), (None, Stage::Total)]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![(Some(3), Stage::Ntt), (None, Stage::Total)]
+        );
         assert_eq!(t.total(Stage::Total), Duration::from_millis(5));
         assert_eq!(t.of_partition(3).count(), 1);
     }

@@ -91,13 +91,19 @@ impl Layout {
             return Err("file is empty (0 bytes)".into());
         }
         let mut off = 0usize;
-        let mut take = |name: &str, fixed: usize, elem: usize| -> std::result::Result<Range<usize>, String> {
+        let mut take = |name: &str,
+                        fixed: usize,
+                        elem: usize|
+         -> std::result::Result<Range<usize>, String> {
             let start = off;
             let need_hdr = start + fixed + 4;
             if need_hdr > total {
-                return Err(format!("truncated in the {name} header: needs {need_hdr} bytes, file has {total}"));
+                return Err(format!(
+                    "truncated in the {name} header: needs {need_hdr} bytes, file has {total}"
+                ));
             }
-            let n = u32::from_be_bytes(bytes[start + fixed..need_hdr].try_into().expect("4 bytes")) as usize;
+            let n = u32::from_be_bytes(bytes[start + fixed..need_hdr].try_into().expect("4 bytes"))
+                as usize;
             let end = need_hdr
                 .checked_add(n.checked_mul(elem).ok_or("section length overflows")?)
                 .ok_or("section length overflows")?;
@@ -116,9 +122,16 @@ impl Layout {
         let b1 = take("B_G1", 0, G1_BYTES)?;
         let b2 = take("B_G2", 0, G2_BYTES)?;
         if off != total {
-            return Err(format!("{} trailing bytes after the B_G2 section", total - off));
+            return Err(format!(
+                "{} trailing bytes after the B_G2 section",
+                total - off
+            ));
         }
-        Ok(Layout { vk, g1: [h, l, a, b1], b_g2: b2 })
+        Ok(Layout {
+            vk,
+            g1: [h, l, a, b1],
+            b_g2: b2,
+        })
     }
 }
 
@@ -161,18 +174,27 @@ impl Srs {
     /// [`Error::ParametersNotFound`] if the file does not exist; [`Error::ParametersInvalid`] if it
     /// is empty, truncated, has trailing bytes or bad points.
     pub fn load(path: &Path) -> Result<Srs> {
-        let invalid = |reason: String| Error::ParametersInvalid { path: path.to_path_buf(), reason };
+        let invalid = |reason: String| Error::ParametersInvalid {
+            path: path.to_path_buf(),
+            reason,
+        };
         let file = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::ParametersNotFound { path: path.to_path_buf() },
+            std::io::ErrorKind::NotFound => Error::ParametersNotFound {
+                path: path.to_path_buf(),
+            },
             _ => invalid(format!("cannot open: {e}")),
         })?;
-        let len = file.metadata().map_err(|e| invalid(format!("cannot stat: {e}")))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| invalid(format!("cannot stat: {e}")))?
+            .len();
         if len == 0 {
             return Err(invalid("file is empty (0 bytes)".into()));
         }
         // SAFETY: the mapping is read-only and dropped before returning; parameter files are not
         // modified while in use (filecoin-proofs writes them once, atomically, under a lock).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| invalid(format!("cannot mmap: {e}")))?;
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| invalid(format!("cannot mmap: {e}")))?;
         let bytes: &[u8] = &map;
         let layout = Layout::parse(bytes).map_err(invalid)?;
         let vk = VerifyingKey::<Bls12>::read(&bytes[layout.vk.clone()])
@@ -196,7 +218,16 @@ impl Srs {
             g1s.next().expect("4 sections"),
         );
         let pvk = prepare_verifying_key(&vk);
-        Ok(Srs { path: path.to_path_buf(), vk, pvk, h, l, a, b_g1, b_g2 })
+        Ok(Srs {
+            path: path.to_path_buf(),
+            vk,
+            pvk,
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
     }
 
     /// Checks that these parameters belong to the circuit of `asg` (sizes of every query).
@@ -210,9 +241,21 @@ impl Srs {
             ("IC (inputs)", self.vk.ic.len(), asg.input.len()),
             ("H", self.h.len(), n - 1),
             ("L (aux)", self.l.len(), asg.aux.len()),
-            ("A", self.a.len(), asg.input.len() + asg.a_aux_density.count()),
-            ("B_G1", self.b_g1.len(), asg.b_input_density.count() + asg.b_aux_density.count()),
-            ("B_G2", self.b_g2.len(), asg.b_input_density.count() + asg.b_aux_density.count()),
+            (
+                "A",
+                self.a.len(),
+                asg.input.len() + asg.a_aux_density.count(),
+            ),
+            (
+                "B_G1",
+                self.b_g1.len(),
+                asg.b_input_density.count() + asg.b_aux_density.count(),
+            ),
+            (
+                "B_G2",
+                self.b_g2.len(),
+                asg.b_input_density.count() + asg.b_aux_density.count(),
+            ),
         ];
         for (name, have, want) in checks {
             if have != want {
@@ -242,7 +285,8 @@ impl Srs {
     /// Host memory held by the decoded points, in bytes.
     pub fn size_bytes(&self) -> u64 {
         let g1 = self.h.len() + self.l.len() + self.a.len() + self.b_g1.len();
-        (g1 * std::mem::size_of::<G1Affine>() + self.b_g2.len() * std::mem::size_of::<G2Affine>()) as u64
+        (g1 * std::mem::size_of::<G1Affine>() + self.b_g2.len() * std::mem::size_of::<G2Affine>())
+            as u64
     }
 }
 
@@ -260,7 +304,10 @@ pub fn porep_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTree
         StackedCircuit<Tree, G>,
         storage_proofs_porep::stacked::PublicParams<Tree>,
     >>::cache_identifier(public_params);
-    (dir.join(format!("v{VERSION}-{id}.params")), dir.join(format!("v{VERSION}-{id}.vk")))
+    (
+        dir.join(format!("v{VERSION}-{id}.params")),
+        dir.join(format!("v{VERSION}-{id}.vk")),
+    )
 }
 
 #[cfg(test)]
@@ -271,8 +318,12 @@ pub(crate) mod tests {
     /// Writes a structurally valid parameter file with the given query sizes (points are
     /// multiples of the generators, never the identity).
     pub(crate) fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) {
-        let g1 = |i: usize| (blstrs::G1Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
-        let g2 = |i: usize| (blstrs::G2Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
+        let g1 = |i: usize| {
+            (blstrs::G1Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into()
+        };
+        let g2 = |i: usize| {
+            (blstrs::G2Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into()
+        };
         let vk = VerifyingKey::<Bls12> {
             alpha_g1: g1(0),
             beta_g1: g1(1),
@@ -329,7 +380,10 @@ pub(crate) mod tests {
         let mut longer = full.clone();
         longer.push(0);
         std::fs::write(&path, &longer).unwrap();
-        assert!(Srs::load(&path).unwrap_err().to_string().contains("1 trailing bytes"));
+        assert!(Srs::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("1 trailing bytes"));
         // zero length
         std::fs::write(&path, b"").unwrap();
         assert!(Srs::load(&path).unwrap_err().to_string().contains("empty"));
@@ -338,7 +392,10 @@ pub(crate) mod tests {
         let last = bad.len() - 10;
         bad[last] ^= 0xff;
         std::fs::write(&path, &bad).unwrap();
-        assert!(Srs::load(&path).unwrap_err().to_string().contains("not on the curve"));
+        assert!(Srs::load(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not on the curve"));
         // missing
         let e = Srs::load(&path.with_extension("nope")).unwrap_err();
         assert_eq!(e.code(), 200);

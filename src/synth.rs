@@ -116,7 +116,12 @@ impl Assignment {
         cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut cs)?;
         for i in 0..cs.input.len() {
-            cs.enforce(|| "", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+            cs.enforce(
+                || "",
+                |lc| lc + Variable::new_unchecked(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
         }
         Ok(cs)
     }
@@ -154,7 +159,11 @@ fn eval(
         if bool::from(coeff.is_zero()) {
             continue;
         }
-        acc += if *coeff == Fr::ONE { input[*index] } else { input[*index] * coeff };
+        acc += if *coeff == Fr::ONE {
+            input[*index]
+        } else {
+            input[*index] * coeff
+        };
         if let Some(d) = input_density.as_deref_mut() {
             d.set(*index);
         }
@@ -163,7 +172,11 @@ fn eval(
         if bool::from(coeff.is_zero()) {
             continue;
         }
-        acc += if *coeff == Fr::ONE { aux[*index] } else { aux[*index] * coeff };
+        acc += if *coeff == Fr::ONE {
+            aux[*index]
+        } else {
+            aux[*index] * coeff
+        };
         if let Some(d) = aux_density.as_deref_mut() {
             d.set(*index);
         }
@@ -210,7 +223,13 @@ impl ConstraintSystem<Fr> for Assignment {
             b(LinearCombination::zero()),
             c(LinearCombination::zero()),
         );
-        let va = eval(&la, None, Some(&mut self.a_aux_density), &self.input, &self.aux);
+        let va = eval(
+            &la,
+            None,
+            Some(&mut self.a_aux_density),
+            &self.input,
+            &self.aux,
+        );
         let vb = eval(
             &lb,
             Some(&mut self.b_input_density),
@@ -249,7 +268,12 @@ mod tests {
             let x = cs.alloc(|| "x", || Ok(Fr::from(self.0)))?;
             let y = cs.alloc(|| "y", || Ok(Fr::from(self.1)))?;
             let z = cs.alloc_input(|| "z", || Ok(Fr::from(self.0 * self.1)))?;
-            cs.enforce(|| "mul", |lc| lc + x, |lc| lc + y + (Fr::ZERO, x), |lc| lc + z);
+            cs.enforce(
+                || "mul",
+                |lc| lc + x,
+                |lc| lc + y + (Fr::ZERO, x),
+                |lc| lc + z,
+            );
             Ok(())
         }
     }

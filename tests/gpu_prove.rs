@@ -40,12 +40,22 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
     let gpu = Engine::new(cfg(Backend::Gpu)).unwrap();
     let cpu = Engine::new(cfg(Backend::Cpu)).unwrap();
     let rs = vec![(Fr::from(77u64), Fr::from(1234567u64))];
-    let opts = ProveOptions { randomness: Some(rs), ..Default::default() };
-    let g = gpu.prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts).unwrap();
+    let opts = ProveOptions {
+        randomness: Some(rs),
+        ..Default::default()
+    };
+    let g = gpu
+        .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts)
+        .unwrap();
     assert_eq!(g.partitions[0].backend, "gpu");
     assert!(g.partitions[0].tier.is_some());
-    let c = cpu.prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts).unwrap();
-    assert_eq!(g.proof, c.proof, "GPU and CPU proofs differ for the same r, s");
+    let c = cpu
+        .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts)
+        .unwrap();
+    assert_eq!(
+        g.proof, c.proof,
+        "GPU and CPU proofs differ for the same r, s"
+    );
     assert!(f.verify(&g.proof).unwrap());
     for (stage, d) in g.timings.of_partition(0) {
         println!("gpu {:>10}: {:8.1} ms", stage.name(), d.as_secs_f64() * 1e3);
@@ -53,7 +63,10 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
 
     // Baseline after the first proof: module loaded, parameters resident.
     let (base, _) = cuzk::gpu::device::mem_get_info(0).unwrap();
-    let count: usize = std::env::var("CUZK_TEST_PROOFS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let count: usize = std::env::var("CUZK_TEST_PROOFS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
     let gpu = Arc::new(gpu);
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t = std::time::Instant::now();
@@ -63,7 +76,9 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
             let f = &f;
             s.spawn(move || {
                 while next.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < count {
-                    let out = gpu.prove_porep_c2(c1, f.sector_id, &f.prover_id, &ProveOptions::default()).unwrap();
+                    let out = gpu
+                        .prove_porep_c2(c1, f.sector_id, &f.prover_id, &ProveOptions::default())
+                        .unwrap();
                     assert!(out.verified);
                 }
             });

@@ -38,19 +38,35 @@ fn c1() -> Vec<u8> {
 #[test]
 fn cpu_proof_verifies_with_filecoin_proofs_and_every_byte_flip_fails() {
     let f = fixture();
-    let out = engine().prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &ProveOptions::default()).unwrap();
+    let out = engine()
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &ProveOptions::default())
+        .unwrap();
     assert_eq!(out.proof.len(), 192);
     assert!(out.verified);
     assert_eq!(out.partitions.len(), 1);
     assert_eq!(out.partitions[0].backend, "cpu");
-    for stage in [cuzk::Stage::Synthesis, cuzk::Stage::Ntt, cuzk::Stage::MsmH, cuzk::Stage::Verify] {
-        assert!(out.timings.of_partition(0).any(|(s, _)| s == stage), "{stage:?} timed");
+    for stage in [
+        cuzk::Stage::Synthesis,
+        cuzk::Stage::Ntt,
+        cuzk::Stage::MsmH,
+        cuzk::Stage::Verify,
+    ] {
+        assert!(
+            out.timings.of_partition(0).any(|(s, _)| s == stage),
+            "{stage:?} timed"
+        );
     }
-    assert!(f.verify(&out.proof).unwrap(), "verify_seal rejects our proof");
+    assert!(
+        f.verify(&out.proof).unwrap(),
+        "verify_seal rejects our proof"
+    );
     for i in 0..out.proof.len() {
         let mut bad = out.proof.clone();
         bad[i] ^= 0x01;
-        assert!(!matches!(f.verify(&bad), Ok(true)), "proof with byte {i} flipped verified");
+        assert!(
+            !matches!(f.verify(&bad), Ok(true)),
+            "proof with byte {i} flipped verified"
+        );
     }
 }
 
@@ -68,13 +84,34 @@ fn wrapped_input_proves_and_checks_its_sector_number() {
         .into_bytes()
     };
     let out = engine()
-        .prove_porep_c2(&wrap(f.sector_id, 2048), f.sector_id, &f.prover_id, &ProveOptions::default())
+        .prove_porep_c2(
+            &wrap(f.sector_id, 2048),
+            f.sector_id,
+            &f.prover_id,
+            &ProveOptions::default(),
+        )
         .unwrap();
     assert!(f.verify(&out.proof).unwrap());
-    let e = engine().prove_porep_c2(&wrap(f.sector_id, 8 << 20), f.sector_id, &f.prover_id, &ProveOptions::default());
-    assert!(matches!(e, Err(cuzk::Error::InvalidInput(ref m)) if m.contains("SectorSize")), "{e:?}");
-    let e = engine().prove_porep_c2(&wrap(f.sector_id + 1, 2048), f.sector_id, &f.prover_id, &ProveOptions::default());
-    assert!(matches!(e, Err(cuzk::Error::InvalidInput(ref m)) if m.contains("SectorNum")), "{e:?}");
+    let e = engine().prove_porep_c2(
+        &wrap(f.sector_id, 8 << 20),
+        f.sector_id,
+        &f.prover_id,
+        &ProveOptions::default(),
+    );
+    assert!(
+        matches!(e, Err(cuzk::Error::InvalidInput(ref m)) if m.contains("SectorSize")),
+        "{e:?}"
+    );
+    let e = engine().prove_porep_c2(
+        &wrap(f.sector_id + 1, 2048),
+        f.sector_id,
+        &f.prover_id,
+        &ProveOptions::default(),
+    );
+    assert!(
+        matches!(e, Err(cuzk::Error::InvalidInput(ref m)) if m.contains("SectorNum")),
+        "{e:?}"
+    );
 }
 
 /// The 2 KiB circuit of the fixture, built independently of the engine from filecoin-proofs'
@@ -99,7 +136,8 @@ fn reference_circuit() -> (
         partitions: Some(1),
         priority: false,
     };
-    let pp = <StackedCompound<Tree, G> as CompoundProof<StackedDrg<'_, Tree, G>, _>>::setup(&setup).unwrap();
+    let pp = <StackedCompound<Tree, G> as CompoundProof<StackedDrg<'_, Tree, G>, _>>::setup(&setup)
+        .unwrap();
     let pub_in = PublicInputs {
         replica_id: out.replica_id,
         tau: Some(Tau {
@@ -117,11 +155,9 @@ fn reference_circuit() -> (
         Some(0),
     )
     .unwrap();
-    let params = bellperson::groth16::Parameters::read(
-        std::fs::File::open(&f.params_file).unwrap(),
-        false,
-    )
-    .unwrap();
+    let params =
+        bellperson::groth16::Parameters::read(std::fs::File::open(&f.params_file).unwrap(), false)
+            .unwrap();
     (circuit, params)
 }
 
@@ -130,8 +166,13 @@ fn known_answer_same_r_s_gives_bellpersons_bytes_and_h() {
     let f = fixture();
     let r = Fr::from(0x1234_5678_9abc_def0u64).square();
     let s = Fr::from(0x0fed_cba9_8765_4321u64).square();
-    let opts = ProveOptions { randomness: Some(vec![(r, s)]), ..Default::default() };
-    let ours = engine().prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts).unwrap();
+    let opts = ProveOptions {
+        randomness: Some(vec![(r, s)]),
+        ..Default::default()
+    };
+    let ours = engine()
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
+        .unwrap();
 
     let (circuit, params) = reference_circuit();
     // H polynomial: ours vs bellperson's EvaluationDomain on the same a, b, c.
@@ -165,7 +206,10 @@ fn known_answer_same_r_s_gives_bellpersons_bytes_and_h() {
     let theirs: Proof<Bls12> = create_proof(circuit, &params, r, s).unwrap();
     let mut theirs_bytes = Vec::new();
     theirs.write(&mut theirs_bytes).unwrap();
-    assert_eq!(ours.proof, theirs_bytes, "same r, s must give bellperson's exact proof bytes");
+    assert_eq!(
+        ours.proof, theirs_bytes,
+        "same r, s must give bellperson's exact proof bytes"
+    );
     assert!(f.verify(&ours.proof).unwrap());
 }
 
@@ -177,8 +221,12 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn engine_with_params(dir: &Path) -> Arc<Engine> {
-    Engine::new(EngineConfig { parameter_dir: Some(dir.to_path_buf()), backend: Backend::Cpu, ..Default::default() })
-        .unwrap()
+    Engine::new(EngineConfig {
+        parameter_dir: Some(dir.to_path_buf()),
+        backend: Backend::Cpu,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 #[test]
@@ -187,45 +235,90 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
     let good = c1();
     let e = engine();
     let prove = |eng: &Engine, input: &[u8], sector: u64, prover: &[u8]| {
-        eng.prove_porep_c2(input, sector, prover, &ProveOptions::default()).map(|_| ()).unwrap_err()
+        eng.prove_porep_c2(input, sector, prover, &ProveOptions::default())
+            .map(|_| ())
+            .unwrap_err()
     };
     // malformed and truncated JSON
-    assert_eq!(prove(&e, b"{not json", f.sector_id, &f.prover_id).code(), 100);
+    assert_eq!(
+        prove(&e, b"{not json", f.sector_id, &f.prover_id).code(),
+        100
+    );
     let err = prove(&e, &good[..good.len() / 2], f.sector_id, &f.prover_id);
     assert!(err.to_string().contains("truncated"), "{err}");
     // prover id of the wrong length
-    assert!(matches!(prove(&e, &good, f.sector_id, &f.prover_id[..31]), cuzk::Error::InvalidProverId { len: 31 }));
+    assert!(matches!(
+        prove(&e, &good, f.sector_id, &f.prover_id[..31]),
+        cuzk::Error::InvalidProverId { len: 31 }
+    ));
     // another prover id or sector number than the C1 was sealed for
     let mut other = f.prover_id;
     other[0] ^= 1;
-    assert!(prove(&e, &good, f.sector_id, &other).to_string().contains("replica id"));
-    assert!(prove(&e, &good, f.sector_id + 1, &f.prover_id).to_string().contains("replica id"));
+    assert!(prove(&e, &good, f.sector_id, &other)
+        .to_string()
+        .contains("replica id"));
+    assert!(prove(&e, &good, f.sector_id + 1, &f.prover_id)
+        .to_string()
+        .contains("replica id"));
 
     let name = f.params_file.file_name().unwrap();
     // missing parameter file
     let empty = temp_dir("missing");
-    let err = prove(&engine_with_params(&empty), &good, f.sector_id, &f.prover_id);
-    assert!(matches!(err, cuzk::Error::ParametersNotFound { .. }), "{err}");
+    let err = prove(
+        &engine_with_params(&empty),
+        &good,
+        f.sector_id,
+        &f.prover_id,
+    );
+    assert!(
+        matches!(err, cuzk::Error::ParametersNotFound { .. }),
+        "{err}"
+    );
     // zero-length parameter file
     let zero = temp_dir("zero");
     std::fs::write(zero.join(name), b"").unwrap();
     let err = prove(&engine_with_params(&zero), &good, f.sector_id, &f.prover_id);
-    assert!(err.code() == 201 && err.to_string().contains("empty"), "{err}");
+    assert!(
+        err.code() == 201 && err.to_string().contains("empty"),
+        "{err}"
+    );
     // truncated parameter file (first 50 MB of the real one)
     let trunc = temp_dir("trunc");
     {
         use std::io::Read;
         let mut head = vec![0u8; 50 << 20];
-        std::fs::File::open(&f.params_file).unwrap().read_exact(&mut head).unwrap();
+        std::fs::File::open(&f.params_file)
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
         std::fs::write(trunc.join(name), head).unwrap();
     }
-    let err = prove(&engine_with_params(&trunc), &good, f.sector_id, &f.prover_id);
-    assert!(err.code() == 201 && err.to_string().contains("truncated"), "{err}");
+    let err = prove(
+        &engine_with_params(&trunc),
+        &good,
+        f.sector_id,
+        &f.prover_id,
+    );
+    assert!(
+        err.code() == 201 && err.to_string().contains("truncated"),
+        "{err}"
+    );
     // parameters of another circuit (a well-formed file with other query sizes) under this name
     let other_params = temp_dir("other");
     write_small_params(&other_params.join(name));
-    let err = prove(&engine_with_params(&other_params), &good, f.sector_id, &f.prover_id);
-    assert!(err.code() == 201 && err.to_string().contains("not the parameters of this circuit"), "{err}");
+    let err = prove(
+        &engine_with_params(&other_params),
+        &good,
+        f.sector_id,
+        &f.prover_id,
+    );
+    assert!(
+        err.code() == 201
+            && err
+                .to_string()
+                .contains("not the parameters of this circuit"),
+        "{err}"
+    );
     for d in [empty, zero, trunc, other_params] {
         let _ = std::fs::remove_dir_all(d);
     }

@@ -21,7 +21,11 @@ fn status(code: c_int, call: &str) -> Result<()> {
     if code == 0 {
         Ok(())
     } else {
-        Err(Error::Cuda { device: 0, call: call.into(), message: format!("CUDA error {code}") })
+        Err(Error::Cuda {
+            device: 0,
+            call: call.into(),
+            message: format!("CUDA error {code}"),
+        })
     }
 }
 
@@ -33,7 +37,10 @@ pub fn register(ptr: usize, len: usize) -> Result<()> {
     Device::get(0)?.bind()?;
     // SAFETY: the registry passes a live host range it owns a reference to; the driver only
     // page-locks it and does not write to it.
-    status(unsafe { cuMemHostRegister_v2(ptr as *mut c_void, len, PORTABLE) }, "cuMemHostRegister")
+    status(
+        unsafe { cuMemHostRegister_v2(ptr as *mut c_void, len, PORTABLE) },
+        "cuMemHostRegister",
+    )
 }
 
 /// Releases the registration starting at `ptr`.
@@ -43,5 +50,8 @@ pub fn register(ptr: usize, len: usize) -> Result<()> {
 pub fn unregister(ptr: usize) -> Result<()> {
     Device::get(0)?.bind()?;
     // SAFETY: `ptr` is the start of a range this process registered and still owns.
-    status(unsafe { cuMemHostUnregister(ptr as *mut c_void) }, "cuMemHostUnregister")
+    status(
+        unsafe { cuMemHostUnregister(ptr as *mut c_void) },
+        "cuMemHostUnregister",
+    )
 }

@@ -23,7 +23,11 @@ const CHUNK: usize = 1 << 22;
 /// A curve group the CPU MSM runs over.
 pub trait MsmCurve: Copy + Send + Sync {
     /// Projective form.
-    type Proj: Group<Scalar = Fr> + Send + Sync + From<Self> + for<'a> std::ops::Add<&'a Self, Output = Self::Proj>;
+    type Proj: Group<Scalar = Fr>
+        + Send
+        + Sync
+        + From<Self>
+        + for<'a> std::ops::Add<&'a Self, Output = Self::Proj>;
     /// blst's Pippenger directly on affine points (no conversion to projective and back).
     fn multi_exp(points: &[Self], scalars: &[Fr]) -> Self::Proj;
 }
@@ -31,7 +35,9 @@ pub trait MsmCurve: Copy + Send + Sync {
 /// Scalars as blst wants them: 32 little-endian bytes each (canonical form).
 fn scalar_bytes(scalars: &[Fr]) -> Vec<u8> {
     let mut out = vec![0u8; scalars.len() * 32];
-    out.par_chunks_mut(32).zip(scalars.par_iter()).for_each(|(o, s)| o.copy_from_slice(&s.to_bytes_le()));
+    out.par_chunks_mut(32)
+        .zip(scalars.par_iter())
+        .for_each(|(o, s)| o.copy_from_slice(&s.to_bytes_le()));
     out
 }
 
@@ -111,7 +117,9 @@ fn dense_pairs<'a, C: Sync>(
     density: &'a Density,
 ) -> impl ParallelIterator<Item = (&'a C, &'a Fr)> + 'a {
     let idx: Vec<usize> = (0..values.len()).filter(|&i| density.get(i)).collect();
-    idx.into_par_iter().enumerate().map(move |(k, i)| (&points[k], &values[i]))
+    idx.into_par_iter()
+        .enumerate()
+        .map(move |(k, i)| (&points[k], &values[i]))
 }
 
 /// The CPU backend (rayon + blst). Always available.
@@ -123,40 +131,68 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn compute(&self, asg: &mut Assignment, srs: &Arc<Srs>, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+    fn compute(
+        &self,
+        asg: &mut Assignment,
+        srs: &Arc<Srs>,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<MsmResults> {
         let p = Some(ctx.partition);
-        let (a, b, c) =
-            (std::mem::take(&mut asg.a), std::mem::take(&mut asg.b), std::mem::take(&mut asg.c));
+        let (a, b, c) = (
+            std::mem::take(&mut asg.a),
+            std::mem::take(&mut asg.b),
+            std::mem::take(&mut asg.c),
+        );
         let t = Instant::now();
         let h = crate::ntt::compute_h(a, b, c)?;
         ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
         if h.len() != srs.h.len() {
             return Err(Error::ParametersInvalid {
                 path: srs.path.clone(),
-                reason: format!("H query has {} points, the circuit needs {}", srs.h.len(), h.len()),
+                reason: format!(
+                    "H query has {} points, the circuit needs {}",
+                    srs.h.len(),
+                    h.len()
+                ),
             });
         }
         let ni = asg.input.len();
         let rep = ctx.reporter;
         let tm = &mut *ctx.timings;
 
-        let h_sum = rep.time(tm, p, Stage::MsmH, || msm(srs.h.par_iter().zip(h.par_iter())));
+        let h_sum = rep.time(tm, p, Stage::MsmH, || {
+            msm(srs.h.par_iter().zip(h.par_iter()))
+        });
         drop(h);
-        let l_sum = rep.time(tm, p, Stage::MsmL, || msm(srs.l.par_iter().zip(asg.aux.par_iter())));
+        let l_sum = rep.time(tm, p, Stage::MsmL, || {
+            msm(srs.l.par_iter().zip(asg.aux.par_iter()))
+        });
         let a_sum = rep.time(tm, p, Stage::MsmA, || {
             msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()))
                 + msm(dense_pairs(&srs.a[ni..], &asg.aux, &asg.a_aux_density))
         });
         let bi = asg.b_input_density.count();
         let b_g1 = rep.time(tm, p, Stage::MsmBG1, || {
-            msm(dense_pairs(&srs.b_g1[..bi], &asg.input, &asg.b_input_density))
-                + msm(dense_pairs(&srs.b_g1[bi..], &asg.aux, &asg.b_aux_density))
+            msm(dense_pairs(
+                &srs.b_g1[..bi],
+                &asg.input,
+                &asg.b_input_density,
+            )) + msm(dense_pairs(&srs.b_g1[bi..], &asg.aux, &asg.b_aux_density))
         });
         let b_g2 = rep.time(tm, p, Stage::MsmBG2, || {
-            msm(dense_pairs(&srs.b_g2[..bi], &asg.input, &asg.b_input_density))
-                + msm(dense_pairs(&srs.b_g2[bi..], &asg.aux, &asg.b_aux_density))
+            msm(dense_pairs(
+                &srs.b_g2[..bi],
+                &asg.input,
+                &asg.b_input_density,
+            )) + msm(dense_pairs(&srs.b_g2[bi..], &asg.aux, &asg.b_aux_density))
         });
-        Ok(MsmResults { h: h_sum, l: l_sum, a: a_sum, b_g1, b_g2 })
+        Ok(MsmResults {
+            h: h_sum,
+            l: l_sum,
+            a: a_sum,
+            b_g1,
+            b_g2,
+        })
     }
 }
 
@@ -172,7 +208,13 @@ mod tests {
         for n in [0usize, 1, 2, 3, 17, 300] {
             let base = G1Projective::random(&mut rng).to_affine();
             let pts: Vec<G1Affine> = (0..n)
-                .map(|i| if i % 5 == 4 { base } else { G1Projective::random(&mut rng).to_affine() })
+                .map(|i| {
+                    if i % 5 == 4 {
+                        base
+                    } else {
+                        G1Projective::random(&mut rng).to_affine()
+                    }
+                })
                 .collect();
             let scs: Vec<Fr> = (0..n)
                 .map(|i| match i % 4 {
@@ -184,9 +226,15 @@ mod tests {
                 .collect();
             let naive: G1Projective = pts.iter().zip(&scs).map(|(p, s)| *p * s).sum();
             assert_eq!(msm(pts.par_iter().zip(scs.par_iter())), naive, "n = {n}");
-            let pts2: Vec<G2Affine> = (0..n.min(40)).map(|_| G2Projective::random(&mut rng).to_affine()).collect();
+            let pts2: Vec<G2Affine> = (0..n.min(40))
+                .map(|_| G2Projective::random(&mut rng).to_affine())
+                .collect();
             let naive2: G2Projective = pts2.iter().zip(&scs).map(|(p, s)| *p * s).sum();
-            assert_eq!(msm(pts2.par_iter().zip(scs.par_iter())), naive2, "G2 n = {n}");
+            assert_eq!(
+                msm(pts2.par_iter().zip(scs.par_iter())),
+                naive2,
+                "G2 n = {n}"
+            );
         }
     }
 
@@ -198,8 +246,17 @@ mod tests {
         }
         d.set(1);
         d.set(4);
-        let pts = [G1Projective::generator().to_affine(), (G1Projective::generator() * Fr::from(3)).to_affine()];
-        let vals = [Fr::from(9), Fr::from(2), Fr::from(9), Fr::from(9), Fr::from(5)];
+        let pts = [
+            G1Projective::generator().to_affine(),
+            (G1Projective::generator() * Fr::from(3)).to_affine(),
+        ];
+        let vals = [
+            Fr::from(9),
+            Fr::from(2),
+            Fr::from(9),
+            Fr::from(9),
+            Fr::from(5),
+        ];
         // 2·G + 5·3G = 17·G
         let got = msm(dense_pairs(&pts, &vals, &d));
         assert_eq!(got, G1Projective::generator() * Fr::from(17));

@@ -26,7 +26,9 @@ use super::cpu::{msm as cpu_msm, CpuBackend};
 use super::{Backend, MsmResults, PartitionCtx};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
-use crate::gpu::alloc::{DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind};
+use crate::gpu::alloc::{
+    DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind,
+};
 use crate::gpu::device::{self, Device, DeviceBuffer};
 use crate::gpu::hostmem;
 use crate::gpu::msm::{MsmWorkspace, Points, Scalars};
@@ -121,11 +123,16 @@ impl GpuBackend {
         if count == 0 {
             return Err(Error::NoDevice("the CUDA driver reports no device".into()));
         }
-        let ordinals: Vec<usize> = config.devices.clone().unwrap_or_else(|| (0..count).collect());
+        let ordinals: Vec<usize> = config
+            .devices
+            .clone()
+            .unwrap_or_else(|| (0..count).collect());
         let mut slots = Vec::new();
         for &o in &ordinals {
             if o >= count {
-                return Err(Error::NoDevice(format!("device {o} requested, {count} visible")));
+                return Err(Error::NoDevice(format!(
+                    "device {o} requested, {count} visible"
+                )));
             }
             let dev = Device::get(o)?;
             let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit);
@@ -134,10 +141,17 @@ impl GpuBackend {
                 "GPU {o}: {} MiB free of {} MiB{}, {} workers",
                 free >> 20,
                 total >> 20,
-                config.vram_limit.map(|l| format!(", capped at {} MiB", l >> 20)).unwrap_or_default(),
+                config
+                    .vram_limit
+                    .map(|l| format!(", capped at {} MiB", l >> 20))
+                    .unwrap_or_default(),
                 config.workers_per_device()
             );
-            slots.push(Slot { dev, alloc, resident: Mutex::new(None) });
+            slots.push(Slot {
+                dev,
+                alloc,
+                resident: Mutex::new(None),
+            });
         }
         let executor = Arc::new(GpuExecutor { slots });
         let probe = executor.clone();
@@ -145,10 +159,15 @@ impl GpuBackend {
             devices: ordinals.clone(),
             workers_per_device: config.workers_per_device(),
             gpu_section_permits: 1,
-            free_memory: Some(Arc::new(move |d| probe.slot(d).ok().and_then(|s| s.alloc.available().ok()))),
+            free_memory: Some(Arc::new(move |d| {
+                probe.slot(d).ok().and_then(|s| s.alloc.available().ok())
+            })),
         };
         let scheduler = Scheduler::new(executor, sched_config)?;
-        Ok(GpuBackend { scheduler, allow_cpu: config.allow_cpu_fallback })
+        Ok(GpuBackend {
+            scheduler,
+            allow_cpu: config.allow_cpu_fallback,
+        })
     }
 }
 
@@ -167,7 +186,10 @@ impl PartitionExecutor for GpuExecutor {
 
     fn run(&self, attempt: &Attempt<'_>, job: &Arc<GpuJob>) -> Result<GpuOutput> {
         let slot = self.slot(attempt.device)?;
-        let mut asg = job.asg.lock().map_err(|_| Error::internal("assignment lock poisoned"))?;
+        let mut asg = job
+            .asg
+            .lock()
+            .map_err(|_| Error::internal("assignment lock poisoned"))?;
         let srs = &job.srs;
         let shape = shape_of(&asg, srs)?;
         let params_resident = slot
@@ -194,7 +216,12 @@ impl PartitionExecutor for GpuExecutor {
             tier: Some(tier.name().to_string()),
         };
         let msm = run_on(slot, plan, &mut asg, srs, &mut ctx, attempt)?;
-        Ok(GpuOutput { msm, timings, device: attempt.device, tier: tier.name().to_string() })
+        Ok(GpuOutput {
+            msm,
+            timings,
+            device: attempt.device,
+            tier: tier.name().to_string(),
+        })
     }
 }
 
@@ -212,13 +239,18 @@ fn shape_of(asg: &Assignment, srs: &Srs) -> Result<PartitionShape> {
 /// Uploads the parameters to the device if this plan reserved them, or returns those already
 /// resident.
 fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Resident>>> {
-    let mut cur = slot.resident.lock().map_err(|_| Error::internal("resident lock poisoned"))?;
+    let mut cur = slot
+        .resident
+        .lock()
+        .map_err(|_| Error::internal("resident lock poisoned"))?;
     if let Some(r) = cur.as_ref() {
         if r.path == srs.path {
             return Ok(Some(r.clone()));
         }
     }
-    let Some(res) = plan.params.take() else { return Ok(None) };
+    let Some(res) = plan.params.take() else {
+        return Ok(None);
+    };
     *cur = None; // other parameters: free them first
     let t = Instant::now();
     let reg = pinned_registry();
@@ -250,7 +282,12 @@ fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Re
 }
 
 /// Copies `src` into the first `src.len()` elements of `dst` and zeroes the rest.
-fn stage(dev: &Arc<Device>, stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Result<()> {
+fn stage(
+    dev: &Arc<Device>,
+    stream: &device::Stream,
+    dst: &mut DeviceBuffer<Fr>,
+    src: &[Fr],
+) -> Result<()> {
     let _pin = pinned_registry().pin_slice(src);
     dst.slice_mut(..src.len())?.copy_from_host(src)?;
     let _ = dev;
@@ -278,7 +315,10 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
         if slot.alloc.reserved_bytes() <= resident {
             return slot.alloc.plan(shape, opts);
         }
-        match slot.alloc.plan_wait(shape, opts, std::time::Duration::from_millis(200)) {
+        match slot
+            .alloc
+            .plan_wait(shape, opts, std::time::Duration::from_millis(200))
+        {
             Err(Error::OutOfDeviceMemory { .. }) => continue,
             other => return other,
         }
@@ -327,7 +367,11 @@ fn run_on(
     let dev = &slot.dev;
     let p = Some(ctx.partition);
     let shape = shape_of(asg, srs)?;
-    let resident = if plan.tier.kind() == TierKind::Resident { resident_for(slot, srs, &mut plan)? } else { None };
+    let resident = if plan.tier.kind() == TierKind::Resident {
+        resident_for(slot, srs, &mut plan)?
+    } else {
+        None
+    };
     let n = 1usize << asg.domain_log2();
     let stream = dev.stream()?;
 
@@ -349,13 +393,20 @@ fn run_on(
             stage(dev, &stream, &mut dh, &asg.a)?;
             stage(dev, &stream, &mut db, &asg.b)?;
             stage(dev, &stream, &mut dc, &asg.c)?;
-            ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
+            ctx.reporter
+                .report(ctx.timings, p, Stage::Transfer, t.elapsed());
             // The GPU section: kernels only (the uploads above overlap other workers' kernels).
             let guard = attempt.enter_gpu();
-            ctx.reporter.report(ctx.timings, p, Stage::Wait, guard.waited());
+            ctx.reporter
+                .report(ctx.timings, p, Stage::Wait, guard.waited());
             section = guard;
             let t = Instant::now();
-            ntt::h_step(&stream, &mut dh.as_mut_slice(), &mut db.as_mut_slice(), &mut dc.as_mut_slice())?;
+            ntt::h_step(
+                &stream,
+                &mut dh.as_mut_slice(),
+                &mut db.as_mut_slice(),
+                &mut dc.as_mut_slice(),
+            )?;
             stream.synchronize()?;
             ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
             plan.work.note_freed(2 * 32 * n as u64);
@@ -370,9 +421,11 @@ fn run_on(
             ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
             let t = Instant::now();
             stage(dev, &stream, &mut dh, &h)?;
-            ctx.reporter.report(ctx.timings, p, Stage::Transfer, t.elapsed());
+            ctx.reporter
+                .report(ctx.timings, p, Stage::Transfer, t.elapsed());
             let guard = attempt.enter_gpu();
-            ctx.reporter.report(ctx.timings, p, Stage::Wait, guard.waited());
+            ctx.reporter
+                .report(ctx.timings, p, Stage::Wait, guard.waited());
             section = guard;
             chunk = match plan.tier {
                 Tier::Streaming { chunk_points, .. } => chunk_points as usize,
@@ -394,64 +447,117 @@ fn run_on(
     let in_idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
     // The input parts (≤ a few hundred points) are summed on the CPU.
     let a_in: G1Projective = cpu_msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()));
-    let b1_in: G1Projective = cpu_msm(in_idx.par_iter().enumerate().map(|(k, &i)| (&srs.b_g1[k], &asg.input[i])));
-    let b2_in: G2Projective = cpu_msm(in_idx.par_iter().enumerate().map(|(k, &i)| (&srs.b_g2[k], &asg.input[i])));
+    let b1_in: G1Projective = cpu_msm(
+        in_idx
+            .par_iter()
+            .enumerate()
+            .map(|(k, &i)| (&srs.b_g1[k], &asg.input[i])),
+    );
+    let b2_in: G2Projective = cpu_msm(
+        in_idx
+            .par_iter()
+            .enumerate()
+            .map(|(k, &i)| (&srs.b_g2[k], &asg.input[i])),
+    );
     let (h, l, a, b_g1, b_g2);
     if let Some(r) = &resident {
         let daux = dev.upload(&asg.aux)?;
         let aux = || Scalars::Device(daux.as_slice());
         let t = Instant::now();
-        h = ws.msm_g1(Points::Device(r.h.slice(0..n - 1)?), Scalars::Device(dh.slice(0..n - 1)?), None)?;
+        h = ws.msm_g1(
+            Points::Device(r.h.slice(0..n - 1)?),
+            Scalars::Device(dh.slice(0..n - 1)?),
+            None,
+        )?;
         rep.report(tm, p, Stage::MsmH, t.elapsed());
         drop(dh);
         let t = Instant::now();
         l = ws.msm_g1(Points::Device(r.l.as_slice()), aux(), None)?;
         rep.report(tm, p, Stage::MsmL, t.elapsed());
         let t = Instant::now();
-        a = a_in + ws.msm_g1(Points::Device(r.a.slice(ni..)?), aux(), Some(asg.a_aux_density.words()))?;
+        a = a_in
+            + ws.msm_g1(
+                Points::Device(r.a.slice(ni..)?),
+                aux(),
+                Some(asg.a_aux_density.words()),
+            )?;
         rep.report(tm, p, Stage::MsmA, t.elapsed());
         let t = Instant::now();
-        b_g1 = b1_in + ws.msm_g1(Points::Device(r.b_g1.slice(bi..)?), aux(), Some(asg.b_aux_density.words()))?;
+        b_g1 = b1_in
+            + ws.msm_g1(
+                Points::Device(r.b_g1.slice(bi..)?),
+                aux(),
+                Some(asg.b_aux_density.words()),
+            )?;
         rep.report(tm, p, Stage::MsmBG1, t.elapsed());
         let t = Instant::now();
-        b_g2 = b2_in + ws.msm_g2(Points::Device(r.b_g2.slice(bi..)?), aux(), Some(asg.b_aux_density.words()))?;
+        b_g2 = b2_in
+            + ws.msm_g2(
+                Points::Device(r.b_g2.slice(bi..)?),
+                aux(),
+                Some(asg.b_aux_density.words()),
+            )?;
         rep.report(tm, p, Stage::MsmBG2, t.elapsed());
     } else {
         let t = Instant::now();
         let mut hsum = G1Projective::identity();
         for s in (0..n - 1).step_by(chunk) {
             let e = (s + chunk).min(n - 1);
-            hsum += ws.msm_g1(Points::Host(&srs.h[s..e]), Scalars::Device(dh.slice(s..e)?), None)?;
+            hsum += ws.msm_g1(
+                Points::Host(&srs.h[s..e]),
+                Scalars::Device(dh.slice(s..e)?),
+                None,
+            )?;
             ws.release()?;
         }
         h = hsum;
         rep.report(tm, p, Stage::MsmH, t.elapsed());
         drop(dh);
         let t = Instant::now();
-        l = chunked(&srs.l, &asg.aux, None, chunk, |pt, sc, d| ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d))?;
+        l = chunked(&srs.l, &asg.aux, None, chunk, |pt, sc, d| {
+            ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d)
+        })?;
         rep.report(tm, p, Stage::MsmL, t.elapsed());
         let t = Instant::now();
         a = a_in
-            + chunked(&srs.a[ni..], &asg.aux, Some(&asg.a_aux_density), chunk, |pt, sc, d| {
-                ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d)
-            })?;
+            + chunked(
+                &srs.a[ni..],
+                &asg.aux,
+                Some(&asg.a_aux_density),
+                chunk,
+                |pt, sc, d| ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d),
+            )?;
         rep.report(tm, p, Stage::MsmA, t.elapsed());
         let t = Instant::now();
         b_g1 = b1_in
-            + chunked(&srs.b_g1[bi..], &asg.aux, Some(&asg.b_aux_density), chunk, |pt, sc, d| {
-                ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d)
-            })?;
+            + chunked(
+                &srs.b_g1[bi..],
+                &asg.aux,
+                Some(&asg.b_aux_density),
+                chunk,
+                |pt, sc, d| ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d),
+            )?;
         rep.report(tm, p, Stage::MsmBG1, t.elapsed());
         let t = Instant::now();
         b_g2 = b2_in
-            + chunked(&srs.b_g2[bi..], &asg.aux, Some(&asg.b_aux_density), chunk, |pt, sc, d| {
-                ws.msm_g2(Points::Host(pt), Scalars::Host(sc), d)
-            })?;
+            + chunked(
+                &srs.b_g2[bi..],
+                &asg.aux,
+                Some(&asg.b_aux_density),
+                chunk,
+                |pt, sc, d| ws.msm_g2(Points::Host(pt), Scalars::Host(sc), d),
+            )?;
         rep.report(tm, p, Stage::MsmBG2, t.elapsed());
     }
     ws.release()?;
     drop(section);
-    Ok(MsmResults { h, l, a, b_g1, b_g2 })
+    Ok(MsmResults {
+        h,
+        l,
+        a,
+        b_g1,
+        b_g2,
+    })
 }
 
 impl Backend for GpuBackend {
@@ -459,7 +565,12 @@ impl Backend for GpuBackend {
         "gpu"
     }
 
-    fn compute(&self, asg: &mut Assignment, srs: &Arc<Srs>, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults> {
+    fn compute(
+        &self,
+        asg: &mut Assignment,
+        srs: &Arc<Srs>,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<MsmResults> {
         let job = Arc::new(GpuJob {
             asg: Mutex::new(std::mem::take(asg)),
             srs: srs.clone(),
@@ -468,14 +579,25 @@ impl Backend for GpuBackend {
         });
         let mut outcomes = self.scheduler.submit(vec![job.clone()]).wait_outcomes();
         // The assignment comes back whatever happened (a CPU fallback needs it).
-        *asg = std::mem::take(&mut *job.asg.lock().map_err(|_| Error::internal("assignment lock poisoned"))?);
-        let outcome = outcomes.pop().ok_or_else(|| Error::internal("scheduler returned no outcome"))?;
+        *asg = std::mem::take(
+            &mut *job
+                .asg
+                .lock()
+                .map_err(|_| Error::internal("assignment lock poisoned"))?,
+        );
+        let outcome = outcomes
+            .pop()
+            .ok_or_else(|| Error::internal("scheduler returned no outcome"))?;
         if outcome.attempts > 1 {
             log::warn!(
                 "partition {}: {} GPU attempts: {:?}",
                 ctx.partition,
                 outcome.attempts,
-                outcome.history.iter().map(|h| (h.device, h.tier, h.error.clone())).collect::<Vec<_>>()
+                outcome
+                    .history
+                    .iter()
+                    .map(|h| (h.device, h.tier, h.error.clone()))
+                    .collect::<Vec<_>>()
             );
         }
         match outcome.result {

@@ -70,7 +70,12 @@ pub trait Backend: Send + Sync {
     ///
     /// # Errors
     /// Device and memory errors (GPU); [`Error::InvalidInput`] for inconsistent sizes.
-    fn compute(&self, asg: &mut Assignment, srs: &Arc<Srs>, ctx: &mut PartitionCtx<'_>) -> Result<MsmResults>;
+    fn compute(
+        &self,
+        asg: &mut Assignment,
+        srs: &Arc<Srs>,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<MsmResults>;
 }
 
 /// Assembles the Groth16 proof from the MSM results and the blinding factors `r`, `s`.
@@ -91,7 +96,11 @@ pub fn assemble(vk: &VerifyingKey<Bls12>, m: &MsmResults, r: Fr, s: Fr) -> Resul
         + m.b_g1 * r
         + m.h
         + m.l;
-    Ok(Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() })
+    Ok(Proof {
+        a: g_a.to_affine(),
+        b: g_b.to_affine(),
+        c: g_c.to_affine(),
+    })
 }
 
 /// Serializes a proof in bellperson's format (192 bytes).
