@@ -6,7 +6,7 @@
 //! ```
 //!
 //! * `DIR` / `--fixture DIR`: fixture directory (default `$CUZK_FIXTURE_DIR`, else
-//!   `~/.cache/cuzk/fixture-2kib-v1`); built on first use (about 10 minutes on 2 cores: the
+//!   `~/.cache/cuzk/fixture-2kib-v1`); built on first use (about 15 minutes on 2 cores: the
 //!   Groth16 test parameters are generated once and kept).
 //! * `--backend`: overrides `CUZK_BACKEND` (default `auto`: GPU when built with `--features cuda`
 //!   and a device exists, else CPU).

@@ -310,6 +310,34 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     .map_err(Error::internal)?;
     let vanilla_params = &pub_params.vanilla_params;
 
+    // The vanilla proofs are checked before any heavy work (cheap next to proving): a damaged
+    // C1 output is an input error here, not a parameter-shape mismatch or a panic deep in the
+    // circuit later. Malformed values (e.g. a hash that is not a field element) make the
+    // dependency panic: that panic is an input error too.
+    let vanilla_ok = reporter.time(timings, None, Stage::Parse, || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            <StackedDrg<'_, Tree, DefaultPieceHasher> as storage_proofs_core::proof::ProofScheme<
+                '_,
+            >>::verify_all_partitions(vanilla_params, &public_inputs, &vanilla)
+        }))
+    });
+    match vanilla_ok {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => {
+            return Err(Error::InvalidInput(
+                "the C1 output's vanilla proofs do not verify against its comm_r, comm_d, replica id and seed".into(),
+            ))
+        }
+        Ok(Err(e)) => return Err(Error::InvalidInput(format!("the C1 output's vanilla proofs are malformed: {e:#}"))),
+        Err(panic) => {
+            let msg = match Error::from_panic(panic) {
+                Error::Panic(m) => m,
+                e => e.to_string(),
+            };
+            return Err(Error::InvalidInput(format!("the C1 output's vanilla proofs are malformed: {msg}")));
+        }
+    }
+
     let (params_path, _) =
         porep_param_paths::<Tree>(&engine.config.resolved_parameter_dir(), vanilla_params);
     let srs = reporter.time(timings, None, Stage::LoadParams, || {

@@ -17,7 +17,7 @@
 //! therefore the same too (they are **test** parameters: anyone knowing the seed knows the
 //! toxic waste).
 //!
-//! Costs: sealing takes well under a second; generating the parameters takes about 10 minutes
+//! Costs: sealing takes well under a second; generating the parameters takes about 15 minutes
 //! on 2 cores and writes a 1.1 GB `.params` file.
 //!
 //! # The parameter-cache environment variable
@@ -355,7 +355,7 @@ pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
 /// ([`use_parameter_dir`]).
 ///
 /// Steps, each logged with its duration: seal the sector (add_piece, pre-commit 1 and 2,
-/// commit 1 → `c1.json`; < 1 s), then generate the Groth16 parameters if missing (~10 min on
+/// commit 1 → `c1.json`; < 1 s), then generate the Groth16 parameters if missing (~15 min on
 /// 2 cores, 1.1 GB), then check that filecoin-proofs' parameter cache finds the verifying key.
 ///
 /// # Errors
@@ -435,7 +435,7 @@ fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
         let t = Instant::now();
         log::info!(
             "fixture: generating Groth16 parameters for the 2 KiB PoRep circuit into {} \
-             (about 10 minutes on 2 cores, 1.1 GB)",
+             (about 15 minutes on 2 cores, 1.1 GB)",
             params_file.display()
         );
         let circuit = <Compound as CompoundProof<

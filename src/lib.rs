@@ -10,7 +10,7 @@
 //! - [`c1::prover_id_from_actor_id`]: the 32-byte prover id of a miner actor id.
 //!
 //! The data flow (parse → parameters → synthesis → H polynomial and MSMs → Groth16 epilogue →
-//! verification) follows `DESIGN.md`; the Groth16 construction is Groth, "On the Size of
+//! verification) is the design card's; the Groth16 construction is Groth, "On the Size of
 //! Pairing-based Non-interactive Arguments", EUROCRYPT 2016, as laid out by bellperson.
 #![deny(missing_docs)]
 

@@ -13,7 +13,7 @@
 //! `CUZK_STATICLIB=/path/to/libcuzk.a` overrides that. The C compiler is `$CC`, else `cc`.
 //!
 //! The fixture comes from `cuzk::fixture::ensure_2kib_fixture(&default_fixture_dir())`
-//! (`$CUZK_FIXTURE_DIR`, else `~/.cache/cuzk/fixture-2kib-v1`; about 10 minutes to generate
+//! (`$CUZK_FIXTURE_DIR`, else `~/.cache/cuzk/fixture-2kib-v1`; about 15 minutes to generate
 //! the first time).
 
 use std::path::{Path, PathBuf};

@@ -261,6 +261,36 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
         .to_string()
         .contains("replica id"));
 
+    // A damaged C1: one challenge's vanilla proof removed; a hash that is not a field element.
+    let mut v: serde_json::Value = serde_json::from_slice(&good).unwrap();
+    let proofs = v["vanilla_proofs"]["StackedDrg2KiBV1"][0]
+        .as_array_mut()
+        .unwrap();
+    assert!(proofs.len() > 1);
+    proofs.remove(1);
+    let dropped = serde_json::to_vec(&v).unwrap();
+    let err = prove(&e, &dropped, f.sector_id, &f.prover_id);
+    assert_eq!(err.code(), 101, "{err}");
+    assert!(err.to_string().contains("vanilla proofs"), "{err}");
+    fn first_hash(v: &mut serde_json::Value) -> Option<&mut serde_json::Value> {
+        match v {
+            serde_json::Value::Array(a) if a.len() == 32 && a.iter().all(|x| x.is_u64()) => Some(v),
+            serde_json::Value::Array(a) => a.iter_mut().find_map(first_hash),
+            serde_json::Value::Object(o) => o.values_mut().find_map(first_hash),
+            _ => None,
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_slice(&good).unwrap();
+    let hash = first_hash(&mut v["vanilla_proofs"]).expect("a 32-byte hash in the vanilla proofs");
+    hash[31] = serde_json::json!(255);
+    let err = prove(
+        &e,
+        &serde_json::to_vec(&v).unwrap(),
+        f.sector_id,
+        &f.prover_id,
+    );
+    assert_eq!(err.code(), 101, "{err}");
+
     let name = f.params_file.file_name().unwrap();
     // missing parameter file
     let empty = temp_dir("missing");
