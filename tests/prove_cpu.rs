@@ -377,3 +377,34 @@ fn write_small_params(path: &Path) {
     };
     p.write(&mut std::fs::File::create(path).unwrap()).unwrap();
 }
+
+/// The 0/1 split of the real 2 KiB witness, which the GPU MSM exploits (reported in
+/// BENCHMARKS.md): most aux values are 0 or 1.
+#[test]
+fn witness_split_of_the_2kib_circuit() {
+    let (circuit, _) = reference_circuit();
+    let asg = cuzk::synth::Assignment::synthesize(circuit).unwrap();
+    let n = asg.aux.len();
+    let pct = |x: usize, of: usize| 100.0 * x as f64 / of as f64;
+    for (name, d) in [
+        ("all aux", None),
+        ("A query", Some(&asg.a_aux_density)),
+        ("B query", Some(&asg.b_aux_density)),
+    ] {
+        let (z, o, r) = asg.aux_split(d);
+        let m = z + o + r;
+        println!(
+            "{name:8}: {m} values ({:.1} % of aux): zeros {:.1} %, ones {:.1} %, others {:.2} %",
+            pct(m, n),
+            pct(z, m),
+            pct(o, m),
+            pct(r, m)
+        );
+        assert!(
+            m > 0 && r < m / 5,
+            "{name}: the PoRep witness is mostly 0/1"
+        );
+    }
+    assert!(asg.a_aux_density.count() > n * 9 / 10, "A density is high");
+    assert!(asg.b_aux_density.count() < n / 2, "B density is low");
+}
