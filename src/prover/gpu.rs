@@ -282,15 +282,9 @@ fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Re
 }
 
 /// Copies `src` into the first `src.len()` elements of `dst` and zeroes the rest.
-fn stage(
-    dev: &Arc<Device>,
-    stream: &device::Stream,
-    dst: &mut DeviceBuffer<Fr>,
-    src: &[Fr],
-) -> Result<()> {
+fn stage(stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Result<()> {
     let _pin = pinned_registry().pin_slice(src);
     dst.slice_mut(..src.len())?.copy_from_host(src)?;
-    let _ = dev;
     if src.len() < dst.len() {
         dst.slice_mut(src.len()..)?.zero(stream)?;
     }
@@ -390,9 +384,9 @@ fn run_on(
             let mut db = dev.alloc::<Fr>(n)?;
             let mut dc = dev.alloc::<Fr>(n)?;
             plan.work.note_allocated(3 * 32 * n as u64);
-            stage(dev, &stream, &mut dh, &asg.a)?;
-            stage(dev, &stream, &mut db, &asg.b)?;
-            stage(dev, &stream, &mut dc, &asg.c)?;
+            stage(&stream, &mut dh, &asg.a)?;
+            stage(&stream, &mut db, &asg.b)?;
+            stage(&stream, &mut dc, &asg.c)?;
             ctx.reporter
                 .report(ctx.timings, p, Stage::Transfer, t.elapsed());
             // The GPU section: kernels only (the uploads above overlap other workers' kernels).
@@ -420,7 +414,7 @@ fn run_on(
             let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
             ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
             let t = Instant::now();
-            stage(dev, &stream, &mut dh, &h)?;
+            stage(&stream, &mut dh, &h)?;
             ctx.reporter
                 .report(ctx.timings, p, Stage::Transfer, t.elapsed());
             let guard = attempt.enter_gpu();
