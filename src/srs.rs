@@ -310,40 +310,38 @@ pub fn porep_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTree
     )
 }
 
+/// Testing only: writes a structurally valid parameter file with the given query sizes (points are
+/// multiples of the generators, never the identity).
+#[doc(hidden)]
+pub fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) -> std::io::Result<()> {
+    use group::Group;
+    let g1 =
+        |i: usize| (blstrs::G1Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
+    let g2 =
+        |i: usize| (blstrs::G2Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
+    let vk = VerifyingKey::<Bls12> {
+        alpha_g1: g1(0),
+        beta_g1: g1(1),
+        beta_g2: g2(0),
+        gamma_g2: g2(1),
+        delta_g1: g1(2),
+        delta_g2: g2(2),
+        ic: (0..ic).map(g1).collect(),
+    };
+    let p = Parameters::<Bls12> {
+        vk,
+        h: Arc::new((0..sizes[0]).map(g1).collect()),
+        l: Arc::new((0..sizes[1]).map(g1).collect()),
+        a: Arc::new((0..sizes[2]).map(g1).collect()),
+        b_g1: Arc::new((0..sizes[3]).map(g1).collect()),
+        b_g2: Arc::new((0..sizes[4]).map(g2).collect()),
+    };
+    p.write(&mut File::create(path)?)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use group::Group;
-
-    /// Writes a structurally valid parameter file with the given query sizes (points are
-    /// multiples of the generators, never the identity).
-    pub(crate) fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) {
-        let g1 = |i: usize| {
-            (blstrs::G1Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into()
-        };
-        let g2 = |i: usize| {
-            (blstrs::G2Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into()
-        };
-        let vk = VerifyingKey::<Bls12> {
-            alpha_g1: g1(0),
-            beta_g1: g1(1),
-            beta_g2: g2(0),
-            gamma_g2: g2(1),
-            delta_g1: g1(2),
-            delta_g2: g2(2),
-            ic: (0..ic).map(g1).collect(),
-        };
-        let p = Parameters::<Bls12> {
-            vk,
-            h: Arc::new((0..sizes[0]).map(g1).collect()),
-            l: Arc::new((0..sizes[1]).map(g1).collect()),
-            a: Arc::new((0..sizes[2]).map(g1).collect()),
-            b_g1: Arc::new((0..sizes[3]).map(g1).collect()),
-            b_g2: Arc::new((0..sizes[4]).map(g2).collect()),
-        };
-        let mut f = File::create(path).unwrap();
-        p.write(&mut f).unwrap();
-    }
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("cuzk-srs-{}-{name}", std::process::id()));
@@ -354,7 +352,7 @@ pub(crate) mod tests {
     #[test]
     fn loads_what_bellperson_writes() {
         let path = tmp("ok");
-        write_fake_params(&path, 2, [3, 4, 5, 6, 7]);
+        write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
         let srs = Srs::load(&path).unwrap();
         let reference = Parameters::<Bls12>::read(File::open(&path).unwrap(), false).unwrap();
         assert_eq!(srs.vk, reference.vk);
@@ -369,7 +367,7 @@ pub(crate) mod tests {
     #[test]
     fn bad_files_are_typed_errors() {
         let path = tmp("bad");
-        write_fake_params(&path, 2, [3, 4, 5, 6, 7]);
+        write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
         let full = std::fs::read(&path).unwrap();
         // truncated by one byte
         std::fs::write(&path, &full[..full.len() - 1]).unwrap();

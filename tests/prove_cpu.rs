@@ -335,7 +335,7 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
     );
     // parameters of another circuit (a well-formed file with other query sizes) under this name
     let other_params = temp_dir("other");
-    write_small_params(&other_params.join(name));
+    cuzk::srs::write_fake_params(&other_params.join(name), 40, [3, 3, 3, 3, 3]).unwrap();
     let err = prove(
         &engine_with_params(&other_params),
         &good,
@@ -352,30 +352,6 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
     for d in [empty, zero, trunc, other_params] {
         let _ = std::fs::remove_dir_all(d);
     }
-}
-
-/// A structurally valid parameter file of a tiny circuit: 41 inputs, 3 points per query.
-fn write_small_params(path: &Path) {
-    use group::{Curve, Group};
-    let g1 = |i: u64| (blstrs::G1Projective::generator() * Fr::from(i + 2)).to_affine();
-    let g2 = |i: u64| (blstrs::G2Projective::generator() * Fr::from(i + 2)).to_affine();
-    let p = bellperson::groth16::Parameters::<Bls12> {
-        vk: bellperson::groth16::VerifyingKey {
-            alpha_g1: g1(0),
-            beta_g1: g1(1),
-            beta_g2: g2(0),
-            gamma_g2: g2(1),
-            delta_g1: g1(2),
-            delta_g2: g2(2),
-            ic: (0..41).map(g1).collect(),
-        },
-        h: Arc::new((0..3).map(g1).collect()),
-        l: Arc::new((0..3).map(g1).collect()),
-        a: Arc::new((0..3).map(g1).collect()),
-        b_g1: Arc::new((0..3).map(g1).collect()),
-        b_g2: Arc::new((0..3).map(g2).collect()),
-    };
-    p.write(&mut std::fs::File::create(path).unwrap()).unwrap();
 }
 
 /// The 0/1 split of the real 2 KiB witness, which the GPU MSM exploits (reported in
