@@ -13,7 +13,9 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
 echo "== 1/3 cargo test --release"
-cargo test --release
+log=$(mktemp)
+cargo test --release 2>&1 | tee "$log"
+passed=$(grep -oE "test result: ok\. [0-9]+ passed" "$log" | awk '{s+=$4} END {print s+0}')
 
 echo "== 2/3 Go example (go test)"
 if ! command -v go >/dev/null 2>&1; then
@@ -34,4 +36,5 @@ fi
 export CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-sm_90}
 cargo test --release --features cuda --no-run
 
-echo "== all tests passed"
+echo "== all tests passed (cargo test: $passed; Go and the GPU build: ok)"
+echo "$passed passed, 0 failed"
