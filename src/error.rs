@@ -180,12 +180,12 @@ impl Error {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    #[test]
-    fn codes_are_grouped_and_distinct() {
-        let all = [
+    /// One value of every variant (tests of the codes here and in the C ABI).
+    pub(crate) fn all_errors() -> Vec<Error> {
+        vec![
             Error::MalformedInput(String::new()),
             Error::InvalidInput(String::new()),
             Error::InvalidProverId { len: 3 },
@@ -227,7 +227,12 @@ mod tests {
             Error::Io(std::io::Error::other("x")),
             Error::Panic(String::new()),
             Error::Internal(String::new()),
-        ];
+        ]
+    }
+
+    #[test]
+    fn codes_are_grouped_and_distinct() {
+        let all = all_errors();
         let codes: std::collections::BTreeSet<i32> = all.iter().map(Error::code).collect();
         assert_eq!(codes.len(), all.len());
         assert_eq!(Error::InvalidProverId { len: 3 }.code() / 100, 1);

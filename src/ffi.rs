@@ -797,51 +797,7 @@ pub unsafe extern "C" fn cuzk_test_inject_panic(engine: *const CuzkEngine) -> Cu
 mod tests {
     use super::*;
 
-    fn all_errors() -> Vec<Error> {
-        vec![
-            Error::MalformedInput(String::new()),
-            Error::InvalidInput(String::new()),
-            Error::InvalidProverId { len: 3 },
-            Error::UnsupportedProof(String::new()),
-            Error::InvalidConfig {
-                name: "X".into(),
-                value: "y".into(),
-                reason: "z".into(),
-            },
-            Error::ParametersNotFound { path: "p".into() },
-            Error::ParametersInvalid {
-                path: "p".into(),
-                reason: "r".into(),
-            },
-            Error::NoDevice(String::new()),
-            Error::DeviceUnsupported {
-                device: 0,
-                reason: String::new(),
-            },
-            Error::Cuda {
-                device: 0,
-                call: String::new(),
-                message: String::new(),
-            },
-            Error::OutOfDeviceMemory {
-                device: 0,
-                needed: 1,
-                free: 0,
-            },
-            Error::OutOfHostMemory {
-                needed: 1,
-                budget: 0,
-            },
-            Error::Synthesis {
-                partition: 0,
-                message: String::new(),
-            },
-            Error::VerificationFailed { partition: 0 },
-            Error::Io(std::io::Error::other("x")),
-            Error::Panic(String::new()),
-            Error::Internal(String::new()),
-        ]
-    }
+    use crate::error::tests::all_errors;
 
     #[test]
     fn statuses_are_the_error_codes() {
