@@ -338,13 +338,15 @@ struct alignas(16) Field {
         return reduce_once(r);
     }
 
-    /// Montgomery product a * b * R^-1 mod p: `mul_wide` when CUZK_MUL_WIDE is defined non-zero
-    /// at compile time, else `mul_cios` (the default until mul_wide has been checked on a GPU).
+    /// Montgomery product a * b * R^-1 mod p: `mul_wide`, unless CUZK_MUL_CIOS is defined
+    /// non-zero at compile time (`CUZK_NVCC_FLAGS=-DCUZK_MUL_CIOS=1`), then `mul_cios`.
+    /// On the H200 the wide product made G1 MSMs 10-12 % faster (2^27: 2.25 -> 1.98 s,
+    /// BENCHMARKS.md); both are checked against blstrs by tests/gpu_field.rs.
     __device__ __forceinline__ static Field mul(const Field& a, const Field& b) {
-#if defined(CUZK_MUL_WIDE) && CUZK_MUL_WIDE
-        return mul_wide(a, b);
-#else
+#if defined(CUZK_MUL_CIOS) && CUZK_MUL_CIOS
         return mul_cios(a, b);
+#else
+        return mul_wide(a, b);
 #endif
     }
     /// a^2 (Montgomery).

@@ -1,7 +1,7 @@
 // cuzk — small kernels that expose single field operations, for tests/gpu_field.rs.
 // One thread per element; `op` selects the operation (codes below, mirrored in the test):
 //   0 add  1 sub  2 mul  3 sqr  4 neg  5 inverse  6 to_mont  7 from_mont  8 eq (out = 1 or 0)
-//   9 dbl  10 is_zero (out = 1 or 0)  11 mul_wide (Fr and Fp only)
+//   9 dbl  10 is_zero (out = 1 or 0)  11 mul_cios (Fr and Fp only; `mul`, op 2, is mul_wide)
 // For Fp2, to_mont/from_mont (6, 7) are not defined and leave the output untouched.
 #include "field.cuh"
 
@@ -22,7 +22,7 @@ __device__ __forceinline__ F field_op(int op, const F& a, const F& b) {
         case 8: return (a == b) ? F::one() : F::zero();
         case 9: return F::dbl(a);
         case 10: return a.is_zero() ? F::one() : F::zero();
-        case 11: return F::mul_wide(a, b);
+        case 11: return F::mul_cios(a, b);
         default: return a;
     }
 }

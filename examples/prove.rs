@@ -1,13 +1,18 @@
-//! Proves the deterministic 2 KiB PoRep fixture with cuzk, then checks the proof with
-//! filecoin-proofs' own `verify_seal`.
+//! Proves a deterministic PoRep fixture (2 KiB or 8 MiB sector) with cuzk, then checks the proof
+//! with filecoin-proofs' own `verify_seal`.
 //!
 //! ```text
-//! cargo run --release --example prove -- [DIR | --fixture DIR] [--backend cpu|gpu|auto] [--repeat N]
+//! cargo run --release --example prove -- [DIR | --fixture DIR] [--sector-size 2KiB|8MiB]
+//!                                        [--backend cpu|gpu|auto] [--repeat N]
 //! ```
 //!
-//! * `DIR` / `--fixture DIR`: fixture directory (default `$CUZK_FIXTURE_DIR`, else
-//!   `~/.cache/cuzk/fixture-2kib-v1`); built on first use (about 15 minutes on 2 cores: the
-//!   Groth16 test parameters are generated once and kept).
+//! * `--sector-size`: `2KiB` (default) or `8MiB`, case-insensitive.
+//! * `DIR` / `--fixture DIR`: fixture directory (default
+//!   `cuzk::fixture::default_fixture_dir_for(size)`: `$CUZK_FIXTURE_DIR`, else
+//!   `~/.cache/cuzk/fixture-2kib-v1` or `~/.cache/cuzk/fixture-8mib-v1`); built on first use
+//!   (2 KiB: about 15 minutes on 2 cores, ~141 s on 16; 8 MiB: unmeasured, expected similar —
+//!   the Groth16 test parameters are generated once and kept). A directory holding a fixture of
+//!   the other size is refused.
 //! * `--backend`: overrides `CUZK_BACKEND` (default `auto`: GPU when built with `--features cuda`
 //!   and a device exists, else CPU).
 //! * `--repeat N`: N proofs in one process and one engine; the 2nd and later show warm timings
@@ -23,13 +28,15 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cuzk::c1::hex as to_hex;
-use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture, Fixture};
+use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 use cuzk::{Backend, C2Output, Engine, EngineConfig, Error, ProveOptions, Stage};
 
-const USAGE: &str = "usage: prove [DIR | --fixture DIR] [--backend cpu|gpu|auto] [--repeat N]";
+const USAGE: &str = "usage: prove [DIR | --fixture DIR] [--sector-size 2KiB|8MiB] \
+                     [--backend cpu|gpu|auto] [--repeat N]";
 
 struct Args {
     fixture: Option<PathBuf>,
+    size: FixtureSize,
     backend: Option<Backend>,
     repeat: usize,
 }
@@ -42,6 +49,7 @@ fn parse_args() -> Result<Args, Error> {
     };
     let mut a = Args {
         fixture: None,
+        size: FixtureSize::Kib2,
         backend: None,
         repeat: 1,
     };
@@ -59,6 +67,16 @@ fn parse_args() -> Result<Args, Error> {
                 std::process::exit(0);
             }
             "--fixture" => a.fixture = Some(PathBuf::from(value("--fixture")?)),
+            "--sector-size" => {
+                let v = value("--sector-size")?;
+                a.size = v.parse().map_err(|_| {
+                    bad(
+                        "--sector-size",
+                        &v,
+                        "expected 2KiB or 8MiB (case-insensitive)",
+                    )
+                })?;
+            }
             "--backend" => {
                 let v = value("--backend")?;
                 a.backend = Some(match v.to_ascii_lowercase().as_str() {
@@ -96,8 +114,11 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), Error> {
     let args = parse_args()?;
-    let dir = args.fixture.clone().unwrap_or_else(default_fixture_dir);
-    let fixture = ensure_2kib_fixture(&dir)?;
+    let dir = args
+        .fixture
+        .clone()
+        .unwrap_or_else(|| default_fixture_dir_for(args.size));
+    let fixture = ensure_fixture(&dir, args.size)?;
     let c1 = fixture.read_c1()?;
     println!(
         "fixture {}: {:?}, sector {}, c1.json {} bytes\n  comm_r {}\n  comm_d {}",

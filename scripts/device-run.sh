@@ -1,34 +1,60 @@
 #!/bin/bash
-# The H200 run behind BENCHMARKS.md (one call). Binaries are built on a machine with cargo:
+# The H200 runs behind BENCHMARKS.md. Usage: scripts/device-run.sh BLOCK...
+#   core     GPU core tests and NTT/MSM benches (gpu_field gpu_ntt gpu_curve gpu_msm, bench_ntt, msm)
+#   check    GPU == CPU of all five MSMs on synthetic 2^20 partitions, resident/partial/streaming
+#   real     the real 2 KiB and 8 MiB sectors: fixtures made there (make_fixture), GPU proof ==
+#            CPU proof and verify_seal (gpu_prove; 100 proofs from 8 threads for 2 KiB, memory
+#            back at baseline), `prove --backend gpu --repeat 3` for both sizes
+#   scale    32 GiB-shaped partitions (2^27): 1 vs 2 workers with parameters resident, then the
+#            two-worker scenario (16 GiB cap, 5 proofs of 10 partitions at concurrency 3)
+#   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
+# Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
-#   cargo test --release --features cuda --no-run        # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove
-#   cargo bench --features cuda --no-run                 # ntt msm
-#   cargo build --release --features cuda --examples     # batch prove make_fixture
+#   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove
+#   cargo bench --features cuda --no-run               # ntt msm
+#   cargo build --release --features cuda --examples   # batch prove make_fixture
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.
 F=${F:-.dev/final}; OUT=${OUT:-/tmp/cuzk-out}; mkdir -p "$OUT"; S=$OUT/summary.txt
 (cd "$F" && for z in *.gz; do [ -e "$z" ] && gunzip -f "$z"; done; chmod +x ./*)
 export RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/smi.txt"
 t(){ local n=$1; shift; local t0; t0=$(date +%s); "$@" > "$OUT/$n.log" 2>&1; echo "$n rc=$? $(( $(date +%s)-t0 ))s" | tee -a "$S"; }
-t gpu_field timeout 40 $F/gpu_field --test-threads=1
-t gpu_ntt timeout 90 $F/gpu_ntt --test-threads=1
-t gpu_curve timeout 30 $F/gpu_curve
-t gpu_msm timeout 90 $F/gpu_msm --test-threads=3
-CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=27 t bench_ntt timeout 45 $F/bench_ntt --bench 'ntt_forward/2\^27'
-CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=22,24 CUZK_BENCH_MSM_POREP=27 t bench_msm timeout 110 $F/msm --bench
-t check timeout 60 $F/batch --log2 20 --check \
-  --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
-  --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
-  --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
-t b27 timeout 200 $F/batch --log2 27 \
-  --phase name=cap16-w2,vram=16GiB,w=2,c=5,j=3,p=1 \
-  --phase name=resident-w1,vram=none,w=1,c=2,j=2,p=2 \
-  --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=2
-# The real 2 KiB sector (fixture generated there, ~2.4 min on 16 cores):
-if [ -x $F/make_fixture ]; then
-  export CUZK_FIXTURE_DIR=/tmp/fx
-  t fixture $F/make_fixture
-  t prove $F/prove --backend gpu --repeat 3
-  CUZK_TEST_PROOFS=100 t gpu_prove timeout 240 $F/gpu_prove --nocapture
-fi
+for block in "$@"; do case $block in
+core)
+  t gpu_field timeout 40 $F/gpu_field --test-threads=1
+  t gpu_ntt timeout 90 $F/gpu_ntt --test-threads=1
+  t gpu_curve timeout 30 $F/gpu_curve
+  t gpu_msm timeout 90 $F/gpu_msm --test-threads=3
+  CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=27 t bench_ntt timeout 45 $F/bench_ntt --bench 'ntt_forward/2\^27'
+  CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=22,24 CUZK_BENCH_MSM_POREP=27 t bench_msm timeout 110 $F/msm --bench
+  ;;
+check)
+  t check timeout 90 $F/batch --log2 20 --check \
+    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
+    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
+    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
+  ;;
+real)
+  # Both fixtures at once (16 cores; ~2.5 min for 2 KiB alone).
+  CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &
+  CUZK_FIXTURE_DIR=/tmp/fx8 t fixture8 $F/make_fixture --sector-size 8MiB &
+  wait
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=100 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=20 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx2 t prove2 timeout 60 $F/prove --sector-size 2KiB --backend gpu --repeat 3
+  CUZK_FIXTURE_DIR=/tmp/fx8 t prove8 timeout 90 $F/prove --sector-size 8MiB --backend gpu --repeat 3
+  ;;
+scale)
+  RUST_LOG=warn,cuzk::prover::gpu=debug t b27 timeout 560 $F/batch --log2 27 --reuse \
+    --phase name=cap16-w2,vram=16GiB,w=2,c=5,j=3,p=10 \
+    --phase name=resident-w1,vram=none,w=1,c=2,j=2,p=4 \
+    --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=4
+  ;;
+scale-short)
+  t b27s timeout 240 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
+    --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+*) echo "unknown block $block" | tee -a "$S" ;;
+esac; done
 cat "$S"

@@ -356,7 +356,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         let p = Some(k);
         let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
             &public_inputs,
-            Default::default(),
+            (),
             &vanilla[k],
             vanilla_params,
             Some(k),

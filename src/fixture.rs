@@ -1,7 +1,8 @@
-//! A real, deterministic 2 KiB PoRep test fixture: a sealed sector's C1 output plus Groth16
-//! parameters generated from a fixed seed.
+//! Real, deterministic PoRep test fixtures: a sealed sector's C1 output plus Groth16 parameters
+//! generated from a fixed seed, for a 2 KiB or an 8 MiB sector ([`FixtureSize`]).
 //!
-//! [`ensure_2kib_fixture`] builds (once) and reuses a directory laid out as
+//! [`ensure_fixture`] (and [`ensure_2kib_fixture`], its 2 KiB form) builds (once) and reuses a
+//! directory laid out as
 //!
 //! ```text
 //! <dir>/fixture.json   metadata (this module's `Fixture`, hex-encoded byte arrays); written last
@@ -11,30 +12,42 @@
 //! <dir>/.lock          held (flock) while a process checks or builds the fixture
 //! ```
 //!
-//! Everything is derived from constants of this module: the piece data, ticket, seed, prover id
-//! (actor 1000) and sector id (4242) are fixed, so `comm_d`, `comm_r` and `c1.json` are the same
-//! on every machine; the parameters come from `ChaCha20Rng::from_seed(PARAMS_RNG_SEED)` and are
-//! therefore the same too (they are **test** parameters: anyone knowing the seed knows the
-//! toxic waste).
+//! Everything is derived from constants of this module, the same for both sizes: the piece data
+//! (ChaCha20 from [`PIECE_RNG_SEED`], as many bytes as a full-sector piece holds), ticket, seed,
+//! prover id (actor 1000) and sector id (4242) are fixed, so `comm_d`, `comm_r` and `c1.json` are
+//! the same on every machine; the parameters come from `ChaCha20Rng::from_seed(PARAMS_RNG_SEED)`
+//! and are therefore the same too (they are **test** parameters: anyone knowing the seed knows
+//! the toxic waste).
 //!
-//! Costs: sealing takes well under a second; generating the parameters takes about 15 minutes
-//! on 2 cores and writes a 1.1 GB `.params` file.
+//! | size | proof | default directory | sealing | parameters |
+//! |---|---|---|---|---|
+//! | 2 KiB | `StackedDrg2KiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-2kib-v1` | < 1 s | ~15 min on 2 cores, ~141 s on 16; 1.1 GB |
+//! | 8 MiB | `StackedDrg8MiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-8mib-v1` | 7–12 s on 2 cores | unmeasured (expected similar: same layers and challenges, longer Merkle paths) |
+//!
+//! 8 MiB sealing was measured (and is deterministic: `comm_r` `2eae2cfc…`, `comm_d` `dfd2e891…`)
+//! with the ignored test `fixture::tests::seal_8mib_sector_only`; its parameters were never
+//! generated on the 2-core development machine.
+//!
+//! One directory holds one fixture: [`ensure_fixture`] refuses a directory whose `fixture.json`
+//! is of the other size (both default directories differ; `$CUZK_FIXTURE_DIR` overrides both).
 //!
 //! # The parameter-cache environment variable
 //!
 //! filecoin-proofs looks its Groth16 files up in `FIL_PROOFS_PARAMETER_CACHE`, which it reads
 //! **once per process** (the first time any of its settings is used). [`use_parameter_dir`]
 //! therefore sets that variable to `<dir>/params` before the first filecoin-proofs call, and
-//! fails if the process already uses another directory. Call [`ensure_2kib_fixture`] early,
-//! before starting threads that read the environment. `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must
-//! be unset (or false): these parameters are not the production ones.
+//! fails if the process already uses another directory: one process uses one fixture. Call
+//! [`ensure_fixture`] early, before starting threads that read the environment.
+//! `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must be unset (or false): these parameters are not the
+//! production ones.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Instant;
 
-use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB};
+use filecoin_proofs::constants::{DefaultPieceHasher, SectorShape2KiB, SectorShape8MiB};
 use filecoin_proofs_api::seal::{self, SealCommitPhase1Output};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId, UnpaddedBytesAmount};
 use fs2::FileExt;
@@ -42,6 +55,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::{Deserialize, Serialize};
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_core::parameter_cache::{
     parameter_cache_params_path, parameter_cache_verifying_key_path, CacheEntryMetadata,
     CacheableParameters, ParameterSetMetadata, PARAMETER_METADATA_EXT, VERSION,
@@ -51,11 +65,11 @@ use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg}
 use crate::c1::{hex as to_hex, prover_id_from_actor_id};
 use crate::error::{Error, Result};
 
-/// Version of the fixture layout and constants; bumping it changes the default directory name.
+/// Version of the fixture layout and constants; bumping it changes the default directory names.
 pub const FIXTURE_VERSION: u32 = 1;
-/// The proof type of the fixture.
+/// The proof type of the 2 KiB fixture (see [`FixtureSize::registered_proof`]).
 pub const REGISTERED_PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-/// Sector number of the fixture.
+/// Sector number of the fixture (both sizes; so are the constants below).
 pub const SECTOR_ID: u64 = 4242;
 /// Miner actor id whose prover id seals the fixture (`f01000`).
 pub const ACTOR_ID: u64 = 1000;
@@ -63,7 +77,8 @@ pub const ACTOR_ID: u64 = 1000;
 pub const TICKET: [u8; 32] = *b"cuzk 2KiB fixture ticket, v1 ...";
 /// Interactive-PoRep seed (32 bytes).
 pub const SEED: [u8; 32] = *b"cuzk 2KiB fixture seed, v1 .....";
-/// ChaCha20 seed of the piece data (2032 unpadded bytes).
+/// ChaCha20 seed of the piece data (the unpadded bytes of a full-sector piece: 2032 for 2 KiB,
+/// 8,323,072 for 8 MiB).
 pub const PIECE_RNG_SEED: [u8; 32] = *b"cuzk 2KiB fixture piece data, v1";
 /// ChaCha20 seed of the Groth16 parameter generation.
 pub const PARAMS_RNG_SEED: [u8; 32] = *b"cuzk 2KiB fixture groth16 params";
@@ -73,10 +88,85 @@ pub const FIXTURE_JSON: &str = "fixture.json";
 /// Name of the C1 output file inside a fixture directory.
 pub const C1_JSON: &str = "c1.json";
 
-type Tree = SectorShape2KiB;
-type Compound = StackedCompound<Tree, DefaultPieceHasher>;
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 
-/// A ready 2 KiB fixture: where its files are and the values needed to prove and verify it.
+/// The sector size of a fixture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FixtureSize {
+    /// 2 KiB sector, `StackedDrg2KiBV1_1`.
+    Kib2,
+    /// 8 MiB sector, `StackedDrg8MiBV1_1`.
+    Mib8,
+}
+
+impl FixtureSize {
+    /// Every size, smallest first.
+    pub const ALL: [FixtureSize; 2] = [FixtureSize::Kib2, FixtureSize::Mib8];
+
+    /// The proof type of this size's fixture.
+    pub fn registered_proof(self) -> RegisteredSealProof {
+        match self {
+            FixtureSize::Kib2 => RegisteredSealProof::StackedDrg2KiBV1_1,
+            FixtureSize::Mib8 => RegisteredSealProof::StackedDrg8MiBV1_1,
+        }
+    }
+
+    /// `"2KiB"` or `"8MiB"` (what [`FromStr`] accepts, case-insensitively).
+    pub fn name(self) -> &'static str {
+        match self {
+            FixtureSize::Kib2 => "2KiB",
+            FixtureSize::Mib8 => "8MiB",
+        }
+    }
+
+    /// Sector size in bytes.
+    pub fn sector_size(self) -> u64 {
+        u64::from(self.registered_proof().sector_size())
+    }
+
+    /// The size whose fixture uses `proof`, if any.
+    pub fn from_registered_proof(proof: RegisteredSealProof) -> Option<FixtureSize> {
+        FixtureSize::ALL
+            .into_iter()
+            .find(|s| s.registered_proof() == proof)
+    }
+
+    /// Name of the default directory under `~/.cache/cuzk` (`fixture-2kib-v1`, `fixture-8mib-v1`).
+    fn dir_name(self) -> String {
+        format!(
+            "fixture-{}-v{FIXTURE_VERSION}",
+            self.name().to_ascii_lowercase()
+        )
+    }
+}
+
+impl std::fmt::Display for FixtureSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FixtureSize {
+    type Err = Error;
+
+    /// Parses `2KiB` or `8MiB`, case-insensitively (surrounding blanks ignored).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] (name `sector size`) for anything else.
+    fn from_str(s: &str) -> Result<FixtureSize> {
+        let t = s.trim();
+        FixtureSize::ALL
+            .into_iter()
+            .find(|size| size.name().eq_ignore_ascii_case(t))
+            .ok_or_else(|| Error::InvalidConfig {
+                name: "sector size".into(),
+                value: s.into(),
+                reason: "expected 2KiB or 8MiB".into(),
+            })
+    }
+}
+
+/// A ready fixture: where its files are and the values needed to prove and verify it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fixture {
     /// The fixture directory.
@@ -86,11 +176,11 @@ pub struct Fixture {
     pub param_dir: PathBuf,
     /// The C1 output (`SealCommitPhase1Output` JSON of filecoin-proofs-api), `<dir>/c1.json`.
     pub c1_json: PathBuf,
-    /// Groth16 parameter file (about 1.1 GB), inside `param_dir`.
+    /// Groth16 parameter file (about 1.1 GB for 2 KiB), inside `param_dir`.
     pub params_file: PathBuf,
     /// Groth16 verifying-key file, inside `param_dir`.
     pub vk_file: PathBuf,
-    /// Proof type (`StackedDrg2KiBV1_1`).
+    /// Proof type (`StackedDrg2KiBV1_1` or `StackedDrg8MiBV1_1`).
     pub registered_proof: RegisteredSealProof,
     /// Sector number.
     pub sector_id: u64,
@@ -171,6 +261,22 @@ impl Fixture {
             comm_r: b("comm_r", &m.comm_r)?,
             comm_d: b("comm_d", &m.comm_d)?,
         })
+    }
+
+    /// [`Fixture::load`], and checks that the fixture is of `size`.
+    ///
+    /// # Errors
+    /// Those of [`Fixture::load`]; [`Error::InvalidConfig`] (name `registered_proof`) if
+    /// `fixture.json` names another proof type than `size.registered_proof()`.
+    pub fn load_for(dir: &Path, size: FixtureSize) -> Result<Fixture> {
+        let f = Fixture::load(dir)?;
+        check_size(&f, size)?;
+        Ok(f)
+    }
+
+    /// The fixture's size, or `None` for a proof type no [`FixtureSize`] uses.
+    pub fn size(&self) -> Option<FixtureSize> {
+        FixtureSize::from_registered_proof(self.registered_proof)
     }
 
     /// Writes `<dir>/fixture.json` atomically (temporary name, then rename).
@@ -261,10 +367,18 @@ impl Fixture {
     }
 }
 
-/// The default fixture directory: `$CUZK_FIXTURE_DIR` if set (and not empty), else
+/// The default 2 KiB fixture directory: `$CUZK_FIXTURE_DIR` if set (and not empty), else
 /// `$HOME/.cache/cuzk/fixture-2kib-v1` (kept across CI runs on one machine), else
-/// `<temp dir>/cuzk/fixture-2kib-v1` when `HOME` is unset.
+/// `<temp dir>/cuzk/fixture-2kib-v1` when `HOME` is unset. Same as
+/// `default_fixture_dir_for(FixtureSize::Kib2)`.
 pub fn default_fixture_dir() -> PathBuf {
+    default_fixture_dir_for(FixtureSize::Kib2)
+}
+
+/// The default fixture directory of `size`: `$CUZK_FIXTURE_DIR` if set (and not empty, for
+/// either size), else `$HOME/.cache/cuzk/fixture-<2kib|8mib>-v1`, else
+/// `<temp dir>/cuzk/fixture-<2kib|8mib>-v1` when `HOME` is unset.
+pub fn default_fixture_dir_for(size: FixtureSize) -> PathBuf {
     if let Some(d) = std::env::var_os("CUZK_FIXTURE_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
@@ -272,8 +386,7 @@ pub fn default_fixture_dir() -> PathBuf {
         .filter(|h| !h.is_empty())
         .map(|h| PathBuf::from(h).join(".cache"))
         .unwrap_or_else(std::env::temp_dir);
-    base.join("cuzk")
-        .join(format!("fixture-2kib-v{FIXTURE_VERSION}"))
+    base.join("cuzk").join(size.dir_name())
 }
 
 /// Points filecoin-proofs' parameter cache at `param_dir` for this process.
@@ -312,7 +425,7 @@ pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
                     name: VAR.into(),
                     value: v.to_string_lossy().into_owned(),
                     reason: format!(
-                        "the 2 KiB fixture needs it to be {} (filecoin-proofs reads it once per \
+                        "the fixture needs it to be {} (filecoin-proofs reads it once per \
                          process); unset it or point it there",
                         want.display()
                     ),
@@ -338,7 +451,8 @@ pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
             value: in_force,
             reason: format!(
                 "filecoin-proofs already read its parameter directory in this process; the \
-                 2 KiB fixture needs {} — set {VAR} to it before any filecoin-proofs call",
+                 fixture needs {} — set {VAR} to it before any filecoin-proofs call (one \
+                 process uses one fixture)",
                 want.display()
             ),
         });
@@ -346,7 +460,16 @@ pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Builds the 2 KiB fixture in `dir` if needed, or reuses what is there and complete.
+/// Builds the 2 KiB fixture in `dir` if needed, or reuses what is there and complete: exactly
+/// `ensure_fixture(dir, FixtureSize::Kib2)`.
+///
+/// # Errors
+/// See [`ensure_fixture`].
+pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
+    ensure_fixture(dir, FixtureSize::Kib2)
+}
+
+/// Builds the fixture of `size` in `dir` if needed, or reuses what is there and complete.
 ///
 /// Idempotent and safe to run from several processes at once (an exclusive lock on
 /// `<dir>/.lock` serializes them; the second finds the fixture complete). Every file is written
@@ -355,13 +478,15 @@ pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
 /// ([`use_parameter_dir`]).
 ///
 /// Steps, each logged with its duration: seal the sector (add_piece, pre-commit 1 and 2,
-/// commit 1 → `c1.json`; < 1 s), then generate the Groth16 parameters if missing (~15 min on
-/// 2 cores, 1.1 GB), then check that filecoin-proofs' parameter cache finds the verifying key.
+/// commit 1 → `c1.json`; < 1 s for 2 KiB, ~10 s for 8 MiB), then generate the Groth16
+/// parameters if missing (2 KiB: ~15 min on 2 cores, 1.1 GB; see the module table), then check
+/// that filecoin-proofs' parameter cache finds the verifying key.
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] (see [`use_parameter_dir`]); [`Error::Io`] for file-system errors;
+/// [`Error::InvalidConfig`] (see [`use_parameter_dir`]; also when `dir` already holds a fixture
+/// of the other size, name `registered_proof`); [`Error::Io`] for file-system errors;
 /// [`Error::Internal`] when filecoin-proofs or bellperson fail.
-pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
+pub fn ensure_fixture(dir: &Path, size: FixtureSize) -> Result<Fixture> {
     let t_all = Instant::now();
     fs::create_dir_all(dir)?;
     let dir = fs::canonicalize(dir)?;
@@ -380,11 +505,14 @@ pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
         );
         lock.lock_exclusive()?;
     }
-    let result = ensure_locked(&dir, &param_dir);
+    let result = match size {
+        FixtureSize::Kib2 => ensure_locked::<SectorShape2KiB>(&dir, &param_dir, size),
+        FixtureSize::Mib8 => ensure_locked::<SectorShape8MiB>(&dir, &param_dir, size),
+    };
     let _ = fs2::FileExt::unlock(&lock);
     let fixture = result?;
     log::info!(
-        "fixture {} ready in {:.1} s: comm_r {} comm_d {}",
+        "fixture {} ({size}) ready in {:.1} s: comm_r {} comm_d {}",
         dir.display(),
         t_all.elapsed().as_secs_f64(),
         to_hex(&fixture.comm_r),
@@ -393,10 +521,17 @@ pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
     Ok(fixture)
 }
 
-fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
-    let (params_file, vk_file, meta_file, pp) = parameter_files(param_dir)?;
+/// [`ensure_fixture`] under the lock, for the tree shape `Tree` of `size`.
+fn ensure_locked<Tree: 'static + MerkleTreeTrait>(
+    dir: &Path,
+    param_dir: &Path,
+    size: FixtureSize,
+) -> Result<Fixture> {
+    let (params_file, vk_file, meta_file, pp) = parameter_files::<Tree>(param_dir, size)?;
 
     if let Ok(f) = Fixture::load(dir) {
+        // Never rebuild (overwrite) a fixture of the other size in place.
+        check_size(&f, size)?;
         if f.is_complete() && f.params_file == params_file && f.vk_file == vk_file {
             log::info!("fixture {}: reusing the complete fixture", dir.display());
             return Ok(f);
@@ -421,9 +556,9 @@ fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
     // (a) The sealed sector and its C1 output (cheap: always redone when fixture.json is absent).
     let c1_json = dir.join(C1_JSON);
     let t = Instant::now();
-    let (comm_r, comm_d) = seal_sector(dir, &c1_json)?;
+    let (comm_r, comm_d) = seal_sector(dir, &c1_json, size)?;
     log::info!(
-        "fixture: sealed 2 KiB sector {SECTOR_ID} and wrote {} in {:.2} s",
+        "fixture: sealed {size} sector {SECTOR_ID} and wrote {} in {:.2} s",
         c1_json.display(),
         t.elapsed().as_secs_f64()
     );
@@ -434,11 +569,11 @@ fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
     } else {
         let t = Instant::now();
         log::info!(
-            "fixture: generating Groth16 parameters for the 2 KiB PoRep circuit into {} \
-             (about 15 minutes on 2 cores, 1.1 GB)",
+            "fixture: generating Groth16 parameters for the {size} PoRep circuit into {} \
+             (2 KiB: about 15 minutes on 2 cores, 1.1 GB)",
             params_file.display()
         );
-        let circuit = <Compound as CompoundProof<
+        let circuit = <Compound<Tree> as CompoundProof<
             '_,
             StackedDrg<'_, Tree, DefaultPieceHasher>,
             _,
@@ -482,7 +617,7 @@ fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
     }
 
     // Check that filecoin-proofs' own cache finds our verifying key (names and directory).
-    <Compound as CompoundProof<
+    <Compound<Tree> as CompoundProof<
         '_,
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         StackedCircuit<Tree, DefaultPieceHasher>,
@@ -499,7 +634,7 @@ fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
         c1_json,
         params_file,
         vk_file,
-        registered_proof: REGISTERED_PROOF,
+        registered_proof: size.registered_proof(),
         sector_id: SECTOR_ID,
         actor_id: ACTOR_ID,
         prover_id: prover_id_from_actor_id(ACTOR_ID),
@@ -512,21 +647,22 @@ fn ensure_locked(dir: &Path, param_dir: &Path) -> Result<Fixture> {
     Ok(fixture)
 }
 
-/// The `.params`, `.vk` and `.meta` paths filecoin-proofs looks up for the 2 KiB PoRep circuit,
-/// and the circuit's public parameters — built exactly as filecoin-proofs' `get_stacked_params`
-/// builds them for the registered proof's `PoRepConfig`.
-fn parameter_files(
+/// The `.params`, `.vk` and `.meta` paths filecoin-proofs looks up for the PoRep circuit of
+/// `size` (tree shape `Tree`), and the circuit's public parameters — built exactly as
+/// filecoin-proofs' `get_stacked_params` builds them for the registered proof's `PoRepConfig`.
+fn parameter_files<Tree: 'static + MerkleTreeTrait>(
     param_dir: &Path,
+    size: FixtureSize,
 ) -> Result<(
     PathBuf,
     PathBuf,
     PathBuf,
     storage_proofs_porep::stacked::PublicParams<Tree>,
 )> {
-    let porep_config = REGISTERED_PROOF.as_v1_config();
+    let porep_config = size.registered_proof().as_v1_config();
     let pp = filecoin_proofs::parameters::public_params::<Tree>(&porep_config)
-        .map_err(|e| Error::Internal(format!("2 KiB public parameters: {e:#}")))?;
-    let id = <Compound as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&pp);
+        .map_err(|e| Error::Internal(format!("{size} public parameters: {e:#}")))?;
+    let id = <Compound<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(&pp);
     let name = |p: PathBuf| -> Result<PathBuf> {
         p.file_name().map(|n| param_dir.join(n)).ok_or_else(|| {
             Error::Internal(format!("parameter path {} has no file name", p.display()))
@@ -538,9 +674,11 @@ fn parameter_files(
     Ok((params, vk, meta, pp))
 }
 
-/// Seals the fixture's sector under `<dir>/seal` (from scratch) and writes the C1 output to
-/// `c1_json` atomically. Returns `(comm_r, comm_d)`.
-fn seal_sector(dir: &Path, c1_json: &Path) -> Result<([u8; 32], [u8; 32])> {
+/// Seals the fixture's sector of `size` under `<dir>/seal` (from scratch) and writes the C1
+/// output to `c1_json` atomically. Returns `(comm_r, comm_d)`. (filecoin-proofs-api dispatches
+/// on the registered proof, so this needs no tree-shape type.)
+fn seal_sector(dir: &Path, c1_json: &Path, size: FixtureSize) -> Result<([u8; 32], [u8; 32])> {
+    let registered_proof = size.registered_proof();
     let seal_dir = dir.join("seal");
     if seal_dir.exists() {
         fs::remove_dir_all(&seal_dir)?;
@@ -550,7 +688,7 @@ fn seal_sector(dir: &Path, c1_json: &Path) -> Result<([u8; 32], [u8; 32])> {
     let staged = seal_dir.join("staged");
     let sealed = seal_dir.join("sealed");
 
-    let sector_size = u64::from(REGISTERED_PROOF.sector_size());
+    let sector_size = size.sector_size();
     let piece_len = sector_size - sector_size / 128; // unpadded bytes of a full-sector piece
     let mut data = vec![0u8; piece_len as usize];
     ChaCha20Rng::from_seed(PIECE_RNG_SEED).fill_bytes(&mut data);
@@ -562,7 +700,7 @@ fn seal_sector(dir: &Path, c1_json: &Path) -> Result<([u8; 32], [u8; 32])> {
         .truncate(true)
         .open(&staged)?;
     let (piece, _) = seal::add_piece(
-        REGISTERED_PROOF,
+        registered_proof,
         &data[..],
         &mut staged_file,
         UnpaddedBytesAmount(piece_len),
@@ -577,7 +715,7 @@ fn seal_sector(dir: &Path, c1_json: &Path) -> Result<([u8; 32], [u8; 32])> {
     let prover_id = prover_id_from_actor_id(ACTOR_ID);
     let sector = SectorId::from(SECTOR_ID);
     let p1 = seal::seal_pre_commit_phase1(
-        REGISTERED_PROOF,
+        registered_proof,
         &cache_dir,
         &staged,
         &sealed,
@@ -625,6 +763,23 @@ fn write_atomic(
         let _ = fs::remove_file(&tmp);
     }
     Ok(res?)
+}
+
+/// [`Error::InvalidConfig`] (name `registered_proof`) unless `f` is a fixture of `size`.
+fn check_size(f: &Fixture, size: FixtureSize) -> Result<()> {
+    if f.registered_proof == size.registered_proof() {
+        return Ok(());
+    }
+    Err(Error::InvalidConfig {
+        name: "registered_proof".into(),
+        value: format!("{:?}", f.registered_proof),
+        reason: format!(
+            "{} holds a fixture of another proof type; the {size} fixture needs {:?} \
+             (use another directory, e.g. cuzk::fixture::default_fixture_dir_for)",
+            f.dir.join(FIXTURE_JSON).display(),
+            size.registered_proof()
+        ),
+    })
 }
 
 /// Maps a filecoin-proofs (`anyhow`) error to [`Error::Internal`], naming the failed call.
@@ -687,6 +842,127 @@ mod tests {
         f.save().unwrap();
         assert_eq!(Fixture::load(&dir).unwrap(), f);
         assert!(!f.is_complete());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn fixture_size_parses_and_names() {
+        for (s, want) in [
+            ("2KiB", FixtureSize::Kib2),
+            ("2kib", FixtureSize::Kib2),
+            ("2KIB", FixtureSize::Kib2),
+            (" 8MiB ", FixtureSize::Mib8),
+            ("8mib", FixtureSize::Mib8),
+            ("8MIB", FixtureSize::Mib8),
+        ] {
+            assert_eq!(s.parse::<FixtureSize>().unwrap(), want, "{s:?}");
+        }
+        for bad in ["", "2", "2k", "2KB", "8MB", "32GiB", "2KiB8MiB"] {
+            match bad.parse::<FixtureSize>() {
+                Err(Error::InvalidConfig { name, value, .. }) => {
+                    assert_eq!(name, "sector size");
+                    assert_eq!(value, bad);
+                }
+                other => panic!("{bad:?} parsed as {other:?}"),
+            }
+        }
+        for size in FixtureSize::ALL {
+            assert_eq!(size.to_string().parse::<FixtureSize>().unwrap(), size);
+            assert_eq!(
+                FixtureSize::from_registered_proof(size.registered_proof()),
+                Some(size)
+            );
+        }
+        assert_eq!(FixtureSize::Kib2.registered_proof(), REGISTERED_PROOF);
+        assert_eq!(
+            FixtureSize::Mib8.registered_proof(),
+            RegisteredSealProof::StackedDrg8MiBV1_1
+        );
+        assert_eq!(FixtureSize::Kib2.sector_size(), 2048);
+        assert_eq!(FixtureSize::Mib8.sector_size(), 8 << 20);
+        assert_eq!(FixtureSize::Kib2.dir_name(), "fixture-2kib-v1");
+        assert_eq!(FixtureSize::Mib8.dir_name(), "fixture-8mib-v1");
+        assert_eq!(
+            FixtureSize::from_registered_proof(RegisteredSealProof::StackedDrg32GiBV1_1),
+            None
+        );
+        // Read-only look at the environment: the 2 KiB default is unchanged.
+        assert_eq!(
+            default_fixture_dir(),
+            default_fixture_dir_for(FixtureSize::Kib2)
+        );
+        if std::env::var_os("CUZK_FIXTURE_DIR")
+            .filter(|d| !d.is_empty())
+            .is_none()
+        {
+            assert!(default_fixture_dir().ends_with("cuzk/fixture-2kib-v1"));
+            assert!(default_fixture_dir_for(FixtureSize::Mib8).ends_with("cuzk/fixture-8mib-v1"));
+        }
+    }
+
+    #[test]
+    fn load_for_rejects_a_fixture_of_the_other_size() {
+        let dir = std::env::temp_dir().join(format!("cuzk-fixture-size-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let param_dir = dir.join("params");
+        for size in FixtureSize::ALL {
+            let f = Fixture {
+                dir: dir.clone(),
+                c1_json: dir.join(C1_JSON),
+                params_file: param_dir.join("a.params"),
+                vk_file: param_dir.join("a.vk"),
+                param_dir: param_dir.clone(),
+                registered_proof: size.registered_proof(),
+                sector_id: SECTOR_ID,
+                actor_id: ACTOR_ID,
+                prover_id: prover_id_from_actor_id(ACTOR_ID),
+                ticket: TICKET,
+                seed: SEED,
+                comm_r: [7; 32],
+                comm_d: [9; 32],
+            };
+            f.save().unwrap();
+            assert_eq!(Fixture::load_for(&dir, size).unwrap(), f);
+            assert_eq!(f.size(), Some(size));
+            for other in FixtureSize::ALL.into_iter().filter(|&o| o != size) {
+                match Fixture::load_for(&dir, other) {
+                    Err(Error::InvalidConfig { name, value, .. }) => {
+                        assert_eq!(name, "registered_proof");
+                        assert_eq!(value, format!("{:?}", size.registered_proof()));
+                    }
+                    r => panic!("{size} fixture loaded as {other}: {r:?}"),
+                }
+            }
+        }
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Seals the 8 MiB sector (no Groth16 parameters) into a temporary directory and checks the
+    /// C1 output. Not run by default (seconds to minutes of CPU; touches filecoin-proofs'
+    /// process-wide settings): `cargo test --release --lib fixture::tests::seal_8mib -- --ignored`.
+    #[test]
+    #[ignore]
+    fn seal_8mib_sector_only() {
+        let _ = env_logger::builder().is_test(true).try_init();
+        let dir = std::env::temp_dir().join(format!("cuzk-fixture-seal8-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
+            std::env::set_var("FIL_PROOFS_PARENT_CACHE", dir.join("parents"));
+        }
+        let c1_json = dir.join(C1_JSON);
+        let t = Instant::now();
+        let (comm_r, comm_d) = seal_sector(&dir, &c1_json, FixtureSize::Mib8).unwrap();
+        println!(
+            "sealed 8 MiB in {:.2} s: comm_r {} comm_d {}",
+            t.elapsed().as_secs_f64(),
+            to_hex(&comm_r),
+            to_hex(&comm_d)
+        );
+        let c1: SealCommitPhase1Output =
+            serde_json::from_slice(&fs::read(&c1_json).unwrap()).unwrap();
+        assert_eq!(c1.registered_proof, RegisteredSealProof::StackedDrg8MiBV1_1);
+        assert_eq!(c1.comm_r, comm_r);
+        assert_eq!(c1.comm_d, comm_d);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -127,7 +127,7 @@ fn bit_reverse(values: &mut [Fr], log_n: u32) {
     }
     let n = values.len();
     for i in 0..n {
-        let j = (i.reverse_bits() >> (usize::BITS - log_n)) as usize;
+        let j = i.reverse_bits() >> (usize::BITS - log_n);
         if i < j {
             values.swap(i, j);
         }

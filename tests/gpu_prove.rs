@@ -1,13 +1,16 @@
-//! GPU backend on the real 2 KiB fixture (feature `cuda`; skips with a message without a GPU):
-//! the GPU proof with fixed r, s equals the CPU proof byte for byte and passes `verify_seal`;
-//! 100 proofs from 8 threads in one process leave device memory where it was.
+//! GPU backend on a real fixture (feature `cuda`; skips with a message without a GPU): the GPU
+//! proof with fixed r, s equals the CPU proof byte for byte and passes `verify_seal`; 100 proofs
+//! (`CUZK_TEST_PROOFS`) from 8 threads in one process leave device memory where it was.
+//!
+//! `CUZK_TEST_SECTOR_SIZE` picks the fixture: `2KiB` (default) or `8MiB`, case-insensitive; its
+//! directory is `cuzk::fixture::default_fixture_dir_for(size)` (`$CUZK_FIXTURE_DIR` overrides).
 
 #![cfg(feature = "cuda")]
 
 use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
-use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture};
+use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 use cuzk::{Backend, Engine, EngineConfig, ProveOptions};
 
 fn gpu_present() -> bool {
@@ -30,7 +33,18 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
         return;
     }
     let _ = env_logger::builder().is_test(true).try_init();
-    let f = ensure_2kib_fixture(&default_fixture_dir()).unwrap();
+    let size: FixtureSize = match std::env::var("CUZK_TEST_SECTOR_SIZE") {
+        Ok(v) if !v.trim().is_empty() => v.parse().unwrap_or_else(|e| {
+            panic!("CUZK_TEST_SECTOR_SIZE={v:?} is not a fixture size (2KiB or 8MiB): {e}")
+        }),
+        _ => FixtureSize::Kib2,
+    };
+    let f = ensure_fixture(&default_fixture_dir_for(size), size).unwrap();
+    println!(
+        "fixture size {size} ({:?}) in {}",
+        f.registered_proof,
+        f.dir.display()
+    );
     let c1 = f.read_c1().unwrap();
     let cfg = |backend| EngineConfig {
         parameter_dir: Some(f.param_dir.clone()),

@@ -149,7 +149,7 @@ fn reference_circuit() -> (
     };
     let circuit = <StackedCompound<Tree, G> as CompoundProof<_, _>>::circuit(
         &pub_in,
-        Default::default(),
+        (),
         &vanilla[0],
         &pp.vanilla_params,
         Some(0),

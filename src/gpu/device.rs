@@ -1118,6 +1118,21 @@ macro_rules! slice_common {
 slice_common!(DeviceSlice);
 slice_common!(DeviceSliceMut);
 
+impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
+    /// The sub-range `range` (element indices within this slice), with the same lifetime.
+    ///
+    /// Errors: [`Error::Internal`] when the range is out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
+        let (s, e) = range_of(range, self.len)?;
+        Ok(DeviceSlice {
+            device: self.device,
+            ptr: self.ptr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            _t: PhantomData,
+        })
+    }
+}
+
 impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// Reborrows as a read-only slice.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {

@@ -15,3 +15,5 @@ pub mod hostmem;
 pub mod msm;
 #[cfg(feature = "cuda")]
 pub mod ntt;
+#[cfg(feature = "cuda")]
+pub mod upload;

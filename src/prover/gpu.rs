@@ -10,9 +10,13 @@
 //! fails with the typed error — or runs on the CPU if the caller allowed it (reported as tier
 //! `cpu-fallback` and logged as a warning — never silent).
 //!
-//! Host buffers (a, b, c and the parameters) are page-locked through the process-wide
-//! [`PinnedRegistry`] (one registration per range however many workers use it; pageable copies
-//! if pinning fails).
+//! Host buffers are page-locked through the process-wide [`PinnedRegistry`] (one registration
+//! per range however many workers use it; pageable copies if pinning fails): the parameters'
+//! bases once per parameter file, the first time a partition uses them, kept while the backend
+//! lives; a, b, c and aux per partition. When the bases are not resident (every tier below
+//! `Resident`) each MSM streams them in passes through two device buffers, the next pass
+//! uploading on a copy stream while the current one computes ([`crate::gpu::upload`]); the
+//! scalars (h, then aux) stay on the device.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -103,6 +107,8 @@ struct GpuOutput {
 /// Runs partitions on the device the scheduler picked.
 struct GpuExecutor {
     slots: Vec<Slot>,
+    /// Parameter sets pinned so far (one entry per `.params` path; kept while the backend lives).
+    pinned: Mutex<Vec<PinnedParams>>,
 }
 
 /// The GPU backend: one slot per device, and the partition scheduler over them.
@@ -153,7 +159,10 @@ impl GpuBackend {
                 resident: Mutex::new(None),
             });
         }
-        let executor = Arc::new(GpuExecutor { slots });
+        let executor = Arc::new(GpuExecutor {
+            slots,
+            pinned: Mutex::new(Vec::new()),
+        });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
             devices: ordinals.clone(),
@@ -172,6 +181,18 @@ impl GpuBackend {
 }
 
 impl GpuExecutor {
+    /// Pins `srs`'s bases the first time a partition uses them (other workers wait for it).
+    fn pin_params(&self, srs: &Srs) -> Result<()> {
+        let mut pinned = self
+            .pinned
+            .lock()
+            .map_err(|_| Error::internal("pinned-parameters lock poisoned"))?;
+        if !pinned.iter().any(|p| p.path == srs.path) {
+            pinned.push(PinnedParams::new(srs));
+        }
+        Ok(())
+    }
+
     fn slot(&self, ordinal: usize) -> Result<&Slot> {
         self.slots
             .iter()
@@ -191,6 +212,7 @@ impl PartitionExecutor for GpuExecutor {
             .lock()
             .map_err(|_| Error::internal("assignment lock poisoned"))?;
         let srs = &job.srs;
+        self.pin_params(srs)?;
         let shape = shape_of(&asg, srs)?;
         let params_resident = slot
             .resident
@@ -283,8 +305,20 @@ fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Re
 
 /// Copies `src` into the first `src.len()` elements of `dst` and zeroes the rest.
 fn stage(stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Result<()> {
+    let t = Instant::now();
     let _pin = pinned_registry().pin_slice(src);
+    let pinned_s = t.elapsed().as_secs_f64();
     dst.slice_mut(..src.len())?.copy_from_host(src)?;
+    log::debug!(
+        "staged {:.2} GB: pin {pinned_s:.3} s, copy {:.3} s ({})",
+        std::mem::size_of_val(src) as f64 / 1e9,
+        t.elapsed().as_secs_f64() - pinned_s,
+        if _pin.is_pinned() {
+            "pinned"
+        } else {
+            "pageable"
+        }
+    );
     if src.len() < dst.len() {
         dst.slice_mut(src.len()..)?.zero(stream)?;
     }
@@ -319,34 +353,76 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
     }
 }
 
-/// Σ over `scalars` in passes of about `chunk` scalars (a multiple of 64, so density words split
-/// cleanly): each pass gets its scalars, its density words and exactly the points its set bits
-/// use (`points[k]` pairs with the k-th set bit, as in bellperson's layout).
-fn chunked<A, P: std::ops::Add<Output = P> + Group>(
+/// Σ over the passes of an MSM whose bases stream from host memory (`points`) into the two
+/// device buffers `bufs` (double-buffered: the next pass uploads while this one computes) and
+/// whose scalars are on the device (`scalars`, all `n` of them). Returns the sum and the time
+/// spent waiting for uploads.
+fn streamed_msm<A: device::DeviceRepr, P: Group>(
+    dev: &Arc<Device>,
+    bufs: &mut [DeviceBuffer<A>; 2],
     points: &[A],
-    scalars: &[Fr],
+    scalars: device::DeviceSlice<'_, Fr>,
     density: Option<&crate::synth::Density>,
     chunk: usize,
-    mut msm: impl FnMut(&[A], &[Fr], Option<&[u64]>) -> Result<P>,
-) -> Result<P> {
-    let chunk = chunk.div_ceil(64).max(1) * 64;
-    let mut sum = P::identity();
-    let mut used = 0usize;
-    for s in (0..scalars.len()).step_by(chunk) {
-        let e = (s + chunk).min(scalars.len());
-        match density {
-            None => sum = sum + msm(&points[s..e], &scalars[s..e], None)?,
-            Some(d) => {
-                let words = &d.words()[s / 64..e.div_ceil(64)];
-                let ones: usize = words.iter().map(|w| w.count_ones() as usize).sum();
-                if ones > 0 {
-                    sum = sum + msm(&points[used..used + ones], &scalars[s..e], Some(words))?;
-                }
-                used += ones;
-            }
+    mut msm: impl FnMut(Points<'_, A>, Scalars<'_>, Option<&[u64]>) -> Result<P>,
+) -> Result<(P, std::time::Duration)> {
+    let passes = super::msm_passes(scalars.len(), density, chunk);
+    let host: Vec<&[A]> = passes.iter().map(|p| &points[p.points.clone()]).collect();
+    let (sums, stats) =
+        crate::gpu::upload::for_each_pass(dev, pinned_registry(), bufs, &host, |k, pts| {
+            let p = &passes[k];
+            let words = match (&p.words, density) {
+                (Some(w), Some(d)) => Some(&d.words()[w.clone()]),
+                _ => None,
+            };
+            msm(
+                Points::Device(pts),
+                Scalars::Device(scalars.slice(p.s..p.e)?),
+                words,
+            )
+        })?;
+    Ok((
+        sums.into_iter().fold(P::identity(), |a, b| a + b),
+        stats.waited,
+    ))
+}
+
+/// Pins the parameters' MSM bases once (one registration per vector, kept while the backend
+/// lives) so streamed passes and the resident upload copy at the link's pinned rate. The guards
+/// are declared before the vectors they pin, so they unregister before the memory can go.
+struct PinnedParams {
+    path: PathBuf,
+    _guards: Vec<crate::gpu::pinned::PinGuard>,
+    _g1: [Arc<Vec<G1Affine>>; 4],
+    _g2: Arc<Vec<G2Affine>>,
+}
+
+impl PinnedParams {
+    fn new(srs: &Srs) -> PinnedParams {
+        let t = Instant::now();
+        let reg = pinned_registry();
+        let g1 = [
+            srs.h.clone(),
+            srs.l.clone(),
+            srs.a.clone(),
+            srs.b_g1.clone(),
+        ];
+        let mut guards: Vec<_> = g1.iter().map(|v| reg.pin_slice(&v[..])).collect();
+        guards.push(reg.pin_slice(&srs.b_g2[..]));
+        let pinned = guards.iter().filter(|g| g.is_pinned()).count();
+        log::info!(
+            "parameters {}: {pinned}/5 base vectors pinned ({:.2} GB) in {:.2} s",
+            srs.path.display(),
+            srs.size_bytes() as f64 / 1e9,
+            t.elapsed().as_secs_f64()
+        );
+        PinnedParams {
+            path: srs.path.clone(),
+            _guards: guards,
+            _g1: g1,
+            _g2: srs.b_g2.clone(),
         }
     }
-    Ok(sum)
 }
 
 /// Runs one partition on one device under `plan`.
@@ -436,6 +512,7 @@ fn run_on(
     let mut ws = MsmWorkspace::new(dev)?;
     let ni = asg.input.len();
     let bi = asg.b_input_density.count();
+    let job_partition = ctx.partition;
     let rep = ctx.reporter;
     let tm = &mut *ctx.timings;
     let in_idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
@@ -455,7 +532,10 @@ fn run_on(
     );
     let (h, l, a, b_g1, b_g2);
     if let Some(r) = &resident {
-        let daux = dev.upload(&asg.aux)?;
+        let daux = {
+            let _pin = pinned_registry().pin_slice(&asg.aux);
+            dev.upload(&asg.aux)?
+        };
         let aux = || Scalars::Device(daux.as_slice());
         let t = Instant::now();
         h = ws.msm_g1(
@@ -493,55 +573,90 @@ fn run_on(
             )?;
         rep.report(tm, p, Stage::MsmBG2, t.elapsed());
     } else {
+        // Bases stream through two device buffers per group (sized for one pass each: the
+        // plan's msm_point_bytes(Streamed) budget); the scalars are on the device: h already,
+        // aux uploaded once into the room h leaves (aux.len() ≤ n).
+        let mut waited = std::time::Duration::ZERO;
+        let mut g1_bufs = [dev.alloc::<G1Affine>(chunk)?, dev.alloc::<G1Affine>(chunk)?];
         let t = Instant::now();
-        let mut hsum = G1Projective::identity();
-        for s in (0..n - 1).step_by(chunk) {
-            let e = (s + chunk).min(n - 1);
-            hsum += ws.msm_g1(
-                Points::Host(&srs.h[s..e]),
-                Scalars::Device(dh.slice(s..e)?),
-                None,
-            )?;
-            ws.release()?;
-        }
-        h = hsum;
+        let (sum, w) = streamed_msm(
+            dev,
+            &mut g1_bufs,
+            &srs.h,
+            dh.slice(0..n - 1)?,
+            None,
+            chunk,
+            |pt, sc, d| ws.msm_g1(pt, sc, d),
+        )?;
+        h = sum;
+        waited += w;
         rep.report(tm, p, Stage::MsmH, t.elapsed());
         drop(dh);
         let t = Instant::now();
-        l = chunked(&srs.l, &asg.aux, None, chunk, |pt, sc, d| {
-            ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d)
-        })?;
+        let daux = {
+            let _pin = pinned_registry().pin_slice(&asg.aux);
+            dev.upload(&asg.aux)?
+        };
+        rep.report(tm, p, Stage::Transfer, t.elapsed());
+        let t = Instant::now();
+        let (sum, w) = streamed_msm(
+            dev,
+            &mut g1_bufs,
+            &srs.l,
+            daux.as_slice(),
+            None,
+            chunk,
+            |pt, sc, d| ws.msm_g1(pt, sc, d),
+        )?;
+        l = sum;
+        waited += w;
         rep.report(tm, p, Stage::MsmL, t.elapsed());
         let t = Instant::now();
-        a = a_in
-            + chunked(
-                &srs.a[ni..],
-                &asg.aux,
-                Some(&asg.a_aux_density),
-                chunk,
-                |pt, sc, d| ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d),
-            )?;
+        let (sum, w) = streamed_msm(
+            dev,
+            &mut g1_bufs,
+            &srs.a[ni..],
+            daux.as_slice(),
+            Some(&asg.a_aux_density),
+            chunk,
+            |pt, sc, d| ws.msm_g1(pt, sc, d),
+        )?;
+        a = a_in + sum;
+        waited += w;
         rep.report(tm, p, Stage::MsmA, t.elapsed());
         let t = Instant::now();
-        b_g1 = b1_in
-            + chunked(
-                &srs.b_g1[bi..],
-                &asg.aux,
-                Some(&asg.b_aux_density),
-                chunk,
-                |pt, sc, d| ws.msm_g1(Points::Host(pt), Scalars::Host(sc), d),
-            )?;
+        let (sum, w) = streamed_msm(
+            dev,
+            &mut g1_bufs,
+            &srs.b_g1[bi..],
+            daux.as_slice(),
+            Some(&asg.b_aux_density),
+            chunk,
+            |pt, sc, d| ws.msm_g1(pt, sc, d),
+        )?;
+        b_g1 = b1_in + sum;
+        waited += w;
         rep.report(tm, p, Stage::MsmBG1, t.elapsed());
+        drop(g1_bufs);
+        let mut g2_bufs = [dev.alloc::<G2Affine>(chunk)?, dev.alloc::<G2Affine>(chunk)?];
         let t = Instant::now();
-        b_g2 = b2_in
-            + chunked(
-                &srs.b_g2[bi..],
-                &asg.aux,
-                Some(&asg.b_aux_density),
-                chunk,
-                |pt, sc, d| ws.msm_g2(Points::Host(pt), Scalars::Host(sc), d),
-            )?;
+        let (sum, w) = streamed_msm(
+            dev,
+            &mut g2_bufs,
+            &srs.b_g2[bi..],
+            daux.as_slice(),
+            Some(&asg.b_aux_density),
+            chunk,
+            |pt, sc, d| ws.msm_g2(pt, sc, d),
+        )?;
+        b_g2 = b2_in + sum;
+        waited += w;
         rep.report(tm, p, Stage::MsmBG2, t.elapsed());
+        log::debug!(
+            "partition {}: {:.3} s waiting for streamed bases",
+            job_partition,
+            waited.as_secs_f64()
+        );
     }
     ws.release()?;
     drop(section);

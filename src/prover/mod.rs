@@ -112,6 +112,58 @@ pub fn proof_to_bytes(p: &Proof<Bls12>) -> [u8; PROOF_BYTES] {
     out
 }
 
+/// One pass of a streamed MSM: scalars `s..e`, the density words covering them (when the MSM
+/// has a density) and the bases `points` their set bits use (`points[k]` pairs with the k-th set
+/// bit overall, as in bellperson's layout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MsmPass {
+    /// First scalar of the pass.
+    pub s: usize,
+    /// One past the last scalar of the pass.
+    pub e: usize,
+    /// The bases the pass uses.
+    pub points: std::ops::Range<usize>,
+    /// The density words covering `s..e` (`s / 64 .. ceil(e / 64)`), with a density.
+    pub words: Option<std::ops::Range<usize>>,
+}
+
+/// Splits an MSM over `n` scalars into passes of about `chunk` scalars (rounded up to a multiple
+/// of 64 so density words split cleanly). With a density, passes whose scalars are all outside
+/// it are dropped. Used by the GPU backend when bases stream from host memory.
+pub fn msm_passes(n: usize, density: Option<&crate::synth::Density>, chunk: usize) -> Vec<MsmPass> {
+    let chunk = chunk.div_ceil(64).max(1) * 64;
+    let mut out = Vec::new();
+    let mut used = 0usize;
+    for s in (0..n).step_by(chunk) {
+        let e = (s + chunk).min(n);
+        match density {
+            None => out.push(MsmPass {
+                s,
+                e,
+                points: s..e,
+                words: None,
+            }),
+            Some(d) => {
+                let words = s / 64..e.div_ceil(64);
+                let ones: usize = d.words()[words.clone()]
+                    .iter()
+                    .map(|w| w.count_ones() as usize)
+                    .sum();
+                if ones > 0 {
+                    out.push(MsmPass {
+                        s,
+                        e,
+                        points: used..used + ones,
+                        words: Some(words),
+                    });
+                }
+                used += ones;
+            }
+        }
+    }
+    out
+}
+
 /// Checks that the assignment satisfies every constraint (aⱼ·bⱼ = cⱼ), in parallel.
 /// Cheap next to the MSMs; catches an inconsistent C1 output before the heavy work.
 ///
@@ -135,5 +187,68 @@ pub fn check_satisfied(asg: &Assignment, partition: usize) -> Result<()> {
                 asg.a.len()
             ),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Density;
+
+    fn density(len: usize, bit: impl Fn(usize) -> bool) -> Density {
+        let mut d = Density::default();
+        for i in 0..len {
+            d.push();
+            if bit(i) {
+                d.set(i);
+            }
+        }
+        d
+    }
+
+    #[test]
+    fn passes_without_density_cover_every_scalar_once() {
+        // chunk 100 rounds up to 128.
+        let p = msm_passes(1000, None, 100);
+        assert_eq!(p.len(), 8);
+        assert_eq!((p[0].s, p[0].e, p[0].points.clone()), (0, 128, 0..128));
+        assert_eq!(
+            (p[7].s, p[7].e, p[7].points.clone()),
+            (896, 1000, 896..1000)
+        );
+        assert!(p.windows(2).all(|w| w[0].e == w[1].s));
+        assert!(p.iter().all(|x| x.words.is_none()));
+        assert!(msm_passes(0, None, 64).is_empty());
+        assert_eq!(msm_passes(5, None, 0).len(), 1); // chunk 0 → one word's worth
+    }
+
+    #[test]
+    fn passes_with_density_pair_each_set_bit_with_its_point() {
+        // Bits set at i % 3 == 0 and in 200..260 (a dense run); nothing in 700..1000, so the
+        // passes there are dropped.
+        let n = 1000;
+        let d = density(n, |i| i < 700 && (i % 3 == 0 || (200..260).contains(&i)));
+        let set: Vec<usize> = (0..n).filter(|&i| d.get(i)).collect();
+        let passes = msm_passes(n, Some(&d), 128);
+        assert!(passes.iter().all(|p| p.s < 700), "empty passes are dropped");
+        let mut seen = Vec::new();
+        for p in &passes {
+            let w = p.words.clone().unwrap();
+            assert_eq!(w, p.s / 64..p.e.div_ceil(64));
+            // The k-th set bit of the pass's words (within s..e) uses points[p.points.start + k].
+            let in_pass: Vec<usize> = (p.s..p.e).filter(|&i| d.get(i)).collect();
+            assert_eq!(in_pass.len(), p.points.len());
+            for (k, &i) in in_pass.iter().enumerate() {
+                let point = p.points.start + k;
+                assert_eq!(
+                    set[point], i,
+                    "point {point} belongs to variable {}",
+                    set[point]
+                );
+            }
+            seen.extend(in_pass);
+        }
+        assert_eq!(seen, set, "every set bit in exactly one pass, in order");
+        assert_eq!(passes.last().unwrap().points.end, d.count());
     }
 }

@@ -1,0 +1,122 @@
+//! Double-buffered host → device uploads: pass k+1's data is copied on its own copy stream while
+//! the caller computes on pass k.
+//!
+//! Used for MSM bases streamed from host memory when they are not resident on the device (the
+//! full-staging, partial and streaming tiers of [`crate::gpu::alloc`]): at 2^27 that is 44 GiB
+//! of parameters per partition, so the copies must run at the PCIe link's pinned rate
+//! (≈ 50 GB/s on an H200 host, PCIe 5.0 x16) and hide behind the kernels. The host ranges are
+//! pinned through the process-wide [`PinnedRegistry`](crate::gpu::pinned::PinnedRegistry)
+//! (normally already pinned once for the whole parameter set, so this only adds a reference);
+//! a range that cannot be pinned is still copied, synchronously, by the driver's staging path.
+//!
+//! Order of operations for passes p0, p1, … into buffers B0, B1:
+//! `copy(p0→B0); [wait p0; copy(p1→B1); f(B0)]; [wait p1; copy(p2→B0); f(B1)]; …`
+//! — a buffer is overwritten only after the `f` that read it returned, so `f` must leave no
+//! queued work reading its slice when it returns (a blocking MSM such as
+//! [`MsmWorkspace::msm_g1`](crate::gpu::msm::MsmWorkspace::msm_g1) qualifies).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::gpu::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, Stream};
+use crate::gpu::pinned::{PinGuard, PinnedRegistry};
+
+/// Time spent by [`for_each_pass`] waiting for uploads (the part of the copies that the
+/// caller's computation did not hide), and bytes uploaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UploadStats {
+    /// Host bytes copied to the device.
+    pub bytes: u64,
+    /// Wall time the host waited for a copy to finish before computing on it.
+    pub waited: Duration,
+}
+
+/// Waits for the copy stream on every exit path (errors and unwinding included), so no queued
+/// copy can outlive the host slices borrowed by [`for_each_pass`].
+struct Drain<'a>(&'a Stream);
+
+impl Drop for Drain<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.0.synchronize() {
+            log::warn!("upload copy stream: {e}");
+        }
+    }
+}
+
+/// Runs `f(k, slice)` for every pass `k` of `passes`, where `slice` is pass k's host data in
+/// device memory (one of `bufs`, each at least as long as the longest pass). Pass k+1 is
+/// uploaded on a copy stream while `f` runs on pass k; `f` must not return with queued work
+/// that still reads its slice (see the module docs). Empty passes are still given to `f` (as
+/// empty slices).
+///
+/// Returns `f`'s results in pass order and the [`UploadStats`].
+///
+/// # Errors
+/// [`Error::Internal`] when a buffer is shorter than a pass; [`Error::Cuda`] from the copies;
+/// whatever `f` returns (the first error stops the loop; queued copies are drained first).
+pub fn for_each_pass<T: DeviceRepr, R>(
+    dev: &Arc<Device>,
+    registry: &PinnedRegistry,
+    bufs: &mut [DeviceBuffer<T>; 2],
+    passes: &[&[T]],
+    mut f: impl FnMut(usize, DeviceSlice<'_, T>) -> Result<R>,
+) -> Result<(Vec<R>, UploadStats)> {
+    let cap = bufs[0].len().min(bufs[1].len());
+    if let Some(p) = passes.iter().find(|p| p.len() > cap) {
+        return Err(Error::internal(format!(
+            "upload pass of {} elements exceeds the {cap}-element buffers",
+            p.len()
+        )));
+    }
+    let copy = Stream::new(dev)?;
+    let done = [Event::new(dev, false)?, Event::new(dev, false)?];
+    let _drain = Drain(&copy);
+    let mut stats = UploadStats::default();
+    let mut out = Vec::with_capacity(passes.len());
+    // The pins of the passes in flight (at most two), released when their copy has finished.
+    let mut pins: [Option<PinGuard>; 2] = [None, None];
+    let queue = |k: usize,
+                 buf: &mut DeviceBuffer<T>,
+                 pins: &mut [Option<PinGuard>; 2],
+                 stats: &mut UploadStats|
+     -> Result<()> {
+        let src = passes[k];
+        let pin = registry.pin_slice(src);
+        let mut dst = buf.slice_mut(..src.len())?;
+        if pin.is_pinned() {
+            // SAFETY: `src` is borrowed from `passes` for the whole call, and every return
+            // path (errors and unwinding included) synchronises `copy` first (`Drain`); the
+            // pin guard is kept until the copy's event has completed.
+            unsafe { dst.copy_from_host_async(src, &copy)? };
+        } else {
+            // Pageable: the driver would stage it synchronously anyway.
+            dst.copy_from_host(src)?;
+        }
+        done[k % 2].record(&copy)?;
+        pins[k % 2] = Some(pin);
+        stats.bytes += std::mem::size_of_val(src) as u64;
+        Ok(())
+    };
+    if !passes.is_empty() {
+        queue(0, &mut bufs[0], &mut pins, &mut stats)?;
+    }
+    for k in 0..passes.len() {
+        let t = Instant::now();
+        done[k % 2].synchronize()?;
+        stats.waited += t.elapsed();
+        pins[k % 2] = None; // pass k is on the device
+        let (b0, b1) = bufs.split_at_mut(1);
+        let (cur, next) = if k % 2 == 0 {
+            (&b0[0], &mut b1[0])
+        } else {
+            (&b1[0], &mut b0[0])
+        };
+        if k + 1 < passes.len() {
+            // `next` was read by pass k−1's `f`, which has returned (no queued reads left).
+            queue(k + 1, next, &mut pins, &mut stats)?;
+        }
+        out.push(f(k, cur.slice(..passes[k].len())?)?);
+    }
+    Ok((out, stats))
+}
