@@ -340,7 +340,7 @@ struct alignas(16) Field {
 
     /// Montgomery product a * b * R^-1 mod p: `mul_wide`, unless CUZK_MUL_CIOS is defined
     /// non-zero at compile time (`CUZK_NVCC_FLAGS=-DCUZK_MUL_CIOS=1`), then `mul_cios`.
-    /// On the H200 the wide product made G1 MSMs 10-12 % faster (2^27: 2.25 -> 1.98 s,
+    /// On the H200 the wide product made G1 MSMs 10-13 % faster (2^27: 2.25 -> 1.98 s,
     /// BENCHMARKS.md); both are checked against blstrs by tests/gpu_field.rs.
     __device__ __forceinline__ static Field mul(const Field& a, const Field& b) {
 #if defined(CUZK_MUL_CIOS) && CUZK_MUL_CIOS

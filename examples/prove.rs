@@ -10,7 +10,7 @@
 //! * `DIR` / `--fixture DIR`: fixture directory (default
 //!   `cuzk::fixture::default_fixture_dir_for(size)`: `$CUZK_FIXTURE_DIR`, else
 //!   `~/.cache/cuzk/fixture-2kib-v1` or `~/.cache/cuzk/fixture-8mib-v1`); built on first use
-//!   (2 KiB: about 15 minutes on 2 cores, ~141 s on 16; 8 MiB: unmeasured, expected similar —
+//!   (2 KiB: about 15 minutes on 2 cores, ~141 s on 16; 8 MiB: ~270 s on 16, ~20 min on 2 (estimated) —
 //!   the Groth16 test parameters are generated once and kept). A directory holding a fixture of
 //!   the other size is refused.
 //! * `--backend`: overrides `CUZK_BACKEND` (default `auto`: GPU when built with `--features cuda`

@@ -22,11 +22,11 @@
 //! | size | proof | default directory | sealing | parameters |
 //! |---|---|---|---|---|
 //! | 2 KiB | `StackedDrg2KiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-2kib-v1` | < 1 s | ~15 min on 2 cores, ~141 s on 16; 1.1 GB |
-//! | 8 MiB | `StackedDrg8MiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-8mib-v1` | 7–12 s on 2 cores | unmeasured (expected similar: same layers and challenges, longer Merkle paths) |
+//! | 8 MiB | `StackedDrg8MiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-8mib-v1` | 7–12 s on 2 cores, 5.8 s on 16 | 260 s on 16 cores (H200 host, next to a 2 KiB build), ~20 min on 2 (estimated); 1.43 GB |
 //!
-//! 8 MiB sealing was measured (and is deterministic: `comm_r` `2eae2cfc…`, `comm_d` `dfd2e891…`)
-//! with the ignored test `fixture::tests::seal_8mib_sector_only`; its parameters were never
-//! generated on the 2-core development machine.
+//! 8 MiB sealing is deterministic (`comm_r` `2eae2cfc…`, `comm_d` `dfd2e891…` here, with the
+//! ignored test `fixture::tests::seal_8mib_sector_only`, and on the H200 host); its parameters
+//! were generated on the H200 host only (BENCHMARKS.md).
 //!
 //! One directory holds one fixture: [`ensure_fixture`] refuses a directory whose `fixture.json`
 //! is of the other size (both default directories differ; `$CUZK_FIXTURE_DIR` overrides both).
@@ -819,18 +819,16 @@ mod tests {
         assert_eq!(from_hex32(&"zz".repeat(32)), None);
     }
 
-    #[test]
-    fn metadata_round_trips() {
-        let dir = std::env::temp_dir().join(format!("cuzk-fixture-meta-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+    /// Metadata of a fixture in `dir` (files not created) of proof type `proof`.
+    fn fake_fixture(dir: &Path, proof: RegisteredSealProof) -> Fixture {
         let param_dir = dir.join("params");
-        let f = Fixture {
-            dir: dir.clone(),
+        Fixture {
+            dir: dir.to_path_buf(),
             c1_json: dir.join(C1_JSON),
             params_file: param_dir.join("a.params"),
             vk_file: param_dir.join("a.vk"),
             param_dir,
-            registered_proof: REGISTERED_PROOF,
+            registered_proof: proof,
             sector_id: SECTOR_ID,
             actor_id: ACTOR_ID,
             prover_id: prover_id_from_actor_id(ACTOR_ID),
@@ -838,7 +836,14 @@ mod tests {
             seed: SEED,
             comm_r: [7; 32],
             comm_d: [9; 32],
-        };
+        }
+    }
+
+    #[test]
+    fn metadata_round_trips() {
+        let dir = std::env::temp_dir().join(format!("cuzk-fixture-meta-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let f = fake_fixture(&dir, REGISTERED_PROOF);
         f.save().unwrap();
         assert_eq!(Fixture::load(&dir).unwrap(), f);
         assert!(!f.is_complete());
@@ -904,23 +909,8 @@ mod tests {
     fn load_for_rejects_a_fixture_of_the_other_size() {
         let dir = std::env::temp_dir().join(format!("cuzk-fixture-size-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let param_dir = dir.join("params");
         for size in FixtureSize::ALL {
-            let f = Fixture {
-                dir: dir.clone(),
-                c1_json: dir.join(C1_JSON),
-                params_file: param_dir.join("a.params"),
-                vk_file: param_dir.join("a.vk"),
-                param_dir: param_dir.clone(),
-                registered_proof: size.registered_proof(),
-                sector_id: SECTOR_ID,
-                actor_id: ACTOR_ID,
-                prover_id: prover_id_from_actor_id(ACTOR_ID),
-                ticket: TICKET,
-                seed: SEED,
-                comm_r: [7; 32],
-                comm_d: [9; 32],
-            };
+            let f = fake_fixture(&dir, size.registered_proof());
             f.save().unwrap();
             assert_eq!(Fixture::load_for(&dir, size).unwrap(), f);
             assert_eq!(f.size(), Some(size));

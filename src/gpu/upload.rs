@@ -33,12 +33,16 @@ pub struct UploadStats {
 }
 
 /// Waits for the copy stream on every exit path (errors and unwinding included), so no queued
-/// copy can outlive the host slices borrowed by [`for_each_pass`].
-struct Drain<'a>(&'a Stream);
+/// copy can outlive the host slices borrowed by [`for_each_pass`]; owns the pins of the passes
+/// in flight (at most two), which it releases only after that wait (fields drop after `drop`).
+struct Drain<'a> {
+    stream: &'a Stream,
+    pins: [Option<PinGuard>; 2],
+}
 
 impl Drop for Drain<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.0.synchronize() {
+        if let Err(e) = self.stream.synchronize() {
             log::warn!("upload copy stream: {e}");
         }
     }
@@ -71,11 +75,12 @@ pub fn for_each_pass<T: DeviceRepr, R>(
     }
     let copy = Stream::new(dev)?;
     let done = [Event::new(dev, false)?, Event::new(dev, false)?];
-    let _drain = Drain(&copy);
+    let mut drain = Drain {
+        stream: &copy,
+        pins: [None, None],
+    };
     let mut stats = UploadStats::default();
     let mut out = Vec::with_capacity(passes.len());
-    // The pins of the passes in flight (at most two), released when their copy has finished.
-    let mut pins: [Option<PinGuard>; 2] = [None, None];
     let queue = |k: usize,
                  buf: &mut DeviceBuffer<T>,
                  pins: &mut [Option<PinGuard>; 2],
@@ -87,25 +92,27 @@ pub fn for_each_pass<T: DeviceRepr, R>(
         if pin.is_pinned() {
             // SAFETY: `src` is borrowed from `passes` for the whole call, and every return
             // path (errors and unwinding included) synchronises `copy` first (`Drain`); the
-            // pin guard is kept until the copy's event has completed.
+            // pin guard goes to `Drain` right below, which releases it only after that wait.
             unsafe { dst.copy_from_host_async(src, &copy)? };
+            pins[k % 2] = Some(pin);
         } else {
-            // Pageable: the driver would stage it synchronously anyway.
+            // Pageable: the driver stages it synchronously (no overlap; counted as waiting).
+            let t = Instant::now();
             dst.copy_from_host(src)?;
+            stats.waited += t.elapsed();
         }
         done[k % 2].record(&copy)?;
-        pins[k % 2] = Some(pin);
         stats.bytes += std::mem::size_of_val(src) as u64;
         Ok(())
     };
     if !passes.is_empty() {
-        queue(0, &mut bufs[0], &mut pins, &mut stats)?;
+        queue(0, &mut bufs[0], &mut drain.pins, &mut stats)?;
     }
     for k in 0..passes.len() {
         let t = Instant::now();
         done[k % 2].synchronize()?;
         stats.waited += t.elapsed();
-        pins[k % 2] = None; // pass k is on the device
+        drain.pins[k % 2] = None; // pass k is on the device
         let (b0, b1) = bufs.split_at_mut(1);
         let (cur, next) = if k % 2 == 0 {
             (&b0[0], &mut b1[0])
@@ -114,7 +121,7 @@ pub fn for_each_pass<T: DeviceRepr, R>(
         };
         if k + 1 < passes.len() {
             // `next` was read by pass k−1's `f`, which has returned (no queued reads left).
-            queue(k + 1, next, &mut pins, &mut stats)?;
+            queue(k + 1, next, &mut drain.pins, &mut stats)?;
         }
         out.push(f(k, cur.slice(..passes[k].len())?)?);
     }

@@ -187,7 +187,10 @@ impl GpuExecutor {
             .pinned
             .lock()
             .map_err(|_| Error::internal("pinned-parameters lock poisoned"))?;
-        if !pinned.iter().any(|p| p.path == srs.path) {
+        // Keyed by the vectors themselves: parameters reloaded from the same path replace the
+        // old entry (whose pins go, and with them the last hold on the old vectors).
+        if !pinned.iter().any(|p| p.pins(srs)) {
+            pinned.retain(|p| p.path != srs.path);
             pinned.push(PinnedParams::new(srs));
         }
         Ok(())
@@ -393,11 +396,20 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
 struct PinnedParams {
     path: PathBuf,
     _guards: Vec<crate::gpu::pinned::PinGuard>,
-    _g1: [Arc<Vec<G1Affine>>; 4],
-    _g2: Arc<Vec<G2Affine>>,
+    g1: [Arc<Vec<G1Affine>>; 4],
+    g2: Arc<Vec<G2Affine>>,
 }
 
 impl PinnedParams {
+    /// Whether these are `srs`'s vectors (same allocations).
+    fn pins(&self, srs: &Srs) -> bool {
+        self.g1
+            .iter()
+            .zip([&srs.h, &srs.l, &srs.a, &srs.b_g1])
+            .all(|(a, b)| Arc::ptr_eq(a, b))
+            && Arc::ptr_eq(&self.g2, &srs.b_g2)
+    }
+
     fn new(srs: &Srs) -> PinnedParams {
         let t = Instant::now();
         let reg = pinned_registry();
@@ -419,8 +431,8 @@ impl PinnedParams {
         PinnedParams {
             path: srs.path.clone(),
             _guards: guards,
-            _g1: g1,
-            _g2: srs.b_g2.clone(),
+            g1,
+            g2: srs.b_g2.clone(),
         }
     }
 }
@@ -532,10 +544,12 @@ fn run_on(
     );
     let (h, l, a, b_g1, b_g2);
     if let Some(r) = &resident {
+        let t = Instant::now();
         let daux = {
             let _pin = pinned_registry().pin_slice(&asg.aux);
             dev.upload(&asg.aux)?
         };
+        rep.report(tm, p, Stage::Transfer, t.elapsed());
         let aux = || Scalars::Device(daux.as_slice());
         let t = Instant::now();
         h = ws.msm_g1(
@@ -592,51 +606,44 @@ fn run_on(
         waited += w;
         rep.report(tm, p, Stage::MsmH, t.elapsed());
         drop(dh);
+        // aux takes the room h leaves: the plan has no other bytes for it.
+        if asg.aux.len() > n {
+            return Err(Error::internal(format!(
+                "{} aux variables exceed the {n}-point domain the plan budgeted them in",
+                asg.aux.len()
+            )));
+        }
         let t = Instant::now();
         let daux = {
             let _pin = pinned_registry().pin_slice(&asg.aux);
             dev.upload(&asg.aux)?
         };
         rep.report(tm, p, Stage::Transfer, t.elapsed());
-        let t = Instant::now();
-        let (sum, w) = streamed_msm(
-            dev,
-            &mut g1_bufs,
-            &srs.l,
-            daux.as_slice(),
-            None,
-            chunk,
-            |pt, sc, d| ws.msm_g1(pt, sc, d),
-        )?;
-        l = sum;
-        waited += w;
-        rep.report(tm, p, Stage::MsmL, t.elapsed());
-        let t = Instant::now();
-        let (sum, w) = streamed_msm(
-            dev,
-            &mut g1_bufs,
-            &srs.a[ni..],
-            daux.as_slice(),
-            Some(&asg.a_aux_density),
-            chunk,
-            |pt, sc, d| ws.msm_g1(pt, sc, d),
-        )?;
-        a = a_in + sum;
-        waited += w;
-        rep.report(tm, p, Stage::MsmA, t.elapsed());
-        let t = Instant::now();
-        let (sum, w) = streamed_msm(
-            dev,
-            &mut g1_bufs,
-            &srs.b_g1[bi..],
-            daux.as_slice(),
-            Some(&asg.b_aux_density),
-            chunk,
-            |pt, sc, d| ws.msm_g1(pt, sc, d),
-        )?;
-        b_g1 = b1_in + sum;
-        waited += w;
-        rep.report(tm, p, Stage::MsmBG1, t.elapsed());
+        // L, A and B_G1: the same G1 MSM over aux, each with its bases and density.
+        let g1_queries: [(&[G1Affine], Option<&crate::synth::Density>, Stage); 3] = [
+            (&srs.l[..], None, Stage::MsmL),
+            (&srs.a[ni..], Some(&asg.a_aux_density), Stage::MsmA),
+            (&srs.b_g1[bi..], Some(&asg.b_aux_density), Stage::MsmBG1),
+        ];
+        let mut sums = [G1Projective::identity(); 3];
+        for (sum, (points, density, stage)) in sums.iter_mut().zip(g1_queries) {
+            let t = Instant::now();
+            let (s, w) = streamed_msm(
+                dev,
+                &mut g1_bufs,
+                points,
+                daux.as_slice(),
+                density,
+                chunk,
+                |pt, sc, d| ws.msm_g1(pt, sc, d),
+            )?;
+            *sum = s;
+            waited += w;
+            rep.report(tm, p, stage, t.elapsed());
+        }
+        l = sums[0];
+        a = a_in + sums[1];
+        b_g1 = b1_in + sums[2];
         drop(g1_bufs);
         let mut g2_bufs = [dev.alloc::<G2Affine>(chunk)?, dev.alloc::<G2Affine>(chunk)?];
         let t = Instant::now();
