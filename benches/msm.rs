@@ -210,70 +210,7 @@ fn bench_g1(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32], porep: bool) {
     } else {
         "msm_g1_random"
     };
-    let mut g = c.benchmark_group(name);
-    g.sampling_mode(SamplingMode::Flat)
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
-    let mut ws = MsmWorkspace::new(dev).unwrap();
-    if !porep {
-        for k in sizes("CUZK_BENCH_MSM_SWEEP", "")
-            .into_iter()
-            .filter(|k| *k <= max)
-        {
-            let n = 1usize << k;
-            let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
-            sweep::<G1>(dev, k, &mut |w: &mut MsmWorkspace| {
-                w.msm_g1(Points::Device(p), Scalars::Device(s), None)
-                    .unwrap();
-            });
-        }
-    }
-    for &k in logs {
-        let n = 1usize << k;
-        let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
-        if profile_on() {
-            let mut wp = MsmWorkspace::with_config(
-                dev,
-                MsmConfig {
-                    profile: true,
-                    ..MsmConfig::default()
-                },
-            )
-            .unwrap();
-            let _ = wp
-                .msm_g1(Points::Device(p), Scalars::Device(s), None)
-                .unwrap();
-            let t = Instant::now();
-            let _ = wp
-                .msm_g1(Points::Device(p), Scalars::Device(s), None)
-                .unwrap();
-            print_stats(
-                &format!("{name} 2^{k} (profiled)"),
-                &wp,
-                t.elapsed().as_secs_f64() * 1e3,
-            );
-        }
-        let _ = ws
-            .msm_g1(Points::Device(p), Scalars::Device(s), None)
-            .unwrap();
-        let t = Instant::now();
-        let _ = ws
-            .msm_g1(Points::Device(p), Scalars::Device(s), None)
-            .unwrap();
-        print_stats(
-            &format!("{name} 2^{k}"),
-            &ws,
-            t.elapsed().as_secs_f64() * 1e3,
-        );
-        g.bench_with_input(BenchmarkId::from_parameter(format!("2^{k}")), &n, |b, _| {
-            b.iter(|| {
-                ws.msm_g1(Points::Device(p), Scalars::Device(s), None)
-                    .unwrap()
-            })
-        });
-    }
-    g.finish();
+    measure::<G1>(c, dev, name, &points, &scalars, logs, !porep);
 }
 
 fn bench_g2(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32]) {
@@ -290,23 +227,52 @@ fn bench_g2(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32]) {
         20.min(max),
         t.elapsed().as_secs_f64()
     );
-    let mut g = c.benchmark_group("msm_g2_random");
+    measure::<G2>(c, dev, "msm_g2_random", &points, &scalars, logs, true);
+}
+
+/// The criterion group `name` over the sizes `logs` (prefixes of `points` / `scalars`), each
+/// preceded by a printed stage profile (with `CUZK_BENCH_MSM_PROFILE`) and one printed timed
+/// run; with `sweep`, first the occupancy / window sweep at the sizes in `CUZK_BENCH_MSM_SWEEP`.
+fn measure<G: MsmGroup>(
+    c: &mut Criterion,
+    dev: &Arc<Device>,
+    name: &str,
+    points: &DeviceBuffer<G::Affine>,
+    scalars: &DeviceBuffer<Scalar>,
+    logs: &[u32],
+    sweep_on: bool,
+) {
+    let max = logs.iter().copied().max().unwrap_or(0);
+    let mut g = c.benchmark_group(name);
     g.sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
     let mut ws = MsmWorkspace::new(dev).unwrap();
-    for k in sizes("CUZK_BENCH_MSM_SWEEP", "")
-        .into_iter()
-        .filter(|k| *k <= max)
-    {
-        let n = 1usize << k;
-        let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
-        sweep::<G2>(dev, k, &mut |w: &mut MsmWorkspace| {
-            w.msm_g2(Points::Device(p), Scalars::Device(s), None)
-                .unwrap();
-        });
+    if sweep_on {
+        for k in sizes("CUZK_BENCH_MSM_SWEEP", "")
+            .into_iter()
+            .filter(|k| *k <= max)
+        {
+            let n = 1usize << k;
+            let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
+            sweep::<G>(dev, k, &mut |w: &mut MsmWorkspace| {
+                w.msm::<G>(Points::Device(p), Scalars::Device(s), None)
+                    .unwrap();
+            });
+        }
     }
+    // Second of two runs, printed with the workspace's statistics.
+    let timed = |ws: &mut MsmWorkspace, label: String, p, s| {
+        let _ = ws
+            .msm::<G>(Points::Device(p), Scalars::Device(s), None)
+            .unwrap();
+        let t = Instant::now();
+        let _ = ws
+            .msm::<G>(Points::Device(p), Scalars::Device(s), None)
+            .unwrap();
+        print_stats(&label, ws, t.elapsed().as_secs_f64() * 1e3);
+    };
     for &k in logs {
         let n = 1usize << k;
         let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
@@ -319,34 +285,12 @@ fn bench_g2(c: &mut Criterion, dev: &Arc<Device>, logs: &[u32]) {
                 },
             )
             .unwrap();
-            let _ = wp
-                .msm_g2(Points::Device(p), Scalars::Device(s), None)
-                .unwrap();
-            let t = Instant::now();
-            let _ = wp
-                .msm_g2(Points::Device(p), Scalars::Device(s), None)
-                .unwrap();
-            print_stats(
-                &format!("msm_g2_random 2^{k} (profiled)"),
-                &wp,
-                t.elapsed().as_secs_f64() * 1e3,
-            );
+            timed(&mut wp, format!("{name} 2^{k} (profiled)"), p, s);
         }
-        let _ = ws
-            .msm_g2(Points::Device(p), Scalars::Device(s), None)
-            .unwrap();
-        let t = Instant::now();
-        let _ = ws
-            .msm_g2(Points::Device(p), Scalars::Device(s), None)
-            .unwrap();
-        print_stats(
-            &format!("msm_g2_random 2^{k}"),
-            &ws,
-            t.elapsed().as_secs_f64() * 1e3,
-        );
+        timed(&mut ws, format!("{name} 2^{k}"), p, s);
         g.bench_with_input(BenchmarkId::from_parameter(format!("2^{k}")), &n, |b, _| {
             b.iter(|| {
-                ws.msm_g2(Points::Device(p), Scalars::Device(s), None)
+                ws.msm::<G>(Points::Device(p), Scalars::Device(s), None)
                     .unwrap()
             })
         });

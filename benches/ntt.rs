@@ -54,6 +54,28 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median device time (ms) of `runs` runs of `f`.
+fn median_ms(dev: &Arc<Device>, stream: &Stream, runs: usize, f: &mut dyn FnMut()) -> f64 {
+    median((0..runs).map(|_| timed(dev, stream, f)).collect())
+}
+
+/// Criterion `iter_custom` body: `iters` runs of `f`, their device times summed.
+fn device_time(dev: &Arc<Device>, stream: &Stream, iters: u64, f: &mut dyn FnMut()) -> Duration {
+    Duration::from_secs_f64((0..iters).map(|_| timed(dev, stream, f)).sum::<f64>() / 1e3)
+}
+
+/// Forward NTT, natural order in and out, with the chosen pass multiplication.
+fn forward(stream: &Stream, a: &mut DeviceBuffer<Scalar>, wide: bool) {
+    ntt::ntt_with(
+        stream,
+        &mut a.as_mut_slice(),
+        Direction::Forward,
+        false,
+        wide,
+    )
+    .unwrap()
+}
+
 fn bench(c: &mut Criterion) {
     match device_count() {
         Ok(0) => {
@@ -85,7 +107,7 @@ fn bench(c: &mut Criterion) {
         let mut run =
             || cuzk::gpu::device::testing::fr_mul_chain(&stream, &mut buf, iters, wide).unwrap();
         run();
-        let ms = median((0..5).map(|_| timed(&dev, &stream, &mut run)).collect());
+        let ms = median_ms(&dev, &stream, 5, &mut run);
         let muls = (n as f64) * 2.0 * iters as f64;
         println!(
             "Fr mul throughput ({}): {:.1} Gmul/s ({ms:.3} ms for {muls:.3e} muls)",
@@ -107,19 +129,10 @@ fn bench(c: &mut Criterion) {
         for (tl, th) in [(10, 256), (10, 128), (11, 256)] {
             ntt::tune(tl, th);
             for wide in [false, true] {
-                let mut fwd = || {
-                    ntt::ntt_with(
-                        &stream,
-                        &mut a.as_mut_slice(),
-                        Direction::Forward,
-                        false,
-                        wide,
-                    )
-                    .unwrap()
-                };
+                let mut fwd = || forward(&stream, &mut a, wide);
                 fwd();
                 stream.synchronize().unwrap();
-                let ms = median((0..5).map(|_| timed(&dev, &stream, &mut fwd)).collect());
+                let ms = median_ms(&dev, &stream, 5, &mut fwd);
                 println!("tune 2^{log_n}: tile 2^{tl}, {th} threads, wide {wide}: ntt {ms:.3} ms");
             }
         }
@@ -145,19 +158,10 @@ fn bench(c: &mut Criterion) {
         let mut b = random_buf(&dev, n, 2);
         let mut cc = random_buf(&dev, n, 3);
         for wide in [false, true] {
-            let mut fwd = || {
-                ntt::ntt_with(
-                    &stream,
-                    &mut a.as_mut_slice(),
-                    Direction::Forward,
-                    false,
-                    wide,
-                )
-                .unwrap()
-            };
+            let mut fwd = || forward(&stream, &mut a, wide);
             fwd(); // warm-up (tables, module)
             stream.synchronize().unwrap();
-            let ms_fwd = median((0..7).map(|_| timed(&dev, &stream, &mut fwd)).collect());
+            let ms_fwd = median_ms(&dev, &stream, 7, &mut fwd);
             let mut inv = || {
                 ntt::ntt_with(
                     &stream,
@@ -168,7 +172,7 @@ fn bench(c: &mut Criterion) {
                 )
                 .unwrap()
             };
-            let ms_icoset = median((0..7).map(|_| timed(&dev, &stream, &mut inv)).collect());
+            let ms_icoset = median_ms(&dev, &stream, 7, &mut inv);
             let mut h = || {
                 ntt::h_step_with(
                     &stream,
@@ -179,7 +183,7 @@ fn bench(c: &mut Criterion) {
                 )
                 .unwrap()
             };
-            let ms_h = median((0..5).map(|_| timed(&dev, &stream, &mut h)).collect());
+            let ms_h = median_ms(&dev, &stream, 5, &mut h);
             eprintln!("2^{log_n} (wide {wide}): ntt {ms_fwd:.3} ms, icoset {ms_icoset:.3} ms, h_step {ms_h:.3} ms");
             table.push((log_n, wide, ms_fwd, ms_icoset, ms_h));
         }
@@ -189,14 +193,9 @@ fn bench(c: &mut Criterion) {
             &log_n,
             |bch, _| {
                 bch.iter_custom(|iters| {
-                    let mut tot = 0.0;
-                    for _ in 0..iters {
-                        tot += timed(&dev, &stream, &mut || {
-                            ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Forward, false)
-                                .unwrap()
-                        });
-                    }
-                    Duration::from_secs_f64(tot / 1e3)
+                    device_time(&dev, &stream, iters, &mut || {
+                        ntt::ntt(&stream, &mut a.as_mut_slice(), Direction::Forward, false).unwrap()
+                    })
                 })
             },
         );
@@ -205,19 +204,15 @@ fn bench(c: &mut Criterion) {
             &log_n,
             |bch, _| {
                 bch.iter_custom(|iters| {
-                    let mut tot = 0.0;
-                    for _ in 0..iters {
-                        tot += timed(&dev, &stream, &mut || {
-                            ntt::h_step(
-                                &stream,
-                                &mut a.as_mut_slice(),
-                                &mut b.as_mut_slice(),
-                                &mut cc.as_mut_slice(),
-                            )
-                            .unwrap()
-                        });
-                    }
-                    Duration::from_secs_f64(tot / 1e3)
+                    device_time(&dev, &stream, iters, &mut || {
+                        ntt::h_step(
+                            &stream,
+                            &mut a.as_mut_slice(),
+                            &mut b.as_mut_slice(),
+                            &mut cc.as_mut_slice(),
+                        )
+                        .unwrap()
+                    })
                 })
             },
         );

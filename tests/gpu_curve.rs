@@ -4,10 +4,12 @@
 //! Needs a CUDA device; without one every test prints why and passes.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-use cuzk::gpu::device::{device_count, Device};
+use cuzk::gpu::device::Device;
 use cuzk::gpu::msm::{curve_op, CurveOp, MsmGroup, G1, G2};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
@@ -15,19 +17,7 @@ use group::{Curve, Group};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-fn device() -> Option<Arc<Device>> {
-    match device_count() {
-        Ok(0) => {
-            println!("skipped: no CUDA device");
-            None
-        }
-        Err(e) => {
-            println!("skipped: CUDA driver unusable: {e}");
-            None
-        }
-        Ok(_) => Some(Device::get(0).expect("device 0")),
-    }
-}
+use common::gpu_device as device;
 
 /// Inputs `a`, `b` as affine points, then the same as projective points.
 type Cases<P> = (

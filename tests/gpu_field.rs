@@ -3,11 +3,13 @@
 //! Skips (with a message) when no CUDA device is usable.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 
 use blstrs::{Fp, Fp2, Scalar};
 use cuzk::gpu::device::testing::{self, TestField};
-use cuzk::gpu::device::{device_count, Device, DeviceRepr};
+use cuzk::gpu::device::{Device, DeviceRepr};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -25,19 +27,7 @@ const DBL: i32 = 9;
 const IS_ZERO: i32 = 10;
 const MUL_CIOS: i32 = 11;
 
-fn device() -> Option<Arc<Device>> {
-    match device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device visible");
-            None
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: {e}");
-            None
-        }
-        Ok(_) => Some(Device::get(0).expect("open CUDA device 0")),
-    }
-}
+use common::gpu_device as device;
 
 /// Runs the test kernel `op(a, b) -> out` for `n` field elements on raw buffers (`A`, `B` input types,
 /// `O` output type, `out_len` values of `O` read back).

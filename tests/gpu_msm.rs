@@ -8,10 +8,12 @@
 //! Needs a CUDA device; without one every test prints why and passes.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk::gpu::device::{device_count, Device};
+use cuzk::gpu::device::Device;
 use cuzk::gpu::msm::{CanonicalScalar, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
 use cuzk::Error;
 use ff::Field;
@@ -20,19 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
-fn device() -> Option<Arc<Device>> {
-    match device_count() {
-        Ok(0) => {
-            println!("skipped: no CUDA device");
-            None
-        }
-        Err(e) => {
-            println!("skipped: CUDA driver unusable: {e}");
-            None
-        }
-        Ok(_) => Some(Device::get(0).expect("device 0")),
-    }
-}
+use common::gpu_device as device;
 
 fn max_log() -> u32 {
     match std::env::var("CUZK_TEST_MSM_MAX_LOG") {

@@ -4,11 +4,13 @@
 //! `CUZK_TEST_H_MAX_LOG` (default 22). Skips (with a message) when no CUDA device is usable.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 
 use bellperson::domain::EvaluationDomain;
 use blstrs::Scalar;
-use cuzk::gpu::device::{device_count, Device};
+use cuzk::gpu::device::Device;
 use cuzk::gpu::ntt::{self, Direction};
 use ec_gpu_gen::threadpool::Worker;
 use ff::Field;
@@ -16,19 +18,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
-fn device() -> Option<Arc<Device>> {
-    match device_count() {
-        Ok(0) => {
-            eprintln!("SKIPPED: no CUDA device visible");
-            None
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: {e}");
-            None
-        }
-        Ok(_) => Some(Device::get(0).expect("open CUDA device 0")),
-    }
-}
+use common::gpu_device as device;
 
 fn env_log(name: &str, default: u32) -> u32 {
     match std::env::var(name) {

@@ -7,6 +7,8 @@
 
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
@@ -14,17 +16,7 @@ use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 use cuzk::{Backend, Engine, EngineConfig, ProveOptions};
 
 fn gpu_present() -> bool {
-    match cuzk::gpu::device::device_count() {
-        Ok(n) if n > 0 => true,
-        Ok(_) => {
-            eprintln!("SKIP: no CUDA device");
-            false
-        }
-        Err(e) => {
-            eprintln!("SKIP: CUDA driver unusable: {e}");
-            false
-        }
-    }
+    common::gpu_device().is_some()
 }
 
 #[test]

@@ -474,26 +474,36 @@ impl MsmWorkspace {
         Ok(())
     }
 
-    /// G1 MSM `sum_j scalars[j] * points[p(j)]`, blocking. See [`MsmWorkspace::start`].
+    /// MSM `sum_j scalars[j] * points[p(j)]` in group `G`, blocking: [`MsmWorkspace::start`]
+    /// then [`MsmWorkspace::finish`].
+    pub fn msm<G: MsmGroup>(
+        &mut self,
+        points: Points<'_, G::Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+    ) -> Result<G::Projective> {
+        let t = self.start::<G>(points, scalars, density)?;
+        self.finish::<G>(t)
+    }
+
+    /// G1 MSM, blocking: [`MsmWorkspace::msm`] in [`G1`].
     pub fn msm_g1(
         &mut self,
         points: Points<'_, G1Affine>,
         scalars: Scalars<'_>,
         density: Option<&[u64]>,
     ) -> Result<G1Projective> {
-        let t = self.start::<G1>(points, scalars, density)?;
-        self.finish::<G1>(t)
+        self.msm::<G1>(points, scalars, density)
     }
 
-    /// G2 MSM `sum_j scalars[j] * points[p(j)]`, blocking. See [`MsmWorkspace::start`].
+    /// G2 MSM, blocking: [`MsmWorkspace::msm`] in [`G2`].
     pub fn msm_g2(
         &mut self,
         points: Points<'_, G2Affine>,
         scalars: Scalars<'_>,
         density: Option<&[u64]>,
     ) -> Result<G2Projective> {
-        let t = self.start::<G2>(points, scalars, density)?;
-        self.finish::<G2>(t)
+        self.msm::<G2>(points, scalars, density)
     }
 
     /// Queues the MSM `sum_j scalars[j] * points[p(j)]` and returns a ticket for [`finish`].

@@ -122,6 +122,30 @@ fn dense_pairs<'a, C: Sync>(
         .map(move |(k, i)| (&points[k], &values[i]))
 }
 
+/// The input (public) parts of the A, B_G1 and B_G2 MSMs: Σ inputᵢ·Aᵢ over every input, and
+/// Σ inputᵢ·Bᵢ over the inputs in the B density (the first `b_input_density.count()` points of
+/// the B sections). At most a few hundred points: always on the CPU, for both backends.
+pub(crate) fn input_msms(
+    asg: &Assignment,
+    srs: &Srs,
+) -> (G1Projective, G1Projective, G2Projective) {
+    let ni = asg.input.len();
+    let bi = asg.b_input_density.count();
+    (
+        msm(srs.a[..ni].par_iter().zip(asg.input.par_iter())),
+        msm(dense_pairs(
+            &srs.b_g1[..bi],
+            &asg.input,
+            &asg.b_input_density,
+        )),
+        msm(dense_pairs(
+            &srs.b_g2[..bi],
+            &asg.input,
+            &asg.b_input_density,
+        )),
+    )
+}
+
 /// The CPU backend (rayon + blst). Always available.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
@@ -167,24 +191,16 @@ impl Backend for CpuBackend {
         let l_sum = rep.time(tm, p, Stage::MsmL, || {
             msm(srs.l.par_iter().zip(asg.aux.par_iter()))
         });
+        let (a_in, b1_in, b2_in) = input_msms(asg, srs);
         let a_sum = rep.time(tm, p, Stage::MsmA, || {
-            msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()))
-                + msm(dense_pairs(&srs.a[ni..], &asg.aux, &asg.a_aux_density))
+            a_in + msm(dense_pairs(&srs.a[ni..], &asg.aux, &asg.a_aux_density))
         });
         let bi = asg.b_input_density.count();
         let b_g1 = rep.time(tm, p, Stage::MsmBG1, || {
-            msm(dense_pairs(
-                &srs.b_g1[..bi],
-                &asg.input,
-                &asg.b_input_density,
-            )) + msm(dense_pairs(&srs.b_g1[bi..], &asg.aux, &asg.b_aux_density))
+            b1_in + msm(dense_pairs(&srs.b_g1[bi..], &asg.aux, &asg.b_aux_density))
         });
         let b_g2 = rep.time(tm, p, Stage::MsmBG2, || {
-            msm(dense_pairs(
-                &srs.b_g2[..bi],
-                &asg.input,
-                &asg.b_input_density,
-            )) + msm(dense_pairs(&srs.b_g2[bi..], &asg.aux, &asg.b_aux_density))
+            b2_in + msm(dense_pairs(&srs.b_g2[bi..], &asg.aux, &asg.b_aux_density))
         });
         Ok(MsmResults {
             h: h_sum,

@@ -22,11 +22,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
+use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
 use group::Group;
-use rayon::prelude::*;
 
-use super::cpu::{msm as cpu_msm, CpuBackend};
+use super::cpu::CpuBackend;
 use super::{Backend, MsmResults, PartitionCtx};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
@@ -462,58 +461,46 @@ fn run_on(
     // has not started yet), a, b, c are staged and the seven NTTs and the pointwise pass run on
     // the device, and the MSMs run after two buffers are freed. Otherwise (streaming) h comes
     // from the CPU NTT and only h (n·32 B) is uploaded.
-    let t = Instant::now();
-    let section;
-    let chunk: usize;
+    let chunk = match plan.tier {
+        Tier::Streaming { chunk_points, .. } => chunk_points as usize,
+        _ => shape.pass_points() as usize,
+    };
     let mut dh = dev.alloc::<Fr>(n)?;
     let gpu_ntt = 3 * 32 * n as u64 <= plan.work.bytes();
-    match gpu_ntt {
-        true => {
-            let mut db = dev.alloc::<Fr>(n)?;
-            let mut dc = dev.alloc::<Fr>(n)?;
-            plan.work.note_allocated(3 * 32 * n as u64);
-            stage(&stream, &mut dh, &asg.a)?;
-            stage(&stream, &mut db, &asg.b)?;
-            stage(&stream, &mut dc, &asg.c)?;
-            ctx.reporter
-                .report(ctx.timings, p, Stage::Transfer, t.elapsed());
-            // The GPU section: kernels only (the uploads above overlap other workers' kernels).
-            let guard = attempt.enter_gpu();
-            ctx.reporter
-                .report(ctx.timings, p, Stage::Wait, guard.waited());
-            section = guard;
-            let t = Instant::now();
-            ntt::h_step(
-                &stream,
-                &mut dh.as_mut_slice(),
-                &mut db.as_mut_slice(),
-                &mut dc.as_mut_slice(),
-            )?;
-            stream.synchronize()?;
-            ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
-            plan.work.note_freed(2 * 32 * n as u64);
-            chunk = match plan.tier {
-                Tier::Streaming { chunk_points, .. } => chunk_points as usize,
-                _ => shape.pass_points() as usize,
-            };
-        }
-        false => {
-            plan.work.note_allocated(32 * n as u64);
-            let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
-            ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
-            let t = Instant::now();
-            stage(&stream, &mut dh, &h)?;
-            ctx.reporter
-                .report(ctx.timings, p, Stage::Transfer, t.elapsed());
-            let guard = attempt.enter_gpu();
-            ctx.reporter
-                .report(ctx.timings, p, Stage::Wait, guard.waited());
-            section = guard;
-            chunk = match plan.tier {
-                Tier::Streaming { chunk_points, .. } => chunk_points as usize,
-                _ => shape.pass_points() as usize,
-            };
-        }
+    let mut dbc = None;
+    let mut t = Instant::now();
+    if gpu_ntt {
+        let mut db = dev.alloc::<Fr>(n)?;
+        let mut dc = dev.alloc::<Fr>(n)?;
+        plan.work.note_allocated(3 * 32 * n as u64);
+        stage(&stream, &mut dh, &asg.a)?;
+        stage(&stream, &mut db, &asg.b)?;
+        stage(&stream, &mut dc, &asg.c)?;
+        dbc = Some((db, dc));
+    } else {
+        plan.work.note_allocated(32 * n as u64);
+        let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
+        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
+        t = Instant::now();
+        stage(&stream, &mut dh, &h)?;
+    }
+    ctx.reporter
+        .report(ctx.timings, p, Stage::Transfer, t.elapsed());
+    // The GPU section: kernels only (the uploads above overlap other workers' kernels).
+    let section = attempt.enter_gpu();
+    ctx.reporter
+        .report(ctx.timings, p, Stage::Wait, section.waited());
+    if let Some((mut db, mut dc)) = dbc {
+        let t = Instant::now();
+        ntt::h_step(
+            &stream,
+            &mut dh.as_mut_slice(),
+            &mut db.as_mut_slice(),
+            &mut dc.as_mut_slice(),
+        )?;
+        stream.synchronize()?;
+        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
+        plan.work.note_freed(2 * 32 * n as u64);
     }
     // a, b, c stay on the host until the partition succeeds: a retry (lower tier, other
     // device, CPU fallback) needs them.
@@ -527,22 +514,18 @@ fn run_on(
     let job_partition = ctx.partition;
     let rep = ctx.reporter;
     let tm = &mut *ctx.timings;
-    let in_idx: Vec<usize> = (0..ni).filter(|&i| asg.b_input_density.get(i)).collect();
     // The input parts (≤ a few hundred points) are summed on the CPU.
-    let a_in: G1Projective = cpu_msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()));
-    let b1_in: G1Projective = cpu_msm(
-        in_idx
-            .par_iter()
-            .enumerate()
-            .map(|(k, &i)| (&srs.b_g1[k], &asg.input[i])),
-    );
-    let b2_in: G2Projective = cpu_msm(
-        in_idx
-            .par_iter()
-            .enumerate()
-            .map(|(k, &i)| (&srs.b_g2[k], &asg.input[i])),
-    );
-    let (h, l, a, b_g1, b_g2);
+    let (a_in, b1_in, b2_in) = super::cpu::input_msms(asg, srs);
+    // L, A and B_G1 are the same G1 MSM over aux: (offset of the aux part in the query, density,
+    // stage) each, over the bases `aux_g1_bases` (host) or the resident copies.
+    let aux_g1: [(usize, Option<&crate::synth::Density>, Stage); 3] = [
+        (0, None, Stage::MsmL),
+        (ni, Some(&asg.a_aux_density), Stage::MsmA),
+        (bi, Some(&asg.b_aux_density), Stage::MsmBG1),
+    ];
+    let aux_g1_bases: [&[G1Affine]; 3] = [&srs.l, &srs.a, &srs.b_g1];
+    let mut g1 = [G1Projective::identity(); 3];
+    let (h, b_g2);
     if let Some(r) = &resident {
         let t = Instant::now();
         let daux = {
@@ -550,7 +533,6 @@ fn run_on(
             dev.upload(&asg.aux)?
         };
         rep.report(tm, p, Stage::Transfer, t.elapsed());
-        let aux = || Scalars::Device(daux.as_slice());
         let t = Instant::now();
         h = ws.msm_g1(
             Points::Device(r.h.slice(0..n - 1)?),
@@ -559,32 +541,22 @@ fn run_on(
         )?;
         rep.report(tm, p, Stage::MsmH, t.elapsed());
         drop(dh);
-        let t = Instant::now();
-        l = ws.msm_g1(Points::Device(r.l.as_slice()), aux(), None)?;
-        rep.report(tm, p, Stage::MsmL, t.elapsed());
-        let t = Instant::now();
-        a = a_in
-            + ws.msm_g1(
-                Points::Device(r.a.slice(ni..)?),
-                aux(),
-                Some(asg.a_aux_density.words()),
+        let resident_g1 = [&r.l, &r.a, &r.b_g1];
+        for (k, &(offset, density, stage)) in aux_g1.iter().enumerate() {
+            let t = Instant::now();
+            g1[k] = ws.msm_g1(
+                Points::Device(resident_g1[k].slice(offset..)?),
+                Scalars::Device(daux.as_slice()),
+                density.map(|d| d.words()),
             )?;
-        rep.report(tm, p, Stage::MsmA, t.elapsed());
+            rep.report(tm, p, stage, t.elapsed());
+        }
         let t = Instant::now();
-        b_g1 = b1_in
-            + ws.msm_g1(
-                Points::Device(r.b_g1.slice(bi..)?),
-                aux(),
-                Some(asg.b_aux_density.words()),
-            )?;
-        rep.report(tm, p, Stage::MsmBG1, t.elapsed());
-        let t = Instant::now();
-        b_g2 = b2_in
-            + ws.msm_g2(
-                Points::Device(r.b_g2.slice(bi..)?),
-                aux(),
-                Some(asg.b_aux_density.words()),
-            )?;
+        b_g2 = ws.msm_g2(
+            Points::Device(r.b_g2.slice(bi..)?),
+            Scalars::Device(daux.as_slice()),
+            Some(asg.b_aux_density.words()),
+        )?;
         rep.report(tm, p, Stage::MsmBG2, t.elapsed());
     } else {
         // Bases stream through two device buffers per group (sized for one pass each: the
@@ -619,31 +591,21 @@ fn run_on(
             dev.upload(&asg.aux)?
         };
         rep.report(tm, p, Stage::Transfer, t.elapsed());
-        // L, A and B_G1: the same G1 MSM over aux, each with its bases and density.
-        let g1_queries: [(&[G1Affine], Option<&crate::synth::Density>, Stage); 3] = [
-            (&srs.l[..], None, Stage::MsmL),
-            (&srs.a[ni..], Some(&asg.a_aux_density), Stage::MsmA),
-            (&srs.b_g1[bi..], Some(&asg.b_aux_density), Stage::MsmBG1),
-        ];
-        let mut sums = [G1Projective::identity(); 3];
-        for (sum, (points, density, stage)) in sums.iter_mut().zip(g1_queries) {
+        for (k, &(offset, density, stage)) in aux_g1.iter().enumerate() {
             let t = Instant::now();
-            let (s, w) = streamed_msm(
+            let (sum, w) = streamed_msm(
                 dev,
                 &mut g1_bufs,
-                points,
+                &aux_g1_bases[k][offset..],
                 daux.as_slice(),
                 density,
                 chunk,
                 |pt, sc, d| ws.msm_g1(pt, sc, d),
             )?;
-            *sum = s;
+            g1[k] = sum;
             waited += w;
             rep.report(tm, p, stage, t.elapsed());
         }
-        l = sums[0];
-        a = a_in + sums[1];
-        b_g1 = b1_in + sums[2];
         drop(g1_bufs);
         let mut g2_bufs = [dev.alloc::<G2Affine>(chunk)?, dev.alloc::<G2Affine>(chunk)?];
         let t = Instant::now();
@@ -656,7 +618,7 @@ fn run_on(
             chunk,
             |pt, sc, d| ws.msm_g2(pt, sc, d),
         )?;
-        b_g2 = b2_in + sum;
+        b_g2 = sum;
         waited += w;
         rep.report(tm, p, Stage::MsmBG2, t.elapsed());
         log::debug!(
@@ -669,10 +631,10 @@ fn run_on(
     drop(section);
     Ok(MsmResults {
         h,
-        l,
-        a,
-        b_g1,
-        b_g2,
+        l: g1[0],
+        a: a_in + g1[1],
+        b_g1: b1_in + g1[2],
+        b_g2: b2_in + b_g2,
     })
 }
 
