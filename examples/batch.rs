@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release --features cuda --example batch -- \
 //!     [-c COUNT] [-j CONCURRENCY] [--partitions P] [--workers W] [--vram-limit SIZE|TIER]
-//!     [--log2 N] [--check] [--pool-log2 K] [--seed S] [--phase SPEC]...
+//!     [--log2 N] [--check] [--pool-log2 K] [--seed S] [--reuse] [--dry-run] [--phase SPEC]...
 //! ```
 //!
 //! * `-c COUNT` proofs (default 1), `-j CONCURRENCY` proofs in flight at once (default 1), each of
@@ -33,7 +33,7 @@
 //! * Other settings from the environment, as `cuzk::EngineConfig::from_env` reads them
 //!   (`CUZK_DEVICES`, `CUZK_ALLOW_CPU`, ...). `RUST_LOG` sets the log filter (default `warn`).
 //!
-//! Synthetic data (see `DESIGN.md`, "Witness shape"): a, b, c uniformly random scalars; the
+//! Synthetic data (the shape of the real circuit's witness, BENCHMARKS.md "The 0/1 split"): a, b, c uniformly random scalars; the
 //! first input is one, the others random; aux: 3.5 % random, the rest 0/1 with 48 % ones, of the
 //! values in the B query 9 % random; A density 99.2 % and B density 26.5 % of the aux variables
 //! (independent per variable), of the inputs only the constant one is in B. The parameters have

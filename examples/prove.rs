@@ -118,6 +118,18 @@ fn run() -> Result<(), Error> {
         .fixture
         .clone()
         .unwrap_or_else(|| default_fixture_dir_for(args.size));
+    // The engine first: a backend that cannot run (e.g. `--backend gpu` without a GPU build)
+    // fails before a fixture is generated. Parameters are loaded on first use, after the fixture
+    // exists; `ensure_fixture` keeps them in `<dir>/params`.
+    let mut config = EngineConfig {
+        parameter_dir: Some(dir.join("params")),
+        ..EngineConfig::from_env()?
+    };
+    if let Some(b) = args.backend {
+        config.backend = b;
+    }
+    let engine = Engine::new(config)?;
+    let options = ProveOptions::from_env()?;
     let fixture = ensure_fixture(&dir, args.size)?;
     let c1 = fixture.read_c1()?;
     println!(
@@ -129,16 +141,6 @@ fn run() -> Result<(), Error> {
         to_hex(&fixture.comm_r),
         to_hex(&fixture.comm_d)
     );
-
-    let mut config = EngineConfig {
-        parameter_dir: Some(fixture.param_dir.clone()),
-        ..EngineConfig::from_env()?
-    };
-    if let Some(b) = args.backend {
-        config.backend = b;
-    }
-    let engine = Engine::new(config)?;
-    let options = ProveOptions::from_env()?;
 
     let mut totals = Vec::with_capacity(args.repeat);
     for run in 1..=args.repeat {

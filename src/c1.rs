@@ -159,6 +159,13 @@ pub fn validate(c1: &C1Input, sector_id: u64, prover_id: &[u8; 32]) -> Result<()
             if have.1 { " (some empty)" } else { "" }
         )));
     }
+    let vanilla_size = vanilla_sector_size(&o.vanilla_proofs);
+    if vanilla_size != u64::from(o.registered_proof.sector_size()) {
+        return Err(Error::InvalidInput(format!(
+            "the C1 output says {:?} but its vanilla proofs are for {vanilla_size}-byte sectors",
+            o.registered_proof
+        )));
+    }
     let config = o.registered_proof.as_v1_config();
     let comm_d: filecoin_proofs::DefaultPieceDomain =
         filecoin_proofs::as_safe_commitment(&o.comm_d, "comm_d")
@@ -169,8 +176,9 @@ pub fn validate(c1: &C1Input, sector_id: u64, prover_id: &[u8; 32]) -> Result<()
     >(prover_id, sector_id, &o.ticket, comm_d, &config.porep_id);
     if replica_id != o.replica_id {
         return Err(Error::InvalidInput(format!(
-            "the C1 output's replica id was not derived from prover id {} and sector id {sector_id}: wrong prover id or sector number?",
-            hex(prover_id)
+            "the C1 output's replica id was not derived from prover id {}, sector id {sector_id} and the porep id of {:?}: wrong prover id, sector number or proof type?",
+            hex(prover_id),
+            o.registered_proof
         )));
     }
     Ok(())
@@ -188,6 +196,18 @@ fn vanilla_partitions(v: &filecoin_proofs_api::seal::VanillaSealProof) -> (usize
         StackedDrg512MiBV1(p) => count(p),
         StackedDrg32GiBV1(p) => count(p),
         StackedDrg64GiBV1(p) => count(p),
+    }
+}
+
+/// Sector size (bytes) of the vanilla proofs' variant.
+fn vanilla_sector_size(v: &filecoin_proofs_api::seal::VanillaSealProof) -> u64 {
+    use filecoin_proofs_api::seal::VanillaSealProof::*;
+    match v {
+        StackedDrg2KiBV1(_) => 2 << 10,
+        StackedDrg8MiBV1(_) => 8 << 20,
+        StackedDrg512MiBV1(_) => 512 << 20,
+        StackedDrg32GiBV1(_) => 32 << 30,
+        StackedDrg64GiBV1(_) => 64 << 30,
     }
 }
 

@@ -87,7 +87,7 @@ impl EngineConfig {
             };
         }
         if let Some(v) = var("CUZK_VRAM_LIMIT") {
-            c.vram_limit = Some(parse_bytes(&v).map_err(|r| bad("CUZK_VRAM_LIMIT", &v, &r))?);
+            c.vram_limit = Some(parse_vram_limit(&v)?);
         }
         if let Some(v) = var("CUZK_HOST_MEM_LIMIT") {
             c.host_memory_limit =
@@ -226,6 +226,20 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     Ok(v as u64)
 }
 
+/// A `CUZK_VRAM_LIMIT` value: a byte size (see [`parse_bytes`]) above zero. (The C ABI's 0
+/// means "no cap"; as a cap, 0 bytes would only fail every GPU job.)
+fn parse_vram_limit(v: &str) -> Result<u64> {
+    match parse_bytes(v) {
+        Ok(0) => Err(bad(
+            "CUZK_VRAM_LIMIT",
+            v,
+            "a cap of 0 bytes leaves no device memory; unset it for no cap",
+        )),
+        Ok(b) => Ok(b),
+        Err(r) => Err(bad("CUZK_VRAM_LIMIT", v, &r)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +254,16 @@ mod tests {
         assert!(parse_bytes("sixteen").is_err());
         assert!(parse_bytes("16XB").is_err());
         assert!(parse_bytes("").is_err());
+    }
+
+    #[test]
+    fn vram_limit_must_be_a_size_above_zero() {
+        assert_eq!(parse_vram_limit("16GiB").unwrap(), 16 << 30);
+        for bad_value in ["0", "0GiB", "abc"] {
+            let e = parse_vram_limit(bad_value).unwrap_err();
+            assert_eq!(e.code(), 104, "{bad_value}");
+            assert!(e.to_string().contains("CUZK_VRAM_LIMIT"), "{e}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! | size | proof | default directory | sealing | parameters |
 //! |---|---|---|---|---|
 //! | 2 KiB | `StackedDrg2KiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-2kib-v1` | < 1 s | ~15 min on 2 cores, ~141 s on 16; 1.1 GB |
-//! | 8 MiB | `StackedDrg8MiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-8mib-v1` | 7–12 s on 2 cores, 5.8 s on 16 | 260 s on 16 cores (H200 host, next to a 2 KiB build), ~20 min on 2 (estimated); 1.43 GB |
+//! | 8 MiB | `StackedDrg8MiBV1_1`, 1 partition | `~/.cache/cuzk/fixture-8mib-v1` | 7–12 s on 2 cores, 5.8 s on 16 | 260 s of the fixture's 270 s on 16 cores (H200 host, next to a 2 KiB build), ~20 min on 2 (estimated); 1.43 GB |
 //!
 //! 8 MiB sealing is deterministic (`comm_r` `2eae2cfc…`, `comm_d` `dfd2e891…` here, with the
 //! ignored test `fixture::tests::seal_8mib_sector_only`, and on the H200 host); its parameters
@@ -488,16 +488,24 @@ pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
 /// [`Error::Internal`] when filecoin-proofs or bellperson fail.
 pub fn ensure_fixture(dir: &Path, size: FixtureSize) -> Result<Fixture> {
     let t_all = Instant::now();
-    fs::create_dir_all(dir)?;
-    let dir = fs::canonicalize(dir)?;
+    // File-system errors name the path (a fixture directory that cannot be created or written
+    // is the usual user error here).
+    let at = |path: &Path| {
+        let path = path.display().to_string();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{path}: {e}"))
+    };
+    fs::create_dir_all(dir).map_err(at(dir))?;
+    let dir = fs::canonicalize(dir).map_err(at(dir))?;
     let param_dir = dir.join("params");
     use_parameter_dir(&param_dir)?;
 
+    let lock_path = dir.join(".lock");
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join(".lock"))?;
+        .open(&lock_path)
+        .map_err(at(&lock_path))?;
     if lock.try_lock_exclusive().is_err() {
         log::info!(
             "fixture {}: another process is building it, waiting for its lock",
@@ -568,10 +576,14 @@ fn ensure_locked<Tree: 'static + MerkleTreeTrait>(
         log::info!("fixture: reusing parameters {}", params_file.display());
     } else {
         let t = Instant::now();
-        log::info!(
-            "fixture: generating Groth16 parameters for the {size} PoRep circuit into {} \
-             (2 KiB: about 15 minutes on 2 cores, 1.1 GB)",
-            params_file.display()
+        log::warn!(
+            "fixture: generating Groth16 test parameters for the {size} PoRep circuit into {} \
+             (once; {})",
+            params_file.display(),
+            match size {
+                FixtureSize::Kib2 => "about 15 minutes on 2 cores, 2.5 on 16; 1.1 GB",
+                FixtureSize::Mib8 => "about 20 minutes on 2 cores (estimated), 4.5 on 16; 1.43 GB",
+            }
         );
         let circuit = <Compound<Tree> as CompoundProof<
             '_,

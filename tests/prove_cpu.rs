@@ -260,6 +260,22 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
     assert!(prove(&e, &good, f.sector_id + 1, &f.prover_id)
         .to_string()
         .contains("replica id"));
+    // a proof type that does not match the vanilla proofs (8 MiB label on a 2 KiB C1)
+    let mut v: serde_json::Value = serde_json::from_slice(&good).unwrap();
+    assert_eq!(v["registered_proof"], "StackedDrg2KiBV1_1");
+    v["registered_proof"] = "StackedDrg8MiBV1_1".into();
+    let err = prove(
+        &e,
+        &serde_json::to_vec(&v).unwrap(),
+        f.sector_id,
+        &f.prover_id,
+    );
+    assert_eq!(err.code(), 101, "{err}");
+    assert!(
+        err.to_string()
+            .contains("vanilla proofs are for 2048-byte sectors"),
+        "{err}"
+    );
 
     // A damaged C1: one challenge's vanilla proof removed; a hash that is not a field element.
     let mut v: serde_json::Value = serde_json::from_slice(&good).unwrap();

@@ -321,7 +321,8 @@ impl PartitionShape {
         })
     }
 
-    /// The 32 GiB PoRep partition of DESIGN.md: 130,278,541 constraints, 328 inputs,
+    /// The 32 GiB PoRep partition: 130,278,541 constraints without the 328 input constraints
+    /// (130,278,869 with them), 328 inputs,
     /// 130,169,893 aux, domain 2^27, A 129.8 M and B 33.1 M points (rounded to 0.1 M).
     /// Parameters 44.1 GiB.
     pub fn porep_32gib() -> Self {
