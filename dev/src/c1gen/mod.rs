@@ -1,0 +1,1 @@
+//! Real-shape C1 outputs without sealing (work in progress).
