@@ -13,6 +13,8 @@
 //! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo |
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
+//! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
+//! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 
 use std::path::PathBuf;
 
@@ -54,6 +56,65 @@ pub struct EngineConfig {
     pub host_memory_limit: Option<u64>,
     /// Let GPU jobs run on the CPU when no device can take them (reported, never silent).
     pub allow_cpu_fallback: bool,
+    /// Where compiled circuits are cached ([`crate::circuit::cache`]).
+    pub circuit_cache: CircuitCache,
+}
+
+/// Where compiled circuits ([`crate::circuit`]) are kept between processes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CircuitCache {
+    /// `$XDG_CACHE_HOME/cuzk/circuits`, else `$HOME/.cache/cuzk/circuits` (in memory when
+    /// neither variable is set).
+    #[default]
+    Default,
+    /// This directory.
+    Dir(PathBuf),
+    /// Nowhere: each engine records the circuit once and keeps it in memory.
+    Off,
+}
+
+impl CircuitCache {
+    /// The directory this setting resolves to (`None`: in memory only).
+    pub fn dir(&self) -> Option<PathBuf> {
+        match self {
+            CircuitCache::Dir(d) => Some(d.clone()),
+            CircuitCache::Off => None,
+            CircuitCache::Default => {
+                let nonempty = |v: &str| std::env::var_os(v).filter(|s| !s.is_empty());
+                nonempty("XDG_CACHE_HOME")
+                    .map(PathBuf::from)
+                    .or_else(|| nonempty("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                    .map(|c| c.join("cuzk").join("circuits"))
+            }
+        }
+    }
+}
+
+/// How a partition's witness and a, b, c are computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Synthesis {
+    /// The compiled circuit ([`crate::circuit`]): witness generated one challenge per task in
+    /// parallel, then a, b, c by SpMV, then the R1CS check.
+    #[default]
+    Compiled,
+    /// bellpepper synthesis of the whole partition on one thread
+    /// ([`crate::synth::Assignment::synthesize`]): the reference the compiled path is tested
+    /// against.
+    Reference,
+}
+
+impl Synthesis {
+    /// Parses `compiled` / `reference`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming `name`.
+    pub fn parse(name: &str, v: &str) -> Result<Self> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "compiled" => Ok(Synthesis::Compiled),
+            "reference" | "bellpepper" => Ok(Synthesis::Reference),
+            _ => Err(bad(name, v, "expected compiled or reference")),
+        }
+    }
 }
 
 impl EngineConfig {
@@ -96,6 +157,12 @@ impl EngineConfig {
         if let Some(v) = var("CUZK_ALLOW_CPU") {
             c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
         }
+        if let Some(v) = var("CUZK_CIRCUIT_CACHE") {
+            c.circuit_cache = match v.trim() {
+                "off" | "none" => CircuitCache::Off,
+                d => CircuitCache::Dir(PathBuf::from(d)),
+            };
+        }
         Ok(c)
     }
 
@@ -128,6 +195,8 @@ pub struct ProveOptions {
     /// Fixed Groth16 blinding factors `(r, s)` per partition, for known-answer tests only.
     /// `None` (the default) draws them from the OS random generator.
     pub randomness: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
+    /// Compiled (default) or reference synthesis.
+    pub synthesis: Synthesis,
 }
 
 impl Default for ProveOptions {
@@ -136,20 +205,27 @@ impl Default for ProveOptions {
             verify: true,
             progress: None,
             randomness: None,
+            synthesis: Synthesis::default(),
         }
     }
 }
 
 impl ProveOptions {
-    /// Default options with `CUZK_VERIFY` applied.
+    /// Default options with `CUZK_VERIFY` and `CUZK_SYNTHESIS` applied.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] when `CUZK_VERIFY` is not a boolean.
+    /// [`Error::InvalidConfig`] when `CUZK_VERIFY` is not a boolean or `CUZK_SYNTHESIS` not
+    /// `compiled` / `reference`.
     pub fn from_env() -> Result<Self> {
         let mut o = ProveOptions::default();
         if let Ok(v) = std::env::var("CUZK_VERIFY") {
             if !v.trim().is_empty() {
                 o.verify = parse_bool("CUZK_VERIFY", &v)?;
+            }
+        }
+        if let Ok(v) = std::env::var("CUZK_SYNTHESIS") {
+            if !v.trim().is_empty() {
+                o.synthesis = Synthesis::parse("CUZK_SYNTHESIS", &v)?;
             }
         }
         Ok(o)
@@ -162,6 +238,7 @@ impl std::fmt::Debug for ProveOptions {
             .field("verify", &self.verify)
             .field("progress", &self.progress.is_some())
             .field("randomness", &self.randomness.as_ref().map(|v| v.len()))
+            .field("synthesis", &self.synthesis)
             .finish()
     }
 }

@@ -16,7 +16,8 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::c1;
-use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions};
+use crate::circuit::{self, CompiledCircuit};
+use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, Backend, CpuBackend, PartitionCtx, PROOF_BYTES};
@@ -54,8 +55,10 @@ pub struct C2Output {
     pub verified: bool,
 }
 
-/// One slot per parameter file: loaded at most once, even by concurrent callers.
-type ParamSlot = Arc<Mutex<Option<Arc<Srs>>>>;
+/// One slot per parameter file (or compiled circuit): loaded at most once, even by concurrent
+/// callers.
+type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
+type ParamSlot = Slot<Srs>;
 
 /// A prover engine: keeps loaded Groth16 parameters (one handle per proof type, reused by every
 /// later call) and the backends. Thread-safe: share it behind an `Arc` and call
@@ -63,6 +66,8 @@ type ParamSlot = Arc<Mutex<Option<Arc<Srs>>>>;
 pub struct Engine {
     config: EngineConfig,
     params: Mutex<HashMap<PathBuf, ParamSlot>>,
+    /// Compiled circuits, keyed by their parameter file (one per proof type).
+    circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     cpu: CpuBackend,
     gpu: Option<Arc<dyn Backend>>,
     /// One-shot switch of [`Engine::inject_panic_for_test`].
@@ -94,6 +99,7 @@ impl Engine {
         Ok(Arc::new(Engine {
             config,
             params: Mutex::new(HashMap::new()),
+            circuits: Mutex::new(HashMap::new()),
             cpu: CpuBackend,
             gpu,
             panic_next: AtomicBool::new(false),
@@ -153,6 +159,67 @@ impl Engine {
         );
         *slot = Some(srs.clone());
         Ok(srs)
+    }
+
+    /// The compiled circuit of the PoRep proof type of `pp` (whose parameters are at
+    /// `params_path`): kept by the engine after first use, read from the circuit cache
+    /// ([`crate::EngineConfig::circuit_cache`]) or recorded from the circuit (and cached).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] if the circuit cannot be recorded; cache problems are warnings.
+    pub fn load_circuit<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        params_path: &Path,
+        pp: &circuit::porep::PublicParams<Tree>,
+    ) -> Result<Arc<CompiledCircuit>> {
+        let slot = {
+            let mut map = self
+                .circuits
+                .lock()
+                .map_err(|_| Error::internal("circuit cache poisoned"))?;
+            map.entry(params_path.to_path_buf()).or_default().clone()
+        };
+        let mut slot = slot
+            .lock()
+            .map_err(|_| Error::internal("circuit slot poisoned"))?;
+        if let Some(cc) = slot.as_ref() {
+            return Ok(cc.clone());
+        }
+        let file = params_path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (name, key) = circuit::porep::cache_name_and_key(&file, pp);
+        let t = Instant::now();
+        let dir = self.config.circuit_cache.dir();
+        let (cc, outcome) = circuit::cache::load_or_build(dir.as_deref(), &name, &key, || {
+            let t = Instant::now();
+            let cc = circuit::porep::compile(pp)?;
+            log::info!(
+                "recorded the circuit of {name} in {:.2} s: {} constraints, {} inputs, {} aux, \
+                 {} challenges; non-zeros A {} B {} C {}, {} coefficients, {:.1} MB",
+                t.elapsed().as_secs_f64(),
+                cc.layout.num_constraints(),
+                cc.layout.num_inputs(),
+                cc.layout.num_aux(),
+                cc.layout.challenges,
+                cc.a.nnz(),
+                cc.b.nnz(),
+                cc.c.nnz(),
+                cc.coeffs.len(),
+                cc.matrix_bytes() as f64 / 1e6
+            );
+            Ok(cc)
+        })?;
+        log::info!(
+            "compiled circuit {name}: {outcome:?} in {:.2} s{}",
+            t.elapsed().as_secs_f64(),
+            dir.map(|d| format!(" (cache {})", d.display()))
+                .unwrap_or_default()
+        );
+        let cc = Arc::new(cc);
+        *slot = Some(cc.clone());
+        Ok(cc)
     }
 
     /// Proves commit phase 2 of one sector.
@@ -271,14 +338,28 @@ fn gpu_backend(_config: &EngineConfig) -> Result<Arc<dyn Backend>> {
     ))
 }
 
-/// The proof of one sector shape (`Tree` = the sector's Merkle tree shape).
-fn prove_shape<Tree: 'static + MerkleTreeTrait>(
+/// A C1 output made ready for proving: its vanilla proofs (checked), public inputs and
+/// public parameters, and the path of its parameter file.
+struct Sector<Tree: 'static + MerkleTreeTrait> {
+    proof_type: filecoin_proofs_api::RegisteredSealProof,
+    vanilla: Vec<Vec<RawVanillaSealProof<Tree>>>,
+    public_inputs: stacked::PublicInputs<
+        <Tree::Hasher as filecoin_hashers::Hasher>::Domain,
+        filecoin_proofs::DefaultPieceDomain,
+    >,
+    pub_params:
+        compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+    params_path: PathBuf,
+}
+
+/// Parses the vanilla proofs of `c1`, checks them against its commitments, and sets up the
+/// proof type's public parameters.
+fn prepare<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
-    options: &ProveOptions,
     reporter: &Reporter,
     timings: &mut Timings,
-) -> Result<C2Output> {
+) -> Result<Sector<Tree>> {
     let proof_type = c1.registered_proof;
     let config = proof_type.as_v1_config();
     let vanilla: Vec<Vec<RawVanillaSealProof<Tree>>> = c1
@@ -340,9 +421,87 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 
     let (params_path, _) =
         porep_param_paths::<Tree>(&engine.config.resolved_parameter_dir(), vanilla_params);
+    Ok(Sector {
+        proof_type,
+        vanilla,
+        public_inputs,
+        params_path,
+        pub_params,
+    })
+}
+
+/// The proving assignment of partition `k`: by the compiled circuit when given, else by the
+/// reference synthesis. Not yet checked (see [`prover::check_satisfied`]).
+fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
+    s: &Sector<Tree>,
+    compiled: Option<&CompiledCircuit>,
+    k: usize,
+    reporter: &Reporter,
+    t: &mut Timings,
+) -> Result<Assignment> {
+    let p = Some(k);
+    let vanilla_params = &s.pub_params.vanilla_params;
+    let vanilla = s
+        .vanilla
+        .get(k)
+        .ok_or_else(|| Error::InvalidInput(format!("partition {k} of {}", s.vanilla.len())))?;
+    match compiled {
+        None => {
+            let circuit =
+                <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+                    &s.public_inputs,
+                    (),
+                    vanilla,
+                    vanilla_params,
+                    Some(k),
+                )
+                .map_err(|e| Error::InvalidInput(format!("partition {k}: {e:#}")))?;
+            reporter
+                .time(t, p, Stage::Synthesis, || Assignment::synthesize(circuit))
+                .map_err(|e| Error::Synthesis {
+                    partition: k,
+                    message: e.to_string(),
+                })
+        }
+        Some(cc) => {
+            let t0 = Instant::now();
+            let w = reporter.time(t, p, Stage::Witness, || {
+                circuit::porep::witness(cc, &s.public_inputs, vanilla, vanilla_params, k)
+            })?;
+            let asg = reporter.time(t, p, Stage::Spmv, || cc.evaluate(w))?;
+            reporter.report(t, p, Stage::Synthesis, t0.elapsed());
+            Ok(asg)
+        }
+    }
+}
+
+/// The proof of one sector shape (`Tree` = the sector's Merkle tree shape).
+fn prove_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    options: &ProveOptions,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<C2Output> {
+    let sector = prepare::<Tree>(engine, c1, reporter, timings)?;
+    let Sector {
+        proof_type,
+        vanilla,
+        public_inputs,
+        pub_params,
+        params_path,
+    } = &sector;
+    let proof_type = *proof_type;
+    let vanilla_params = &pub_params.vanilla_params;
     let srs = reporter.time(timings, None, Stage::LoadParams, || {
-        engine.load_params(&params_path)
+        engine.load_params(params_path)
     })?;
+    let compiled = match options.synthesis {
+        Synthesis::Compiled => Some(reporter.time(timings, None, Stage::Compile, || {
+            engine.load_circuit(params_path, vanilla_params)
+        })?),
+        Synthesis::Reference => None,
+    };
 
     let partitions = vanilla.len();
     let workers = engine.partition_concurrency(u64::from(proof_type.sector_size()), partitions)?;
@@ -354,22 +513,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
         let mut t = Timings::default();
         let p = Some(k);
-        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
-            &public_inputs,
-            (),
-            &vanilla[k],
-            vanilla_params,
-            Some(k),
-        )
-        .map_err(|e| Error::InvalidInput(format!("partition {k}: {e:#}")))?;
-        let mut asg = reporter
-            .time(&mut t, p, Stage::Synthesis, || {
-                Assignment::synthesize(circuit)
-            })
-            .map_err(|e| Error::Synthesis {
-                partition: k,
-                message: e.to_string(),
-            })?;
+        let mut asg = synthesize_partition(&sector, compiled.as_deref(), k, reporter, &mut t)?;
         srs.check_shape(&asg)?;
         prover::check_satisfied(&asg, k)?;
         let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(

@@ -182,6 +182,12 @@ pub enum CuzkStage {
     VERIFY = 12,
     /// The whole call.
     TOTAL = 13,
+    /// Loading (or recording) the compiled circuit.
+    COMPILE = 14,
+    /// Witness generation of one partition (part of `SYNTHESIS`).
+    WITNESS = 15,
+    /// a, b, c by sparse matrix-vector products (part of `SYNTHESIS`).
+    SPMV = 16,
 }
 
 impl CuzkStage {
@@ -201,6 +207,9 @@ impl CuzkStage {
             Stage::Epilogue => CuzkStage::EPILOGUE,
             Stage::Verify => CuzkStage::VERIFY,
             Stage::Total => CuzkStage::TOTAL,
+            Stage::Compile => CuzkStage::COMPILE,
+            Stage::Witness => CuzkStage::WITNESS,
+            Stage::Spmv => CuzkStage::SPMV,
         }
     }
 }
@@ -384,6 +393,9 @@ fn stage_name(s: Stage) -> &'static CStr {
         Stage::Epilogue => c"epilogue",
         Stage::Verify => c"verify",
         Stage::Total => c"total",
+        Stage::Compile => c"compile",
+        Stage::Witness => c"witness",
+        Stage::Spmv => c"spmv",
     }
 }
 
@@ -537,6 +549,7 @@ unsafe fn config_of(opts: &CuzkOptions) -> Result<(EngineConfig, bool)> {
         host_memory_limit: (opts.host_memory_limit_bytes != 0)
             .then_some(opts.host_memory_limit_bytes),
         allow_cpu_fallback: opts.allow_cpu_fallback,
+        ..EngineConfig::default()
     };
     Ok((config, opts.verify))
 }

@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod c1;
+pub mod circuit;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -28,7 +29,7 @@ pub mod scheduler;
 pub mod srs;
 pub mod synth;
 
-pub use config::{Backend, EngineConfig, ProveOptions};
+pub use config::{Backend, CircuitCache, EngineConfig, ProveOptions, Synthesis};
 pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport};
 pub use error::{Error, Result};
 pub use progress::{ProgressEvent, ProgressFn, Stage, Timings};

@@ -34,6 +34,12 @@ pub enum Stage {
     Verify,
     /// The whole call.
     Total,
+    /// Loading (or recording) the compiled circuit of the proof type.
+    Compile,
+    /// Witness generation of one partition (compiled path; part of [`Stage::Synthesis`]).
+    Witness,
+    /// a, b, c = A·z, B·z, C·z of one partition (compiled path; part of [`Stage::Synthesis`]).
+    Spmv,
 }
 
 impl Stage {
@@ -54,6 +60,9 @@ impl Stage {
             Stage::Epilogue => "epilogue",
             Stage::Verify => "verify",
             Stage::Total => "total",
+            Stage::Compile => "compile",
+            Stage::Witness => "witness",
+            Stage::Spmv => "spmv",
         }
     }
 }

@@ -23,6 +23,15 @@ pub struct Density {
 }
 
 impl Density {
+    /// A bitmap of `len` variables, none in the query.
+    pub fn with_len(len: usize) -> Self {
+        Density {
+            words: vec![0; len.div_ceil(64)],
+            len,
+            count: 0,
+        }
+    }
+
     /// Appends one variable, initially not in the query.
     pub fn push(&mut self) {
         if self.len % 64 == 0 {

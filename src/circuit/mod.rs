@@ -1,0 +1,475 @@
+//! The compiled circuit: a proof type's R1CS recorded once from the `storage-proofs-porep`
+//! circuit itself, as CSR matrices A, B, C with deduplicated coefficients, its input/aux layout
+//! (a shared prefix and one block per challenge), and the A/B density bitmaps.
+//!
+//! With it, synthesizing a partition is (1) the witness z alone, generated one challenge per
+//! task in parallel ([`witness::generate`]), then (2) a = A·z, b = B·z, c = C·z by sparse
+//! matrix–vector products ([`CompiledCircuit::evaluate`] on the CPU; the GPU backend can do the
+//! same on the device), then (3) the R1CS check a∘b = c before any MSM — which is what makes a
+//! fast witness routine safe: a witness the recorded constraints do not accept is an error.
+//!
+//! Recording: the blank circuit of *one* challenge (the prefix, then one challenge block) is
+//! recorded ([`record`]); the blocks of a blank circuit are the same code on the same (empty)
+//! data, so the partition's matrices are the prefix's rows, then the block's rows once per
+//! challenge with the block's variables shifted to that challenge's range, then bellperson's
+//! one constraint `input_i · 0 = 0` per input. Tests compare this with recording the full
+//! circuit and, on real sectors, the resulting a, b, c and densities with the reference
+//! synthesis ([`crate::synth::Assignment::synthesize`]).
+//!
+//! Sizes (non-zeros per matrix; 8 bytes each in memory and on disk):
+//! 2 KiB — see BENCHMARKS.md; a 32 GiB partition — A ~309 M, B ~130 M, C ~283 M (Curio's cuzk
+//! reports these for the same circuit).
+
+pub mod cache;
+pub mod csr;
+pub mod porep;
+pub mod record;
+pub mod witness;
+
+use std::ops::Range;
+
+use blstrs::Scalar as Fr;
+use rayon::prelude::*;
+
+pub use csr::{CoeffTable, Csr};
+pub use record::Counts;
+pub use witness::Witness;
+
+use crate::error::{Error, Result};
+use crate::synth::{Assignment, Density};
+use record::{Recorder, AUX_TAG};
+
+/// Where the variables and constraints of a partition lie: the shared prefix (the constant one,
+/// replica id, comm_d, comm_r, comm_c, comm_r_last, …), then `challenges` blocks of equal size.
+/// After the blocks come the per-input constraints (one per input, bellperson's convention).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Counts of the prefix (inputs include the constant one).
+    pub prefix: Counts,
+    /// Counts of one challenge block.
+    pub block: Counts,
+    /// Number of challenges (blocks) per partition: 2 for 2 KiB … 512 MiB, 18 for 32/64 GiB.
+    pub challenges: usize,
+}
+
+impl Layout {
+    /// Inputs of the partition, the constant one included.
+    pub fn num_inputs(&self) -> usize {
+        self.prefix.inputs + self.challenges * self.block.inputs
+    }
+
+    /// Aux variables of the partition.
+    pub fn num_aux(&self) -> usize {
+        self.prefix.aux + self.challenges * self.block.aux
+    }
+
+    /// Constraints, the per-input constraints included (= rows of A, B, C).
+    pub fn num_constraints(&self) -> usize {
+        self.prefix.constraints + self.challenges * self.block.constraints + self.num_inputs()
+    }
+
+    /// Aux variables of challenge `i`.
+    pub fn challenge_aux(&self, i: usize) -> Range<usize> {
+        let s = self.prefix.aux + i * self.block.aux;
+        s..s + self.block.aux
+    }
+
+    /// Inputs of challenge `i`.
+    pub fn challenge_inputs(&self, i: usize) -> Range<usize> {
+        let s = self.prefix.inputs + i * self.block.inputs;
+        s..s + self.block.inputs
+    }
+
+    /// Constraints of challenge `i`.
+    pub fn challenge_constraints(&self, i: usize) -> Range<usize> {
+        let s = self.prefix.constraints + i * self.block.constraints;
+        s..s + self.block.constraints
+    }
+}
+
+/// A proof type's compiled circuit (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledCircuit {
+    /// Variable and constraint layout.
+    pub layout: Layout,
+    /// The A matrix (`num_constraints` rows; columns are variables of z = inputs ‖ aux).
+    pub a: Csr,
+    /// The B matrix.
+    pub b: Csr,
+    /// The C matrix.
+    pub c: Csr,
+    /// Distinct coefficients of A, B, C.
+    pub coeffs: CoeffTable,
+    /// Aux variables used by the A query.
+    pub a_aux_density: Density,
+    /// Inputs used by the B query.
+    pub b_input_density: Density,
+    /// Aux variables used by the B query.
+    pub b_aux_density: Density,
+}
+
+impl CompiledCircuit {
+    /// Compiles a partition of `challenges` challenges from the blank circuit of one challenge
+    /// (`one_challenge`: the prefix and a single challenge block, no values).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the circuit does not have the expected shape (no or more than one
+    /// top-level `challenge_<i>` namespace, variables after it) or outgrows the 32-bit CSR.
+    pub fn compile<C: bellperson::Circuit<Fr>>(
+        one_challenge: C,
+        challenges: usize,
+    ) -> Result<Self> {
+        let rec = Recorder::record(one_challenge)
+            .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
+        let [(start, end)] = rec.challenges[..] else {
+            return Err(Error::Internal(format!(
+                "the circuit of one challenge opened {} challenge namespaces",
+                rec.challenges.len()
+            )));
+        };
+        if end != rec.end || challenges == 0 {
+            return Err(Error::Internal(
+                "the circuit allocates variables after its challenge blocks".into(),
+            ));
+        }
+        let layout = Layout {
+            prefix: start,
+            block: Counts {
+                inputs: end.inputs - start.inputs,
+                aux: end.aux - start.aux,
+                constraints: end.constraints - start.constraints,
+            },
+            challenges,
+        };
+        let assemble = |m: &Csr, input_rows: bool| assemble(&layout, m, input_rows);
+        let (a, (b, c)) = rayon::join(
+            || assemble(&rec.a.m, true),
+            || rayon::join(|| assemble(&rec.b.m, false), || assemble(&rec.c.m, false)),
+        );
+        Self::from_parts(layout, a?, b?, c?, rec.coeffs)
+    }
+
+    /// Builds the circuit from its matrices (computing the densities), checking every structural
+    /// invariant — what a cache file is checked with before it is used.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] naming the first broken invariant.
+    pub fn from_parts(layout: Layout, a: Csr, b: Csr, c: Csr, coeffs: CoeffTable) -> Result<Self> {
+        let (rows, vars) = (
+            layout.num_constraints(),
+            layout.num_inputs() + layout.num_aux(),
+        );
+        for (name, m) in [("A", &a), ("B", &b), ("C", &c)] {
+            if m.rows() != rows || !m.is_well_formed(vars, coeffs.len()) {
+                return Err(Error::Internal(format!(
+                    "compiled circuit: matrix {name} is malformed ({} rows, {} expected)",
+                    m.rows(),
+                    rows
+                )));
+            }
+        }
+        let ni = layout.num_inputs();
+        let density = |m: &Csr, inputs: bool| -> Density {
+            let len = if inputs { ni } else { layout.num_aux() };
+            let mut d = Density::with_len(len);
+            for &col in &m.col {
+                let col = col as usize;
+                match (inputs, col < ni) {
+                    (true, true) => d.set(col),
+                    (false, false) => d.set(col - ni),
+                    _ => {}
+                }
+            }
+            d
+        };
+        let (a_aux_density, (b_input_density, b_aux_density)) = rayon::join(
+            || density(&a, false),
+            || rayon::join(|| density(&b, true), || density(&b, false)),
+        );
+        Ok(CompiledCircuit {
+            layout,
+            a,
+            b,
+            c,
+            coeffs,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        })
+    }
+
+    /// Bytes of the three matrices and the coefficient table (in memory, and on a device).
+    pub fn matrix_bytes(&self) -> u64 {
+        self.a.bytes() + self.b.bytes() + self.c.bytes() + 32 * self.coeffs.len() as u64
+    }
+
+    /// a = A·z, b = B·z, c = C·z on the CPU (rayon), into the proving assignment the backends
+    /// take, with the circuit's densities. Takes the witness (its vectors move into the result).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the witness does not have the layout's sizes.
+    pub fn evaluate(&self, w: Witness) -> Result<Assignment> {
+        if w.input.len() != self.layout.num_inputs() || w.aux.len() != self.layout.num_aux() {
+            return Err(Error::Internal(format!(
+                "witness of {} inputs and {} aux for a circuit of {} and {}",
+                w.input.len(),
+                w.aux.len(),
+                self.layout.num_inputs(),
+                self.layout.num_aux()
+            )));
+        }
+        let (a, (b, c)) = rayon::join(
+            || self.a.spmv(&self.coeffs, &w.input, &w.aux),
+            || {
+                rayon::join(
+                    || self.b.spmv(&self.coeffs, &w.input, &w.aux),
+                    || self.c.spmv(&self.coeffs, &w.input, &w.aux),
+                )
+            },
+        );
+        Ok(Assignment {
+            a,
+            b,
+            c,
+            input: w.input,
+            aux: w.aux,
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+        })
+    }
+}
+
+/// The partition's matrix from the one-challenge recording `m` (columns tagged with
+/// [`AUX_TAG`]): prefix rows, the block's rows once per challenge with its variables shifted,
+/// then (for A) one row `input_i` per input, empty rows for B and C.
+fn assemble(l: &Layout, m: &Csr, input_rows: bool) -> Result<Csr> {
+    let (p, b) = (l.prefix, l.block);
+    let ni = l.num_inputs();
+    let prefix_nnz = m.row_ptr[p.constraints] as usize;
+    let block_nnz = m.nnz() - prefix_nnz;
+    let total = prefix_nnz + l.challenges * block_nnz + if input_rows { ni } else { 0 };
+    if total > u32::MAX as usize || ni + l.num_aux() >= AUX_TAG as usize {
+        return Err(Error::Internal(format!(
+            "compiled circuit: {total} non-zeros do not fit 32-bit CSR offsets"
+        )));
+    }
+    // Global column of a recorded column, for challenge `i` (prefix variables are shared).
+    let map = |col: u32, i: usize| -> u32 {
+        let (aux, k) = (col & AUX_TAG != 0, (col & !AUX_TAG) as usize);
+        let g = match aux {
+            false if k < p.inputs => k,
+            false => p.inputs + i * b.inputs + (k - p.inputs),
+            true if k < p.aux => ni + k,
+            true => ni + p.aux + i * b.aux + (k - p.aux),
+        };
+        g as u32
+    };
+    let mut col = vec![0u32; total];
+    let mut coeff = vec![0u32; total];
+    let mut row_ptr = Vec::with_capacity(l.num_constraints() + 1);
+    row_ptr.extend_from_slice(&m.row_ptr[..=p.constraints]);
+    for i in 0..l.challenges {
+        let base = (prefix_nnz + i * block_nnz) as u32;
+        row_ptr.extend(
+            m.row_ptr[p.constraints + 1..]
+                .iter()
+                .map(|&r| base + (r - prefix_nnz as u32)),
+        );
+    }
+    let (pc, bc) = col.split_at_mut(prefix_nnz);
+    let (pk, bk) = coeff.split_at_mut(prefix_nnz);
+    pc.par_iter_mut()
+        .zip(&m.col[..prefix_nnz])
+        .for_each(|(d, &s)| *d = map(s, 0));
+    pk.copy_from_slice(&m.coeff[..prefix_nnz]);
+    if block_nnz > 0 {
+        bc.par_chunks_mut(block_nnz)
+            .zip(bk.par_chunks_mut(block_nnz))
+            .take(l.challenges)
+            .enumerate()
+            .for_each(|(i, (dc, dk))| {
+                for (d, &s) in dc.iter_mut().zip(&m.col[prefix_nnz..]) {
+                    *d = map(s, i);
+                }
+                dk.copy_from_slice(&m.coeff[prefix_nnz..]);
+            });
+    }
+    // The per-input constraints: input_i · 0 = 0.
+    let mut n = (prefix_nnz + l.challenges * block_nnz) as u32;
+    for i in 0..ni {
+        if input_rows {
+            col[n as usize] = i as u32;
+            coeff[n as usize] = csr::COEFF_ONE;
+            n += 1;
+        }
+        row_ptr.push(n);
+    }
+    Ok(Csr {
+        row_ptr,
+        col,
+        coeff,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+    use ff::Field;
+
+    /// A circuit shaped like the PoRep one: a prefix (x public, x² private), then `n` challenge
+    /// namespaces each proving y_i = (x + c_i + 7)·x² with c_i private and y_i public.
+    #[derive(Clone)]
+    struct Toy {
+        x: Option<u64>,
+        c: Vec<u64>,
+    }
+
+    impl Circuit<Fr> for Toy {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let xv = self.x.map(Fr::from);
+            let x = cs.alloc(|| "x", || xv.ok_or(SynthesisError::AssignmentMissing))?;
+            let xi = cs.alloc_input(|| "x in", || xv.ok_or(SynthesisError::AssignmentMissing))?;
+            cs.enforce(
+                || "x = x in",
+                |lc| lc + x,
+                |lc| lc + CS::one(),
+                |lc| lc + xi,
+            );
+            let sq = xv.map(|v| v * v);
+            let x2 = cs.alloc(|| "x2", || sq.ok_or(SynthesisError::AssignmentMissing))?;
+            cs.enforce(|| "x2", |lc| lc + x, |lc| lc + x, |lc| lc + x2);
+            for (i, c) in self.c.iter().enumerate() {
+                let mut cs = cs.namespace(|| format!("challenge_{i}"));
+                let cf = self.x.map(|_| Fr::from(*c));
+                let cv = cs.alloc(|| "c", || cf.ok_or(SynthesisError::AssignmentMissing))?;
+                let t = xv.zip(cf).map(|(v, c)| v + c + Fr::from(7));
+                let y = t.zip(sq).map(|(t, s)| t * s);
+                let tv = cs.alloc(|| "t", || t.ok_or(SynthesisError::AssignmentMissing))?;
+                cs.enforce(
+                    || "t = x + c + 7",
+                    |lc| lc + x + cv + (Fr::from(7), CS::one()),
+                    |lc| lc + CS::one(),
+                    |lc| lc + tv,
+                );
+                let yv = cs.alloc(|| "y", || y.ok_or(SynthesisError::AssignmentMissing))?;
+                let yi =
+                    cs.alloc_input(|| "y in", || y.ok_or(SynthesisError::AssignmentMissing))?;
+                cs.enforce(
+                    || "y = t x2",
+                    |lc| lc + tv,
+                    |lc| lc + (Fr::from(3), x2) - (Fr::from(2), x2),
+                    |lc| lc + yv,
+                );
+                cs.enforce(
+                    || "y = y in",
+                    |lc| lc + yv - yi,
+                    |lc| lc + CS::one(),
+                    |lc| lc,
+                );
+            }
+            Ok(())
+        }
+    }
+
+    fn blank(n: usize) -> Toy {
+        Toy {
+            x: None,
+            c: vec![0; n],
+        }
+    }
+
+    #[test]
+    fn layout_of_the_toy_circuit() {
+        let cc = CompiledCircuit::compile(blank(1), 3).unwrap();
+        let l = cc.layout;
+        assert_eq!(
+            l.prefix,
+            Counts {
+                inputs: 2,
+                aux: 2,
+                constraints: 2
+            }
+        );
+        assert_eq!(
+            l.block,
+            Counts {
+                inputs: 1,
+                aux: 3,
+                constraints: 3
+            }
+        );
+        assert_eq!(
+            (l.num_inputs(), l.num_aux(), l.num_constraints()),
+            (5, 11, 16)
+        );
+        assert_eq!(l.challenge_aux(2), 8..11);
+        assert_eq!(l.challenge_inputs(1), 3..4);
+        assert_eq!(l.challenge_constraints(1), 5..8);
+        assert!(CompiledCircuit::compile(blank(2), 3).is_err(), "two blocks");
+        assert!(CompiledCircuit::compile(blank(0), 3).is_err(), "no block");
+    }
+
+    #[test]
+    fn compiled_matrices_equal_the_full_recording_and_the_reference() {
+        let n = 3;
+        let cc = CompiledCircuit::compile(blank(1), n).unwrap();
+        let real = Toy {
+            x: Some(5),
+            c: vec![7, 11, 13],
+        };
+        let reference = Assignment::synthesize(real.clone()).unwrap();
+        let w = witness::generate(&cc.layout, 0, |i| {
+            Ok(Toy {
+                x: real.x,
+                c: vec![real.c[i]],
+            })
+        })
+        .unwrap();
+        assert_eq!(w.input, reference.input);
+        assert_eq!(w.aux, reference.aux);
+        let asg = cc.evaluate(w).unwrap();
+        assert_eq!(asg.a, reference.a);
+        assert_eq!(asg.b, reference.b);
+        assert_eq!(asg.c, reference.c);
+        assert_eq!(asg.a_aux_density, reference.a_aux_density);
+        assert_eq!(asg.b_input_density, reference.b_input_density);
+        assert_eq!(asg.b_aux_density, reference.b_aux_density);
+        crate::prover::check_satisfied(&asg, 0).unwrap();
+        // A wrong witness is caught by the R1CS check.
+        let bad = witness::generate(&cc.layout, 0, |i| {
+            Ok(Toy {
+                x: real.x,
+                c: vec![real.c[i]],
+            })
+        })
+        .map(|mut w| {
+            w.aux[7] += Fr::ONE; // y of challenge 1
+            w
+        })
+        .unwrap();
+        let e = crate::prover::check_satisfied(&cc.evaluate(bad).unwrap(), 0).unwrap_err();
+        assert_eq!(e.code(), 500);
+        assert!(e.to_string().contains("constraint 6 "), "{e}");
+    }
+
+    #[test]
+    fn a_witness_of_another_shape_is_an_error() {
+        let cc = CompiledCircuit::compile(blank(1), 2).unwrap();
+        let e = witness::generate(&cc.layout, 4, |_| {
+            Ok(Toy {
+                x: Some(1),
+                c: vec![1, 2],
+            })
+        })
+        .unwrap_err();
+        assert_eq!(e.code(), 500);
+        assert!(e.to_string().contains("partition 4"), "{e}");
+        let e = witness::generate(&cc.layout, 0, |_| Ok(blank(1))).unwrap_err();
+        assert!(
+            e.to_string().contains("assignment missing") || e.to_string().contains("challenge 0"),
+            "{e}"
+        );
+    }
+}
