@@ -145,6 +145,7 @@ struct FakeDevice {
     free: u64,
     total: u64,
     fail: Option<String>,
+    sticky: bool,
 }
 
 /// A [`MemInfo`] for tests: per-device `(free, total)` figures that a test can change at any
@@ -168,6 +169,7 @@ impl FakeMemInfo {
                         free,
                         total,
                         fail: None,
+                        sticky: false,
                     })
                     .collect(),
             ),
@@ -213,6 +215,7 @@ impl FakeMemInfo {
                 device,
                 call: "cuMemAlloc".into(),
                 message: format!("CUDA_ERROR_OUT_OF_MEMORY (2): {bytes} bytes (fake)"),
+                fault: None,
             })
         }
     }
@@ -227,7 +230,20 @@ impl FakeMemInfo {
     /// Makes every later `mem_get_info(device)` fail with [`Error::Cuda`] carrying `message`
     /// (`None` heals the device).
     pub fn set_failure(&self, device: usize, message: Option<&str>) {
-        self.dev(device, |d| d.fail = message.map(str::to_string));
+        self.dev(device, |d| {
+            d.fail = message.map(str::to_string);
+            d.sticky = false;
+        });
+    }
+
+    /// Makes every later `mem_get_info(device)` fail with a *sticky* [`Error::Cuda`]
+    /// (`fault: Some(DeviceFault::Sticky)`, e.g. `"CUDA_ERROR_ILLEGAL_ADDRESS (700)"`), as the
+    /// driver does once a context is poisoned. Never heals (a poisoned context does not).
+    pub fn set_sticky_failure(&self, device: usize, message: &str) {
+        self.dev(device, |d| {
+            d.fail = Some(message.to_string());
+            d.sticky = true;
+        });
     }
 
     /// Number of `mem_get_info` calls so far (all devices).
@@ -243,10 +259,15 @@ impl MemInfo for FakeMemInfo {
             None => Err(Error::NoDevice(format!(
                 "no device with ordinal {device} (fake)"
             ))),
-            Some(FakeDevice { fail: Some(m), .. }) => Err(Error::Cuda {
+            Some(FakeDevice {
+                fail: Some(m),
+                sticky,
+                ..
+            }) => Err(Error::Cuda {
                 device,
                 call: "cuMemGetInfo".into(),
                 message: m,
+                fault: sticky.then_some(crate::error::DeviceFault::Sticky),
             }),
             Some(d) => Ok((d.free, d.total)),
         }

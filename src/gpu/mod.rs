@@ -5,6 +5,8 @@
 //! the `cuda` feature.
 
 pub mod alloc;
+pub mod fault;
+
 pub mod pinned;
 
 #[cfg(feature = "cuda")]
