@@ -537,6 +537,8 @@ unsafe fn config_of(opts: &CuzkOptions) -> Result<(EngineConfig, bool)> {
         host_memory_limit: (opts.host_memory_limit_bytes != 0)
             .then_some(opts.host_memory_limit_bytes),
         allow_cpu_fallback: opts.allow_cpu_fallback,
+        // not in cuzk_options_t: the default (600 s)
+        stage_timeout: None,
     };
     Ok((config, opts.verify))
 }
