@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod fault;
+pub mod layout;
 
 pub mod pinned;
 
