@@ -330,10 +330,15 @@ impl PartitionShape {
 
     /// Bytes of the Groth16 parameters' MSM bases on the device:
     /// `(h + l + a + b_g1) × 96 + b_g2 × 192` (44.1 GiB at 32 GiB sectors).
+    ///
+    /// Each of the five vectors is its own device buffer, counted rounded up to
+    /// `layout::ALIGN` (as the arena the GPU backend uploads them into counts it).
     pub fn params_bytes(&self) -> u64 {
-        let g1 = self.h_len + self.l_len + self.a_len + self.b_g1_len;
-        g1.saturating_mul(G1_AFFINE_BYTES)
-            .saturating_add(self.b_g2_len.saturating_mul(G2_AFFINE_BYTES))
+        [self.h_len, self.l_len, self.a_len, self.b_g1_len]
+            .into_iter()
+            .map(|n| align_up(n.saturating_mul(G1_AFFINE_BYTES)))
+            .sum::<u64>()
+            .saturating_add(align_up(self.b_g2_len.saturating_mul(G2_AFFINE_BYTES)))
     }
 
     /// Longest MSM of the partition, in points.
