@@ -48,7 +48,10 @@
 //! used, and device memory: free before the phase (baseline), lowest free during it (peak use),
 //! free at its end with the backend alive and after dropping it. Exit status 1 if any partition
 //! failed or a check mismatched, 2 if device memory did not come back to its baseline (more than
-//! 64 MiB missing after the backend was dropped), 3 for bad arguments or set-up errors.
+//! 64 MiB missing after the backend was dropped), 3 for bad arguments or set-up errors, 4 if a
+//! partition's device-memory high-water mark (its plan's arena, `gpu::alloc::arena_records`)
+//! exceeded its plan or the driver-reported use during a phase exceeded its VRAM cap (each
+//! phase prints `arena TIER: … peak high-water X of at most Y planned`).
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -768,6 +771,9 @@ fn stats(v: &mut [f64]) -> String {
 struct PhaseOutcome {
     failed: usize,
     leaked: bool,
+    /// A partition's device-memory high-water mark above its plan, or the driver-reported use
+    /// above the cap.
+    over: bool,
 }
 
 fn resolve_limit(
@@ -842,6 +848,7 @@ fn run_phase(
     }
     let baseline = free_now(&devices)?;
     let monitor = Monitor::start(&devices);
+    let arenas_before = cuzk::gpu::alloc::arena_records().len();
     let backend = GpuBackend::new(&cfg)?;
     let pins_before = pinned_registry().stats();
 
@@ -977,11 +984,42 @@ fn run_phase(
         pins.fallbacks - pins_before.fallbacks,
         pins.unregistrations - pins_before.unregistrations
     );
+    // The allocator's arenas of this phase: each partition's high-water mark vs its plan.
+    let arenas: Vec<_> = cuzk::gpu::alloc::arena_records()
+        .into_iter()
+        .skip(arenas_before)
+        .collect();
+    let mut over = false;
+    let mut by_label: Vec<(String, usize, u64, u64)> = Vec::new();
+    for r in &arenas {
+        over |= r.high_water > r.capacity;
+        match by_label.iter_mut().find(|x| x.0 == r.label) {
+            Some(x) => {
+                x.1 += 1;
+                x.2 = x.2.max(r.high_water);
+                x.3 = x.3.max(r.capacity);
+            }
+            None => by_label.push((r.label.clone(), 1, r.high_water, r.capacity)),
+        }
+    }
+    for (label, n, peak, cap) in &by_label {
+        println!(
+            "arena {label}: {n} arenas, peak high-water {} of at most {} planned{}",
+            fmt_gib(*peak),
+            fmt_gib(*cap),
+            if peak > cap {
+                "  <-- ABOVE the plan"
+            } else {
+                ""
+            }
+        );
+    }
     let mut leaked = false;
     for (k, &d) in devices.iter().enumerate() {
         let used_peak = baseline[k].saturating_sub(min_free[k]);
         let missing = baseline[k].saturating_sub(free_dropped[k]);
         leaked |= missing > LEAK_TOLERANCE;
+        over |= cfg.vram_limit.is_some_and(|l| used_peak > l);
         println!(
             "device {d} memory: baseline free {} | lowest free {} (peak use {}{}) | end, backend alive: free {} ({} below baseline) | backend dropped: free {} ({} below baseline){}",
             fmt_gib(baseline[k]),
@@ -999,7 +1037,11 @@ fn run_phase(
             if missing > LEAK_TOLERANCE { "  <-- NOT back at baseline" } else { "" }
         );
     }
-    Ok(PhaseOutcome { failed, leaked })
+    Ok(PhaseOutcome {
+        failed,
+        leaked,
+        over,
+    })
 }
 
 /// Dry run: what the allocator's planner gives W workers at once on a card of the H200's size
@@ -1200,11 +1242,13 @@ fn real_main() -> Result<ExitCode, Error> {
     }
     let mut failed = 0;
     let mut leaked = false;
+    let mut over = false;
     for p in &phases {
         match run_phase(p, &env, &tpl, &srs, args.check) {
             Ok(o) => {
                 failed += o.failed;
                 leaked |= o.leaked;
+                over |= o.over;
             }
             Err(e) => {
                 println!("phase {} could not run: error {}: {e}", p.name, e.code());
@@ -1214,7 +1258,7 @@ fn real_main() -> Result<ExitCode, Error> {
     }
     println!(
         "\nresult: {}",
-        if failed == 0 && !leaked {
+        if failed == 0 && !leaked && !over {
             "PASS"
         } else {
             "FAIL"
@@ -1222,6 +1266,9 @@ fn real_main() -> Result<ExitCode, Error> {
     );
     Ok(if failed > 0 {
         ExitCode::from(1)
+    } else if over {
+        // a high-water mark above its plan, or driver-reported use above the cap
+        ExitCode::from(4)
     } else if leaked {
         ExitCode::from(2)
     } else {

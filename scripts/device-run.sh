@@ -8,15 +8,20 @@
 #   scale    32 GiB-shaped partitions (2^27): 1 vs 2 workers with parameters resident, then the
 #            two-worker scenario (16 GiB cap, 5 proofs of 10 partitions at concurrency 3)
 #   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
+#   alloc    the allocator on the device: gpu_alloc (MSM workspaces within their planned arena, 2^27),
+#            then a 2^27 synthetic partition on every tier and under a 16 GiB cap (batch exits 4 if a
+#            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
 # Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
-#   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove
+#   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc
 #   cargo bench --features cuda --no-run               # ntt msm
 #   cargo build --release --features cuda --examples   # batch prove make_fixture
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.
 F=${F:-.dev/final}; OUT=${OUT:-/tmp/cuzk-out}; mkdir -p "$OUT"; S=$OUT/summary.txt
 (cd "$F" && for z in *.gz; do [ -e "$z" ] && gunzip -f "$z"; done; chmod +x ./*)
 export RUST_BACKTRACE=1
+# GPU tests fail (instead of skipping) when no device is visible.
+export CUZK_REQUIRE_GPU=1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/smi.txt"
 t(){ local n=$1; shift; local t0; t0=$(date +%s); "$@" > "$OUT/$n.log" 2>&1; echo "$n rc=$? $(( $(date +%s)-t0 ))s" | tee -a "$S"; }
 for block in "$@"; do case $block in
@@ -54,6 +59,15 @@ scale-short)
   t b27s timeout 240 $F/batch --log2 27 --reuse \
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
     --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+alloc)
+  CUZK_TEST_ALLOC_LOG2=27 t gpu_alloc timeout 120 $F/gpu_alloc --nocapture
+  RUST_LOG=warn,cuzk::prover::gpu=info t alloc27 timeout 560 $F/batch --log2 27 \
+    --phase name=alloc-resident,vram=resident,w=1,c=1,j=1,p=2 \
+    --phase name=alloc-full,vram=full-staging,w=1,c=1,j=1,p=2 \
+    --phase name=alloc-partial,vram=partial,w=1,c=1,j=1,p=2 \
+    --phase name=alloc-streaming,vram=streaming,w=1,c=1,j=1,p=2 \
+    --phase name=alloc-cap16,vram=16GiB,w=2,c=2,j=2,p=2
   ;;
 *) echo "unknown block $block" | tee -a "$S" ;;
 esac; done

@@ -11,18 +11,24 @@
 //! | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, ≥ 1 | 2 |
 //! | `CUZK_VRAM_LIMIT` | cap on device memory cuzk may use per device, e.g. `16GiB` | none |
 //! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo |
+//! | `CUZK_STAGE_TIMEOUT` | longest a GPU stage (a kernel, a copy) may take before it is an error and the device is retired, e.g. `600s`, `10m`, `1.5h`, `500ms` | `600s` |
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
 //! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
 //! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::progress::ProgressFn;
 
 /// Default parameter directory of filecoin-proofs.
 pub const DEFAULT_PARAMETER_CACHE: &str = "/var/tmp/filecoin-proof-parameters";
+
+/// Default of [`EngineConfig::stage_timeout`] (600 s): far above any GPU stage of a 2^27
+/// partition (seconds), far below a process that hangs for hours.
+pub const DEFAULT_STAGE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Which prover backend runs the NTT and MSMs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -58,6 +64,9 @@ pub struct EngineConfig {
     pub allow_cpu_fallback: bool,
     /// Where compiled circuits are cached ([`crate::circuit::cache`]).
     pub circuit_cache: CircuitCache,
+    /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
+    /// fails with a timeout fault and the device is retired (`None`: [`DEFAULT_STAGE_TIMEOUT`]).
+    pub stage_timeout: Option<Duration>,
 }
 
 /// Where compiled circuits ([`crate::circuit`]) are kept between processes.
@@ -154,6 +163,10 @@ impl EngineConfig {
             c.host_memory_limit =
                 Some(parse_bytes(&v).map_err(|r| bad("CUZK_HOST_MEM_LIMIT", &v, &r))?);
         }
+        if let Some(v) = var("CUZK_STAGE_TIMEOUT") {
+            c.stage_timeout =
+                Some(parse_duration(&v).map_err(|r| bad("CUZK_STAGE_TIMEOUT", &v, &r))?);
+        }
         if let Some(v) = var("CUZK_ALLOW_CPU") {
             c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
         }
@@ -172,6 +185,11 @@ impl EngineConfig {
             .clone()
             .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
+    }
+
+    /// The per-stage GPU timeout, with the default applied ([`DEFAULT_STAGE_TIMEOUT`]).
+    pub fn stage_timeout(&self) -> Duration {
+        self.stage_timeout.unwrap_or(DEFAULT_STAGE_TIMEOUT)
     }
 
     /// Workers per device, with the default applied.
@@ -303,6 +321,33 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     Ok(v as u64)
 }
 
+/// Parses a duration above zero: a number with a unit `ms`, `s`, `m`/`min` or `h`
+/// (`600s`, `10m`, `1.5h`, `500ms`); a plain number is seconds.
+///
+/// # Errors
+/// A human-readable reason when the text is not such a duration.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 600s"))?;
+    let secs = match unit.trim().to_ascii_lowercase().as_str() {
+        "ms" => num / 1e3,
+        "" | "s" | "sec" => num,
+        "m" | "min" => num * 60.0,
+        "h" => num * 3600.0,
+        u => return Err(format!("unknown unit {u:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(format!("{text:?} must be above zero and at most 1e9 s"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 /// A `CUZK_VRAM_LIMIT` value: a byte size (see [`parse_bytes`]) above zero. (The C ABI's 0
 /// means "no cap"; as a cap, 0 bytes would only fail every GPU job.)
 fn parse_vram_limit(v: &str) -> Result<u64> {
@@ -331,6 +376,22 @@ mod tests {
         assert!(parse_bytes("sixteen").is_err());
         assert!(parse_bytes("16XB").is_err());
         assert!(parse_bytes("").is_err());
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("600s").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration(" 30 ").unwrap(), Duration::from_secs(30));
+        for bad_value in ["0", "0s", "-5s", "ten", "5 days", ""] {
+            assert!(parse_duration(bad_value).is_err(), "{bad_value}");
+        }
+        assert_eq!(
+            EngineConfig::default().stage_timeout(),
+            DEFAULT_STAGE_TIMEOUT
+        );
     }
 
     #[test]

@@ -14,6 +14,16 @@
 
 use std::path::PathBuf;
 
+/// Why a device was taken out of service (the `fault` of [`Error::Cuda`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceFault {
+    /// A sticky driver error (illegal address, launch failure, uncorrectable ECC, …): the CUDA
+    /// context is poisoned (see `gpu::fault::STICKY_CODES`).
+    Sticky,
+    /// A kernel or copy did not finish within the stage timeout (`CUZK_STAGE_TIMEOUT`).
+    Timeout,
+}
+
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -76,7 +86,9 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// A CUDA driver call failed.
+    /// A CUDA driver call failed. With `fault: Some(_)` the device's context is unusable (a
+    /// sticky error, or a stage that did not finish within its timeout): the device has been
+    /// retired for the rest of the process and gets no more work.
     #[error("CUDA error on device {device} in {call}: {message}")]
     Cuda {
         /// CUDA device ordinal.
@@ -85,6 +97,8 @@ pub enum Error {
         call: String,
         /// Driver's message / code.
         message: String,
+        /// Why the device cannot be used any more, if it cannot (see [`DeviceFault`]).
+        fault: Option<DeviceFault>,
     },
 
     // ---- out of memory: 400-499 ----
@@ -209,6 +223,7 @@ pub(crate) mod tests {
                 device: 0,
                 call: String::new(),
                 message: String::new(),
+                fault: None,
             },
             Error::OutOfDeviceMemory {
                 device: 0,

@@ -18,6 +18,14 @@
 //!   tier; [`Error::NoDevice`] / [`Error::DeviceUnsupported`] move to another device at once;
 //!   anything else fails the partition at once. A partition fails with its last typed error only
 //!   when every device is exhausted; the other partitions of the call are unaffected.
+//! - A device fault ([`Error::Cuda`] with `fault: Some(_)`: a sticky CUDA error such as an
+//!   illegal address, launch failure or uncorrectable ECC, or a stage past its timeout, see
+//!   [`crate::gpu::fault`]) **retires** the device: logged as an error, reported in
+//!   [`DeviceStats::retired`] and [`Scheduler::retired_devices`], its queued partitions go back
+//!   to the shared queue, and no partition is sent to it again (never retried on that context).
+//!   The failed partition moves to another device; when none is left, it and every partition
+//!   that can no longer run fail with a typed error (the fault, or [`Error::NoDevice`] naming
+//!   the retired devices).
 //! - A panic inside the executor is caught and becomes [`Error::Panic`] for that partition; the
 //!   worker thread lives on.
 //! - Dropping a [`CallHandle`] before it is done cancels the call's partitions that have not
@@ -95,8 +103,11 @@ where
 pub enum RetryClass {
     /// Out of device memory or a CUDA error: a lower tier on the same device, then other devices.
     Resource,
-    /// The device cannot be used: other devices only.
+    /// The device cannot be used for this partition: other devices only.
     Device,
+    /// The device's context is poisoned or hung (a fault): the device is retired for every
+    /// partition; other devices only.
+    Retire,
     /// Not retried (input, synthesis, verification, panic, internal errors).
     Fatal,
 }
@@ -104,6 +115,7 @@ pub enum RetryClass {
 /// Classifies an executor error (see the module documentation).
 pub fn retry_class(error: &Error) -> RetryClass {
     match error {
+        Error::Cuda { fault: Some(_), .. } => RetryClass::Retire,
         Error::OutOfDeviceMemory { .. } | Error::Cuda { .. } => RetryClass::Resource,
         Error::NoDevice(_) | Error::DeviceUnsupported { .. } => RetryClass::Device,
         _ => RetryClass::Fatal,
@@ -545,6 +557,8 @@ pub struct DeviceStats {
     pub max_concurrent: usize,
     /// The device's GPU-section counters.
     pub gpu: GpuSectionStats,
+    /// The device was retired after a fault (see [`Scheduler::retired_devices`] for why).
+    pub retired: bool,
 }
 
 /// Counters of a [`Scheduler`].
@@ -562,6 +576,8 @@ struct State<J, O> {
     /// Assigned (in inbox) + running, per device index.
     load: Vec<usize>,
     stats: Vec<DeviceStats>,
+    /// Per device index: why it was retired (the fault's message), `None` while in service.
+    retired: Vec<Option<String>>,
     shutdown: bool,
 }
 
@@ -576,16 +592,27 @@ struct Shared<E: PartitionExecutor> {
     next_call: AtomicU64,
 }
 
+/// Tasks to finish with an error outside the lock (see `Shared::dispatch`).
+type Doomed<J, O> = Vec<(Task<J, O>, Error)>;
+
 enum Step {
     Retry { route: Route, start: TierKind },
     Fail,
 }
 
-/// Decides what follows a failed try on device index `di` that recorded `tier`.
-fn next_step(exhausted: &mut [bool], di: usize, error: &Error, tier: Option<TierKind>) -> Step {
+/// Decides what follows a failed try on device index `di` that recorded `tier`; `retired` marks
+/// the devices out of service.
+fn next_step(
+    exhausted: &mut [bool],
+    retired: &[Option<String>],
+    di: usize,
+    error: &Error,
+    tier: Option<TierKind>,
+) -> Step {
     match retry_class(error) {
         RetryClass::Fatal => return Step::Fail,
-        RetryClass::Resource => {
+        RetryClass::Retire => {}
+        RetryClass::Resource if retired[di].is_none() => {
             if let Some(lower) = tier.and_then(TierKind::lower) {
                 return Step::Retry {
                     route: Route::Device(di),
@@ -593,10 +620,14 @@ fn next_step(exhausted: &mut [bool], di: usize, error: &Error, tier: Option<Tier
                 };
             }
         }
-        RetryClass::Device => {}
+        RetryClass::Resource | RetryClass::Device => {}
     }
     exhausted[di] = true;
-    if exhausted.iter().all(|&x| x) {
+    if exhausted
+        .iter()
+        .zip(retired)
+        .all(|(&x, r)| x || r.is_some())
+    {
         Step::Fail
     } else {
         Step::Retry {
@@ -607,9 +638,9 @@ fn next_step(exhausted: &mut [bool], di: usize, error: &Error, tier: Option<Tier
 }
 
 impl<E: PartitionExecutor> Shared<E> {
-    /// Moves queued tasks to devices with a free worker. Returns cancelled tasks to finish
-    /// outside the lock.
-    fn dispatch(&self, st: &mut State<E::Job, E::Output>) -> Vec<Task<E::Job, E::Output>> {
+    /// Moves queued tasks to devices with a free worker. Returns the tasks to finish outside
+    /// the lock with their error: cancelled ones, and those no device in service can run.
+    fn dispatch(&self, st: &mut State<E::Job, E::Output>) -> Doomed<E::Job, E::Output> {
         let mut cancelled = Vec::new();
         let mut free: Vec<Option<Option<u64>>> = vec![None; self.devices.len()];
         let mut i = 0;
@@ -618,12 +649,25 @@ impl<E: PartitionExecutor> Shared<E> {
                 break;
             }
             if st.pending[i].cancelled() {
-                cancelled.extend(st.pending.remove(i));
+                cancelled.extend(st.pending.remove(i).map(|t| (t, cancelled_error())));
                 continue;
             }
             let task = &st.pending[i];
+            let runnable = |d: usize| !task.exhausted[d] && st.retired[d].is_none();
+            if !(0..self.devices.len()).any(runnable) {
+                let mut task = st.pending.remove(i).expect("index in range");
+                let e = task.last_error.take().unwrap_or_else(|| {
+                    Error::NoDevice(format!(
+                        "every device that could run partition {} is retired: {}",
+                        task.partition,
+                        retired_list(&self.devices, &st.retired)
+                    ))
+                });
+                cancelled.push((task, e));
+                continue;
+            }
             let candidates: Vec<usize> = (0..self.devices.len())
-                .filter(|&d| st.load[d] < self.workers && !task.exhausted[d])
+                .filter(|&d| st.load[d] < self.workers && runnable(d))
                 .filter(|&d| task.route == Route::Any || task.route == Route::Device(d))
                 .collect();
             let best = if candidates.len() <= 1 {
@@ -735,10 +779,13 @@ impl<E: PartitionExecutor> Shared<E> {
                     Some((task, Ok(o)))
                 }
                 Err(e) => {
+                    if retry_class(&e) == RetryClass::Retire && st.retired[di].is_none() {
+                        self.retire(&mut st, di, &e);
+                    }
                     let step = if st.shutdown || task.cancelled() {
                         Step::Fail
                     } else {
-                        next_step(&mut task.exhausted, di, &e, tier)
+                        next_step(&mut task.exhausted, &st.retired, di, &e, tier)
                     };
                     match step {
                         Step::Retry { route, start } => {
@@ -774,11 +821,45 @@ impl<E: PartitionExecutor> Shared<E> {
                 let dev = ran.then_some(device);
                 task.finish(result, dev, tier);
             }
-            for task in cancelled {
-                task.finish(Err(cancelled_error()), None, None);
+            for (task, e) in cancelled {
+                task.finish(Err(e), None, None);
             }
         }
     }
+
+    /// Takes device index `di` out of service after `fault`: logged as an error, its queued
+    /// partitions back to the shared queue (dispatched elsewhere by the caller's `dispatch`).
+    fn retire(&self, st: &mut State<E::Job, E::Output>, di: usize, fault: &Error) {
+        log::error!(
+            "device {} retired: {fault}; its partitions move to other devices and it gets no more work",
+            self.devices[di]
+        );
+        st.retired[di] = Some(fault.to_string());
+        st.stats[di].retired = true;
+        let queued: Vec<_> = st.inbox[di].drain(..).collect();
+        st.load[di] -= queued.len();
+        for mut t in queued {
+            t.route = Route::Any;
+            t.start_tier = TierKind::Resident;
+            st.pending.push_front(t);
+        }
+        for t in st.pending.iter_mut() {
+            if t.route == Route::Device(di) {
+                t.route = Route::Any;
+                t.start_tier = TierKind::Resident;
+            }
+        }
+    }
+}
+
+/// `device 0 (why), device 2 (why)` for the retired devices.
+fn retired_list(devices: &[usize], retired: &[Option<String>]) -> String {
+    let v: Vec<String> = devices
+        .iter()
+        .zip(retired)
+        .filter_map(|(d, r)| r.as_ref().map(|r| format!("device {d} ({r})")))
+        .collect();
+    v.join(", ")
 }
 
 fn cancelled_error() -> Error {
@@ -851,6 +932,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
                         ..Default::default()
                     })
                     .collect(),
+                retired: vec![None; n],
                 shutdown: false,
             }),
             wake: (0..n).map(|_| Condvar::new()).collect(),
@@ -920,8 +1002,8 @@ impl<E: PartitionExecutor> Scheduler<E> {
                 None,
             );
         }
-        for t in cancelled {
-            t.finish(Err(cancelled_error()), None, None);
+        for (t, e) in cancelled {
+            t.finish(Err(e), None, None);
         }
         CallHandle { shared: call }
     }
@@ -939,6 +1021,17 @@ impl<E: PartitionExecutor> Scheduler<E> {
     /// The executor.
     pub fn executor(&self) -> &Arc<E> {
         &self.shared.exec
+    }
+
+    /// The devices retired after a fault, with the fault's message, in configuration order.
+    pub fn retired_devices(&self) -> Vec<(usize, String)> {
+        let st = lock(&self.shared.state);
+        self.shared
+            .devices
+            .iter()
+            .zip(&st.retired)
+            .filter_map(|(&d, r)| r.clone().map(|r| (d, r)))
+            .collect()
     }
 
     /// Counters now.
@@ -1089,10 +1182,10 @@ mod tests {
     #[test]
     fn device_that_always_ooms_moves_work_to_the_other_device() {
         // real planner over fake memory: device 0 is a 4 GiB card (2^27 never fits), device 1
-        // a 24 GiB card
+        // a 32 GiB card (room for two workers' plans at once)
         let mem = Arc::new(FakeMemInfo::new(&[
             (4 * GIB, 4 * GIB),
-            (24 * GIB, 24 * GIB),
+            (32 * GIB, 32 * GIB),
         ]));
         let allocs: Arc<Vec<DeviceAllocator>> = Arc::new(
             (0..2)
@@ -1111,7 +1204,10 @@ mod tests {
             let tier = *o.result.as_ref().unwrap();
             assert_eq!(o.device, Some(1));
             assert!(
-                matches!(tier, TierKind::FullStaging | TierKind::Streaming),
+                matches!(
+                    tier,
+                    TierKind::FullStaging | TierKind::Partial | TierKind::Streaming
+                ),
                 "{tier:?}"
             );
             assert_eq!(o.tier, Some(tier));
@@ -1189,7 +1285,8 @@ mod tests {
                     Err(Error::Cuda {
                         device: 1,
                         call: "cuLaunchKernel".into(),
-                        message: "700".into(),
+                        message: "CUDA_ERROR_OUT_OF_RESOURCES (701)".into(),
+                        fault: None,
                     })
                 }
             },
@@ -1202,6 +1299,112 @@ mod tests {
             out[0].result,
             Err(Error::Cuda { .. }) | Err(Error::DeviceUnsupported { .. })
         ));
+    }
+
+    /// A fake device whose context is poisoned: planning on it returns the driver's sticky error.
+    fn poisoned_allocators(n: usize, sick: usize) -> Arc<Vec<DeviceAllocator>> {
+        let mem = Arc::new(FakeMemInfo::new(&vec![(24 * GIB, 24 * GIB); n]));
+        mem.set_sticky_failure(
+            sick,
+            "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access",
+        );
+        Arc::new(
+            (0..n)
+                .map(|d| DeviceAllocator::new(d, mem.clone(), None))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn sticky_error_retires_the_device_and_partitions_finish_elsewhere() {
+        let allocs = poisoned_allocators(2, 0);
+        let tries = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let (a2, t2) = (allocs.clone(), tries.clone());
+        let s = sched(vec![0, 1], 1, move |a: &Attempt<'_>, j: &u32| {
+            t2[a.device].fetch_add(1, Ordering::SeqCst);
+            let plan = a2[a.device].plan(&PartitionShape::porep_32gib(), &a.plan_options(false))?;
+            a.record_tier(plan.tier.kind());
+            std::thread::sleep(Duration::from_millis(2));
+            Ok((*j, a.device))
+        });
+        let out = s.submit((0..8).collect()).wait_outcomes();
+        for (i, o) in out.iter().enumerate() {
+            assert_eq!(o.result.as_ref().unwrap(), &(i as u32, 1));
+            assert_eq!(o.device, Some(1));
+        }
+        // the poisoned context was tried once, never again
+        assert_eq!(tries[0].load(Ordering::SeqCst), 1);
+        assert_eq!(tries[1].load(Ordering::SeqCst), 8);
+        let retired = s.retired_devices();
+        assert_eq!(retired.len(), 1);
+        assert_eq!(retired[0].0, 0);
+        assert!(retired[0].1.contains("ILLEGAL_ADDRESS"), "{retired:?}");
+        let st = s.stats();
+        assert!(st.devices[0].retired && !st.devices[1].retired);
+        // later calls never go to device 0 either
+        assert!(s.run(vec![9]).into_iter().all(|r| r.unwrap().1 == 1));
+        assert_eq!(tries[0].load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn sticky_error_on_the_only_device_fails_every_partition_typed() {
+        let allocs = poisoned_allocators(1, 0);
+        let tries = Arc::new(AtomicUsize::new(0));
+        let (a2, t2) = (allocs.clone(), tries.clone());
+        let s = sched(vec![0], 2, move |a: &Attempt<'_>, _j: &u32| {
+            t2.fetch_add(1, Ordering::SeqCst);
+            a2[0].plan(&PartitionShape::porep_32gib(), &a.plan_options(false))?;
+            Ok(())
+        });
+        let out = s.submit((0..5).collect()).wait_outcomes();
+        let faults = out
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o.result,
+                    Err(Error::Cuda {
+                        fault: Some(crate::error::DeviceFault::Sticky),
+                        ..
+                    })
+                )
+            })
+            .count();
+        let no_device = out
+            .iter()
+            .filter(|o| matches!(&o.result, Err(Error::NoDevice(m)) if m.contains("retired")))
+            .count();
+        // the tries that ran (one, or two when both workers started at once) fail with the
+        // fault; the rest never run and fail with NoDevice naming the retired device
+        assert_eq!(faults, tries.load(Ordering::SeqCst));
+        assert!((1..=2).contains(&faults), "{faults}");
+        assert_eq!(faults + no_device, 5);
+        // and a new call fails at once, without a try
+        let r = s.run(vec![7]);
+        assert!(matches!(&r[0], Err(Error::NoDevice(_))));
+        assert_eq!(tries.load(Ordering::SeqCst), faults);
+    }
+
+    #[test]
+    fn hung_stage_times_out_retires_the_device_and_the_partition_moves() {
+        let s = sched(vec![0, 1], 1, |a: &Attempt<'_>, _j: &u32| {
+            let _d = crate::gpu::fault::stage_deadline("msm-h", Some(Duration::from_millis(50)));
+            if a.device == 0 {
+                // a kernel that never completes: cuEventQuery keeps answering NOT_READY
+                let d = crate::gpu::fault::current_deadline().expect("deadline set");
+                crate::gpu::fault::wait_until(0, "cuEventQuery", d, || Ok(false))?;
+            }
+            Ok(a.device)
+        });
+        let t0 = Instant::now();
+        let out = s.submit(vec![1, 2, 3]).wait_outcomes();
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert!(out.iter().all(|o| *o.result.as_ref().unwrap() == 1));
+        let hung = out
+            .iter()
+            .find(|o| o.attempts == 2)
+            .expect("one partition hung");
+        assert!(hung.history[0].error.as_ref().unwrap().contains("timeout"));
+        assert_eq!(s.retired_devices()[0].0, 0);
     }
 
     #[test]

@@ -21,17 +21,19 @@
 //!
 //! | tier | device memory |
 //! |---|---|
-//! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + one MSM pass over resident bases (≈ 0.95 GiB) |
-//! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + one MSM pass with double-buffered streamed bases (≈ 6.95 GiB) |
-//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass (≈ 6.95 GiB) |
-//! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points, ≈ 0.23 GiB with the buckets) |
+//! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM: ≈ 9 GiB, its sorted list alone 8 GiB) |
+//! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + the MSM workspace of one 2^24-point pass + double-buffered streamed bases (2 × 2^24 × 192 B = 6 GiB) |
+//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass |
+//! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!
-//! So at 2^27 a 141 GB card gets `Resident`, 24 GiB `FullStaging`, 16 GiB `Partial`, 8 GiB
-//! `Streaming`, 4 GiB the error. The per-point and bucket figures are the constants below
-//! ([`FR_BYTES`], [`G1_AFFINE_BYTES`], [`G2_AFFINE_BYTES`], [`MSM_SCRATCH_BYTES_PER_POINT`],
-//! [`MSM_BUCKET_BYTES`], [`MSM_PASS_POINTS`]); the GPU code sizes its buffers with the same
-//! functions ([`msm_pass_bytes`], [`PartitionShape::staging_bytes`]) so plan and allocation agree.
+//! Every figure is a sum of the buffer-size functions of [`crate::gpu::layout`] — the same
+//! functions the GPU code sizes its buffers with ([`msm_workspace_bytes`] for the MSM workspace,
+//! whose window choice is `layout::window_bits_for`; [`h_step_bytes`]; [`streamed_bases_bytes`])
+//! — so a plan is what is allocated. The GPU backend then hands the plan out as an [`Arena`]:
+//! every device buffer of the partition is counted against it, and one that would exceed it is
+//! an [`Error::OutOfDeviceMemory`] before any `cuMemAlloc`; the arena's high-water mark is kept
+//! ([`arena_records`]).
 //!
 //! # Usage (host side of one partition)
 //! ```
@@ -41,7 +43,7 @@
 //! let mem = Arc::new(FakeMemInfo::new(&[(16 * GIB, 16 * GIB)]));
 //! let alloc = DeviceAllocator::new(0, mem, None);
 //! let plan = alloc.plan(&PartitionShape::porep_32gib(), &PlanOptions::default()).unwrap();
-//! assert_eq!(plan.tier, Tier::Partial);
+//! assert!(plan.needed <= plan.available && plan.tier != Tier::Resident);
 //! // ... cuMemAlloc the buffers, then plan.work.note_allocated(bytes) ...
 //! drop(plan); // bytes return to the budget
 //! assert_eq!(alloc.reserved_bytes(), 0);
@@ -63,30 +65,18 @@ pub const GIB: u64 = 1 << 30;
 /// growth, cuBLAS-style library workspaces and other processes' small allocations.
 pub const SAFETY_MARGIN: u64 = 512 << 20;
 
-/// Bytes of one BLS12-381 scalar-field element (`Fr`, 4 × 64-bit limbs, Montgomery form).
-pub const FR_BYTES: u64 = 32;
-/// Bytes of one G1 affine point as stored on the device (x, y in `Fp`, 2 × 48 B).
-pub const G1_AFFINE_BYTES: u64 = 96;
-/// Bytes of one G2 affine point as stored on the device (x, y in `Fp2`, 2 × 96 B).
-pub const G2_AFFINE_BYTES: u64 = 192;
-/// Bytes of one G1 bucket accumulator in XYZZ coordinates (4 × 48 B).
-pub const G1_XYZZ_BYTES: u64 = 192;
-/// Bytes of one G2 bucket accumulator in XYZZ coordinates (4 × 96 B).
-pub const G2_XYZZ_BYTES: u64 = 384;
+pub use crate::gpu::layout::FR_BYTES;
+use crate::gpu::layout::{
+    align_up, h_step_bytes, msm_workspace_bytes, streamed_bases_bytes, MsmLimits, MsmShape,
+    G1_LAYOUT, G2_LAYOUT,
+};
 
-/// Pippenger window width in bits used for the bucket estimate (signed digits).
-pub const MSM_WINDOW_BITS: u64 = 16;
-/// Number of windows for a 255-bit scalar with signed digits of [`MSM_WINDOW_BITS`] bits:
-/// ⌈255 / 16⌉ + 1 (the carry of the last window) = 17.
-pub const MSM_WINDOWS: u64 = 255_u64.div_ceil(MSM_WINDOW_BITS) + 1;
-/// Upper bound on the bucket memory of one MSM, in bytes: every window's 2^(c−1) signed-digit
-/// buckets held at once as G2 XYZZ points (the larger group):
-/// 17 × 32768 × 384 B = 213,909,504 B (204 MiB). G1 MSMs use half of it.
-pub const MSM_BUCKET_BYTES: u64 = MSM_WINDOWS * (1 << (MSM_WINDOW_BITS - 1)) * G2_XYZZ_BYTES;
-/// Per-point scratch of one MSM pass, in bytes: a u32 bucket key and a u32 point index for the
-/// window being sorted, doubled for the radix sort's ping-pong buffers (16 B).
-pub const MSM_SCRATCH_BYTES_PER_POINT: u64 = 16;
-/// Points processed by one on-device MSM pass in the non-streaming tiers (2^24). An MSM longer
+/// Bytes of one G1 affine point as stored on the device (x, y in `Fp`, 2 × 48 B).
+pub const G1_AFFINE_BYTES: u64 = G1_LAYOUT.affine_bytes;
+/// Bytes of one G2 affine point as stored on the device (x, y in `Fp2`, 2 × 96 B).
+pub const G2_AFFINE_BYTES: u64 = G2_LAYOUT.affine_bytes;
+
+/// Points processed by one on-device MSM pass in the streamed tiers (2^24). An MSM longer
 /// than this runs in several passes whose partial sums are added.
 pub const MSM_PASS_POINTS: u64 = 1 << 24;
 /// Granularity and minimum of a streaming chunk, in points (2^16).
@@ -94,36 +84,9 @@ pub const MSM_CHUNK_ALIGN_POINTS: u64 = 1 << 16;
 /// Largest NTT domain the planner accepts (2^40 points); larger shapes are
 /// [`Error::InvalidInput`].
 pub const MAX_DOMAIN_LOG2: u32 = 40;
-
-/// Where an MSM's bases live during a pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Bases {
-    /// Already in device memory (the [`Tier::Resident`] parameters): no base buffers per pass.
-    Resident,
-    /// Uploaded per pass from (pinned) host memory into two buffers (double-buffered), sized for
-    /// the larger G2 points.
-    Streamed,
-}
-
-/// Device bytes one point of an MSM pass costs: its scalar ([`FR_BYTES`]), its sort scratch
-/// ([`MSM_SCRATCH_BYTES_PER_POINT`]) and, when bases are streamed, two G2 affine slots
-/// (double buffering). 48 B resident, 432 B streamed.
-pub const fn msm_point_bytes(bases: Bases) -> u64 {
-    FR_BYTES
-        + MSM_SCRATCH_BYTES_PER_POINT
-        + match bases {
-            Bases::Resident => 0,
-            Bases::Streamed => 2 * G2_AFFINE_BYTES,
-        }
-}
-
-/// Device bytes of one MSM pass over `points` points: `points × msm_point_bytes(bases)` plus
-/// the bucket memory [`MSM_BUCKET_BYTES`]. E.g. 2^24 streamed points: 6.75 GiB + 204 MiB.
-pub const fn msm_pass_bytes(points: u64, bases: Bases) -> u64 {
-    points
-        .saturating_mul(msm_point_bytes(bases))
-        .saturating_add(MSM_BUCKET_BYTES)
-}
+/// SM count the planner assumes when the allocator was not told the device's
+/// ([`DeviceAllocator::with_sm_count`]): 132, an H100/H200.
+pub const DEFAULT_SM_COUNT: u32 = 132;
 
 /// Formats a byte count as GiB with two decimals (`"12.00 GiB"`), for messages and reports.
 pub fn fmt_gib(bytes: u64) -> String {
@@ -145,6 +108,7 @@ struct FakeDevice {
     free: u64,
     total: u64,
     fail: Option<String>,
+    sticky: bool,
 }
 
 /// A [`MemInfo`] for tests: per-device `(free, total)` figures that a test can change at any
@@ -168,6 +132,7 @@ impl FakeMemInfo {
                         free,
                         total,
                         fail: None,
+                        sticky: false,
                     })
                     .collect(),
             ),
@@ -213,6 +178,7 @@ impl FakeMemInfo {
                 device,
                 call: "cuMemAlloc".into(),
                 message: format!("CUDA_ERROR_OUT_OF_MEMORY (2): {bytes} bytes (fake)"),
+                fault: None,
             })
         }
     }
@@ -227,7 +193,20 @@ impl FakeMemInfo {
     /// Makes every later `mem_get_info(device)` fail with [`Error::Cuda`] carrying `message`
     /// (`None` heals the device).
     pub fn set_failure(&self, device: usize, message: Option<&str>) {
-        self.dev(device, |d| d.fail = message.map(str::to_string));
+        self.dev(device, |d| {
+            d.fail = message.map(str::to_string);
+            d.sticky = false;
+        });
+    }
+
+    /// Makes every later `mem_get_info(device)` fail with a *sticky* [`Error::Cuda`]
+    /// (`fault: Some(DeviceFault::Sticky)`, e.g. `"CUDA_ERROR_ILLEGAL_ADDRESS (700)"`), as the
+    /// driver does once a context is poisoned. Never heals (a poisoned context does not).
+    pub fn set_sticky_failure(&self, device: usize, message: &str) {
+        self.dev(device, |d| {
+            d.fail = Some(message.to_string());
+            d.sticky = true;
+        });
     }
 
     /// Number of `mem_get_info` calls so far (all devices).
@@ -243,10 +222,15 @@ impl MemInfo for FakeMemInfo {
             None => Err(Error::NoDevice(format!(
                 "no device with ordinal {device} (fake)"
             ))),
-            Some(FakeDevice { fail: Some(m), .. }) => Err(Error::Cuda {
+            Some(FakeDevice {
+                fail: Some(m),
+                sticky,
+                ..
+            }) => Err(Error::Cuda {
                 device,
                 call: "cuMemGetInfo".into(),
                 message: m,
+                fault: sticky.then_some(crate::error::DeviceFault::Sticky),
             }),
             Some(d) => Ok((d.free, d.total)),
         }
@@ -346,10 +330,15 @@ impl PartitionShape {
 
     /// Bytes of the Groth16 parameters' MSM bases on the device:
     /// `(h + l + a + b_g1) × 96 + b_g2 × 192` (44.1 GiB at 32 GiB sectors).
+    ///
+    /// Each of the five vectors is its own device buffer, counted rounded up to
+    /// `layout::ALIGN` (as the arena the GPU backend uploads them into counts it).
     pub fn params_bytes(&self) -> u64 {
-        let g1 = self.h_len + self.l_len + self.a_len + self.b_g1_len;
-        g1.saturating_mul(G1_AFFINE_BYTES)
-            .saturating_add(self.b_g2_len.saturating_mul(G2_AFFINE_BYTES))
+        [self.h_len, self.l_len, self.a_len, self.b_g1_len]
+            .into_iter()
+            .map(|n| align_up(n.saturating_mul(G1_AFFINE_BYTES)))
+            .sum::<u64>()
+            .saturating_add(align_up(self.b_g2_len.saturating_mul(G2_AFFINE_BYTES)))
     }
 
     /// Longest MSM of the partition, in points.
@@ -372,41 +361,95 @@ impl PartitionShape {
         MSM_PASS_POINTS.min(self.max_msm_len()).max(1)
     }
 
-    /// Bytes of the H-step buffers of a tier (n = [`Self::domain_size`], [`FR_BYTES`] each):
-    /// `Resident`/`FullStaging` 3·n·32 (d_a + d_bc, 12 GiB at 2^27); `Partial` 2·n·32 (d_a +
-    /// one buffer b and c take in turn, 8 GiB); `Streaming` n·32 (one domain buffer; a and b
-    /// stream through the MSM chunk for the pointwise step, 4 GiB).
+    /// Bytes of the H-step buffers of a tier (n = [`Self::domain_size`], [`FR_BYTES`] each,
+    /// [`h_step_bytes`]): `Resident`/`FullStaging` 3·n·32 (d_a + d_b + d_c, 12 GiB at 2^27);
+    /// `Partial` 2·n·32 (8 GiB); `Streaming` n·32 (one domain buffer, h from the CPU NTT).
     pub fn staging_bytes(&self, kind: TierKind) -> u64 {
         let buffers = match kind {
             TierKind::Resident | TierKind::FullStaging => 3,
             TierKind::Partial => 2,
             TierKind::Streaming => 1,
         };
-        self.domain_size()
-            .saturating_mul(FR_BYTES)
-            .saturating_mul(buffers)
+        h_step_bytes(self.domain_log2, buffers)
     }
 
-    /// Total device bytes of a tier. `params_resident`: the parameters are already on the
-    /// device (held by an earlier plan's [`Plan::params`]), so `Resident` needs no parameter
-    /// bytes. For `Streaming` this is the largest chunk ([`Self::pass_points`] points); the
-    /// smallest is [`Self::streaming_min_bytes`].
-    pub fn tier_bytes(&self, kind: TierKind, params_resident: bool) -> u64 {
-        let staging = self.staging_bytes(kind);
-        let pass = self.pass_points();
+    /// The MSMs the GPU backend runs over resident bases: H (h_len scalars), L (aux), A, B_G1
+    /// (aux, density) in G1 and B_G2 (aux, density) in G2; scalars and points on the device.
+    pub fn resident_msms(&self) -> [MsmShape; 3] {
+        let n = self.h_len.max(self.num_aux);
+        let sh = |group, n, density| MsmShape {
+            group,
+            n,
+            host_scalars: false,
+            host_points: 0,
+            density,
+        };
+        [
+            sh(&G1_LAYOUT, n, false),
+            sh(&G1_LAYOUT, self.num_aux, true),
+            sh(&G2_LAYOUT, self.num_aux, true),
+        ]
+    }
+
+    /// The MSMs of one streamed pass of `points` points (rounded up to 64 scalars, as
+    /// `prover::msm_passes` splits them): G1 without and with density, G2 with density.
+    pub fn pass_msms(points: u64) -> [MsmShape; 3] {
+        let n = points.div_ceil(64).max(1) * 64;
+        let sh = |group, density| MsmShape {
+            group,
+            n,
+            host_scalars: false,
+            host_points: 0,
+            density,
+        };
+        [
+            sh(&G1_LAYOUT, false),
+            sh(&G1_LAYOUT, true),
+            sh(&G2_LAYOUT, true),
+        ]
+    }
+
+    /// Bytes of the MSM part of a tier: for `Resident` the workspace of [`Self::resident_msms`];
+    /// otherwise the workspace of [`Self::pass_msms`]`(points)` plus the double-buffered base
+    /// slots of the larger (G2) points, [`streamed_bases_bytes`].
+    pub fn msm_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
+        let ws = |shapes: &[MsmShape]| msm_workspace_bytes(shapes, lim).unwrap_or(u64::MAX);
         match kind {
-            TierKind::Resident => {
-                let params = if params_resident {
-                    0
-                } else {
-                    self.params_bytes()
-                };
-                params
-                    .saturating_add(staging)
-                    .saturating_add(msm_pass_bytes(pass, Bases::Resident))
-            }
-            _ => staging.saturating_add(msm_pass_bytes(pass, Bases::Streamed)),
+            TierKind::Resident => ws(&self.resident_msms()),
+            _ => ws(&Self::pass_msms(points))
+                .saturating_add(streamed_bases_bytes(points, &G2_LAYOUT)),
         }
+    }
+
+    /// Total device bytes of a tier with the default [`MsmLimits`] (on a
+    /// [`DEFAULT_SM_COUNT`]-SM device); see [`Self::tier_bytes_with`].
+    pub fn tier_bytes(&self, kind: TierKind, params_resident: bool) -> u64 {
+        self.tier_bytes_with(
+            kind,
+            params_resident,
+            &MsmLimits::defaults(DEFAULT_SM_COUNT),
+        )
+    }
+
+    /// Total device bytes of a tier: [`Self::staging_bytes`] + [`Self::msm_bytes`] (+ the
+    /// parameters' [`Self::params_bytes`] for `Resident` unless `params_resident`). For
+    /// `Streaming` this is the largest chunk ([`Self::pass_points`] points); the smallest is
+    /// [`Self::streaming_min_bytes_with`].
+    pub fn tier_bytes_with(&self, kind: TierKind, params_resident: bool, lim: &MsmLimits) -> u64 {
+        let params = if kind == TierKind::Resident && !params_resident {
+            self.params_bytes()
+        } else {
+            0
+        };
+        params
+            .saturating_add(self.staging_bytes(kind))
+            .saturating_add(self.msm_bytes(kind, self.pass_points(), lim))
+    }
+
+    /// Bytes of `Streaming` with chunks of `points` points.
+    pub fn streaming_bytes(&self, points: u64, lim: &MsmLimits) -> u64 {
+        self.staging_bytes(TierKind::Streaming)
+            .saturating_add(self.msm_bytes(TierKind::Streaming, points, lim))
     }
 
     /// Smallest streaming chunk, in points: [`MSM_CHUNK_ALIGN_POINTS`], or the whole longest MSM
@@ -415,23 +458,36 @@ impl PartitionShape {
         MSM_CHUNK_ALIGN_POINTS.min(self.pass_points())
     }
 
+    /// Device bytes of `Streaming` with [`Self::min_chunk_points`] (default limits).
+    pub fn streaming_min_bytes(&self) -> u64 {
+        self.streaming_min_bytes_with(&MsmLimits::defaults(DEFAULT_SM_COUNT))
+    }
+
     /// Device bytes of `Streaming` with [`Self::min_chunk_points`] — the smallest tier for
     /// large shapes (see [`Self::min_bytes`]).
-    pub fn streaming_min_bytes(&self) -> u64 {
-        self.staging_bytes(TierKind::Streaming)
-            .saturating_add(msm_pass_bytes(self.min_chunk_points(), Bases::Streamed))
+    pub fn streaming_min_bytes_with(&self, lim: &MsmLimits) -> u64 {
+        self.streaming_bytes(self.min_chunk_points(), lim)
+    }
+
+    /// [`Self::min_bytes_with`] with the default limits.
+    pub fn min_bytes(&self, start: TierKind, params_resident: bool) -> u64 {
+        self.min_bytes_with(
+            start,
+            params_resident,
+            &MsmLimits::defaults(DEFAULT_SM_COUNT),
+        )
     }
 
     /// Fewest device bytes any tier from `start` down can run in: the `needed` figure of
-    /// [`Error::OutOfDeviceMemory`]. Usually [`Self::streaming_min_bytes`]; for small shapes
-    /// (parameters smaller than the streamed base buffers) `Resident` may need less.
-    pub fn min_bytes(&self, start: TierKind, params_resident: bool) -> u64 {
+    /// [`Error::OutOfDeviceMemory`]. Usually the smallest streaming chunk; for small shapes
+    /// `Resident` may need less.
+    pub fn min_bytes_with(&self, start: TierKind, params_resident: bool, lim: &MsmLimits) -> u64 {
         TierKind::ALL
             .into_iter()
             .filter(|k| *k >= start)
             .map(|k| match k {
-                TierKind::Streaming => self.streaming_min_bytes(),
-                k => self.tier_bytes(k, params_resident),
+                TierKind::Streaming => self.streaming_min_bytes_with(lim),
+                k => self.tier_bytes_with(k, params_resident, lim),
             })
             .min()
             .unwrap_or(u64::MAX)
@@ -501,8 +557,8 @@ pub enum Tier {
         /// Points per chunk (a multiple of [`MSM_CHUNK_ALIGN_POINTS`] unless the whole MSM is
         /// shorter).
         chunk_points: u64,
-        /// Device bytes of one chunk's buffers: `chunk_points × msm_point_bytes(Streamed)`
-        /// (scalars, sort scratch, two base slots), without the buckets.
+        /// Device bytes of the chunk's MSM part ([`PartitionShape::msm_bytes`]: workspace and
+        /// two base slots), without the domain buffer.
         chunk_bytes: u64,
     },
 }
@@ -631,6 +687,7 @@ pub struct DeviceAllocator {
     device: usize,
     mem: Arc<dyn MemInfo>,
     vram_limit: Option<u64>,
+    limits: MsmLimits,
     shared: Arc<Shared>,
 }
 
@@ -652,12 +709,26 @@ impl DeviceAllocator {
             device,
             mem,
             vram_limit,
+            limits: MsmLimits::defaults(DEFAULT_SM_COUNT),
             shared: Arc::new(Shared {
                 device,
                 ledger: Mutex::new(Ledger::default()),
                 released: Condvar::new(),
             }),
         }
+    }
+
+    /// Plans for a device of `sm_count` streaming multiprocessors (the MSM's segment buffers
+    /// scale with it; default [`DEFAULT_SM_COUNT`]).
+    pub fn with_sm_count(mut self, sm_count: u32) -> Self {
+        self.limits.sm_count = sm_count.max(1);
+        self
+    }
+
+    /// The MSM limits plans are computed with (what `gpu::msm::MsmConfig::default` uses on
+    /// this device).
+    pub fn msm_limits(&self) -> MsmLimits {
+        self.limits
     }
 
     /// CUDA device ordinal.
@@ -763,29 +834,20 @@ impl DeviceAllocator {
         let snap = self.snapshot_locked(l)?;
         let avail = snap.available;
         for kind in TierKind::ALL.into_iter().filter(|k| *k >= opts.start) {
+            let lim = &self.limits;
             let (tier, needed) = if kind == TierKind::Streaming {
-                let fixed = shape.staging_bytes(kind).saturating_add(MSM_BUCKET_BYTES);
-                let per_point = msm_point_bytes(Bases::Streamed);
-                let fit = avail.saturating_sub(fixed) / per_point;
-                let max = shape.pass_points();
-                let points = if fit >= max {
-                    max
-                } else {
-                    fit / MSM_CHUNK_ALIGN_POINTS * MSM_CHUNK_ALIGN_POINTS
-                };
-                if points == 0 || points < shape.min_chunk_points() || fixed > avail {
+                let Some(points) = streaming_fit(shape, avail, lim) else {
                     continue;
-                }
-                let chunk_bytes = points * per_point;
+                };
                 (
                     Tier::Streaming {
                         chunk_points: points,
-                        chunk_bytes,
+                        chunk_bytes: shape.msm_bytes(kind, points, lim),
                     },
-                    fixed + chunk_bytes,
+                    shape.streaming_bytes(points, lim),
                 )
             } else {
-                let needed = shape.tier_bytes(kind, opts.params_resident);
+                let needed = shape.tier_bytes_with(kind, opts.params_resident, lim);
                 if needed > avail {
                     continue;
                 }
@@ -822,7 +884,7 @@ impl DeviceAllocator {
         }
         Err(Error::OutOfDeviceMemory {
             device: self.device,
-            needed: shape.min_bytes(opts.start, opts.params_resident),
+            needed: shape.min_bytes_with(opts.start, opts.params_resident, &self.limits),
             free: avail,
         })
     }
@@ -871,6 +933,180 @@ impl DeviceAllocator {
                 other => return other,
             }
         }
+    }
+}
+
+/// The largest streaming chunk (the whole longest MSM, or a multiple of
+/// [`MSM_CHUNK_ALIGN_POINTS`]) whose tier fits in `avail` bytes, `None` when not even
+/// [`PartitionShape::min_chunk_points`] fits. The bytes grow with the chunk, so a binary search.
+fn streaming_fit(shape: &PartitionShape, avail: u64, lim: &MsmLimits) -> Option<u64> {
+    let max = shape.pass_points();
+    if shape.streaming_bytes(max, lim) <= avail {
+        return Some(max);
+    }
+    if shape.streaming_bytes(shape.min_chunk_points(), lim) > avail {
+        return None;
+    }
+    // k chunks of MSM_CHUNK_ALIGN_POINTS, k in [1, max / align)
+    let (mut lo, mut hi) = (1u64, (max / MSM_CHUNK_ALIGN_POINTS).max(1));
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if shape.streaming_bytes(mid * MSM_CHUNK_ALIGN_POINTS, lim) <= avail {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    Some((lo * MSM_CHUNK_ALIGN_POINTS).max(shape.min_chunk_points()))
+}
+
+/// Device memory handed out from one plan's reservation: every buffer of the partition is
+/// counted against it ([`Arena::take`]), so a worker cannot allocate beyond its reservation —
+/// and `CUZK_VRAM_LIMIT` holds at allocation time, not only at planning time. Records its
+/// high-water mark; when the last clone drops, the record goes to [`arena_records`].
+/// Clones share the same budget. Thread-safe.
+#[derive(Clone, Debug)]
+pub struct Arena {
+    inner: Arc<ArenaInner>,
+}
+
+#[derive(Debug)]
+struct ArenaInner {
+    device: usize,
+    label: String,
+    capacity: u64,
+    /// (used, high-water), bytes.
+    state: Mutex<(u64, u64)>,
+}
+
+/// One arena's figures, kept after it is gone ([`arena_records`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArenaRecord {
+    /// CUDA device ordinal.
+    pub device: usize,
+    /// What the arena was for (e.g. `"full-staging"`).
+    pub label: String,
+    /// Bytes it could hand out (the plan's reservation).
+    pub capacity: u64,
+    /// Most bytes handed out at once.
+    pub high_water: u64,
+}
+
+fn records() -> &'static Mutex<Vec<ArenaRecord>> {
+    static R: std::sync::OnceLock<Mutex<Vec<ArenaRecord>>> = std::sync::OnceLock::new();
+    R.get_or_init(Default::default)
+}
+
+/// The figures of the arenas dropped so far in this process, oldest first (at most the last
+/// 4096), e.g. to check that peak ≤ reservation on every tier (tests/gpu_alloc.rs).
+pub fn arena_records() -> Vec<ArenaRecord> {
+    lock(records()).clone()
+}
+
+impl Drop for ArenaInner {
+    fn drop(&mut self) {
+        let high_water = lock(&self.state).1;
+        log::debug!(
+            "device {}: arena {}: high-water {} of {} reserved",
+            self.device,
+            self.label,
+            fmt_gib(high_water),
+            fmt_gib(self.capacity)
+        );
+        let mut r = lock(records());
+        if r.len() >= 4096 {
+            r.remove(0);
+        }
+        r.push(ArenaRecord {
+            device: self.device,
+            label: std::mem::take(&mut self.label),
+            capacity: self.capacity,
+            high_water,
+        });
+    }
+}
+
+impl Arena {
+    /// An arena of `capacity` bytes on `device`, named `label` in logs and records.
+    pub fn new(device: usize, label: impl Into<String>, capacity: u64) -> Self {
+        Arena {
+            inner: Arc::new(ArenaInner {
+                device,
+                label: label.into(),
+                capacity,
+                state: Mutex::new((0, 0)),
+            }),
+        }
+    }
+
+    /// An arena over the bytes of `r` (its device, label and size).
+    pub fn over(r: &Reservation) -> Self {
+        Self::new(r.device(), r.label(), r.bytes())
+    }
+
+    /// Takes `bytes` (rounded up to `layout::ALIGN`), returned when the lease drops.
+    ///
+    /// # Errors
+    /// [`Error::OutOfDeviceMemory`] `{ needed: bytes, free: bytes left }` when they exceed what
+    /// is left (logged as an error: the plan did not cover an allocation).
+    pub fn take(&self, bytes: u64) -> Result<ArenaLease> {
+        let b = align_up(bytes);
+        let mut st = lock(&self.inner.state);
+        let left = self.inner.capacity - st.0;
+        if b > left {
+            log::error!(
+                "device {}: arena {} exhausted: {b} bytes asked, {left} of {} left",
+                self.inner.device,
+                self.inner.label,
+                self.inner.capacity
+            );
+            return Err(Error::OutOfDeviceMemory {
+                device: self.inner.device,
+                needed: b,
+                free: left,
+            });
+        }
+        st.0 += b;
+        st.1 = st.1.max(st.0);
+        Ok(ArenaLease {
+            inner: self.inner.clone(),
+            bytes: b,
+        })
+    }
+
+    /// Bytes the arena may hand out in all.
+    pub fn capacity(&self) -> u64 {
+        self.inner.capacity
+    }
+
+    /// Bytes handed out now.
+    pub fn used(&self) -> u64 {
+        lock(&self.inner.state).0
+    }
+
+    /// Most bytes handed out at once so far.
+    pub fn high_water(&self) -> u64 {
+        lock(&self.inner.state).1
+    }
+}
+
+/// Bytes taken from an [`Arena`]; returned when dropped.
+#[derive(Debug)]
+pub struct ArenaLease {
+    inner: Arc<ArenaInner>,
+    bytes: u64,
+}
+
+impl ArenaLease {
+    /// Bytes held (aligned).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for ArenaLease {
+    fn drop(&mut self) {
+        lock(&self.inner.state).0 -= self.bytes;
     }
 }
 
@@ -972,47 +1208,154 @@ mod tests {
         PartitionShape::porep_32gib()
     }
 
+    /// The tier a fresh card with `free` bytes gets for [`shape`].
+    fn tier_of(free: u64) -> Tier {
+        card(free)
+            .1
+            .plan(&shape(), &PlanOptions::default())
+            .unwrap()
+            .tier
+    }
+
+    /// The plan's bytes for a tier, from the buffer-size functions of `gpu::layout` one by one.
+    fn sum_of_buffers(s: &PartitionShape, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
+        use crate::gpu::layout::{msm_workspace_slots, MSM_SLOTS};
+        let n_bufs = match kind {
+            TierKind::Resident | TierKind::FullStaging => 3,
+            TierKind::Partial => 2,
+            TierKind::Streaming => 1,
+        };
+        let domain = n_bufs * align_up((1u64 << s.domain_log2) * 32);
+        let (shapes, bases) = match kind {
+            TierKind::Resident => (s.resident_msms().to_vec(), 0),
+            _ => (
+                PartitionShape::pass_msms(points).to_vec(),
+                2 * align_up(points * 192),
+            ),
+        };
+        let slots: [u64; MSM_SLOTS + 2] = msm_workspace_slots(&shapes, lim).unwrap();
+        domain + slots.iter().sum::<u64>() + bases
+    }
+
     #[test]
-    fn constants_and_formulas() {
-        assert_eq!(MSM_WINDOWS, 17);
-        assert_eq!(MSM_BUCKET_BYTES, 213_909_504);
-        assert_eq!(msm_point_bytes(Bases::Resident), 48);
-        assert_eq!(msm_point_bytes(Bases::Streamed), 432);
-        assert_eq!(
-            msm_pass_bytes(1 << 24, Bases::Streamed),
-            (1 << 24) * 432 + 213_909_504
-        );
+    fn planner_bytes_equal_the_sum_of_the_buffer_size_functions() {
+        for log2 in 20..=27u32 {
+            let n = 1u64 << log2;
+            let aux = n - n / 32;
+            let s = PartitionShape::from_counts(n - n / 16, 328, aux, aux - aux / 100, aux / 4)
+                .unwrap();
+            assert_eq!(s.domain_log2, log2);
+            for sms in [DEFAULT_SM_COUNT, 16] {
+                let lim = MsmLimits::defaults(sms);
+                for kind in TierKind::ALL {
+                    let want = sum_of_buffers(&s, kind, s.pass_points(), &lim);
+                    assert_eq!(s.tier_bytes_with(kind, true, &lim), want, "2^{log2} {kind}");
+                    if kind == TierKind::Resident {
+                        assert_eq!(
+                            s.tier_bytes_with(kind, false, &lim),
+                            want + s.params_bytes()
+                        );
+                    }
+                }
+                // the plan an allocator makes on a card where just that tier fits
+                for kind in TierKind::ALL {
+                    let a = DeviceAllocator::new(
+                        0,
+                        Arc::new(FakeMemInfo::new(&[(H200_TOTAL * 2, H200_TOTAL * 2)])),
+                        Some(SAFETY_MARGIN + s.tier_bytes_with(kind, false, &lim)),
+                    )
+                    .with_sm_count(sms);
+                    let p = a
+                        .plan(
+                            &s,
+                            &PlanOptions {
+                                start: kind,
+                                params_resident: false,
+                            },
+                        )
+                        .unwrap();
+                    assert_eq!(p.tier.kind(), kind, "2^{log2}");
+                    let points = match p.tier {
+                        Tier::Streaming { chunk_points, .. } => chunk_points,
+                        _ => s.pass_points(),
+                    };
+                    let params = if kind == TierKind::Resident {
+                        s.params_bytes()
+                    } else {
+                        0
+                    };
+                    assert_eq!(p.needed, params + sum_of_buffers(&s, kind, points, &lim));
+                    assert_eq!(
+                        p.work.bytes() + p.params.as_ref().map_or(0, |r| r.bytes()),
+                        p.needed
+                    );
+                }
+            }
+        }
+        // the 2^27 H MSM alone needs gigabytes at the resident tier (the old fixed 16-bit
+        // window budgeted 0.95 GiB for it)
+        let big = shape().msm_bytes(TierKind::Resident, 0, &MsmLimits::defaults(132));
+        assert!(big > 8 * GIB, "{}", fmt_gib(big));
+    }
+
+    #[test]
+    fn tiers_by_card_size_follow_the_sums() {
         let s = shape();
-        assert_eq!(s.domain_size(), 1 << 27);
-        assert_eq!(s.staging_bytes(TierKind::FullStaging), 12 * GIB);
-        assert_eq!(s.staging_bytes(TierKind::Partial), 8 * GIB);
-        assert_eq!(s.staging_bytes(TierKind::Streaming), 4 * GIB);
-        // (2^27-1 + 130,169,893 + 129.8M + 33.1M) * 96 + 33.1M * 192
-        let params =
-            ((1u64 << 27) - 1 + 130_169_893 + 129_800_000 + 33_100_000) * 96 + 33_100_000 * 192;
-        assert_eq!(s.params_bytes(), params);
-        assert!((s.params_bytes() as f64 / GIB as f64 - 44.1).abs() < 0.1);
-        assert_eq!(s.pass_points(), 1 << 24);
-        assert_eq!(
-            s.tier_bytes(TierKind::FullStaging, false),
-            12 * GIB + (1 << 24) * 432 + MSM_BUCKET_BYTES
-        );
-        assert_eq!(
-            s.tier_bytes(TierKind::Partial, false),
-            8 * GIB + (1 << 24) * 432 + MSM_BUCKET_BYTES
-        );
-        assert_eq!(
-            s.tier_bytes(TierKind::Resident, true),
-            12 * GIB + (1 << 24) * 48 + MSM_BUCKET_BYTES
-        );
-        assert_eq!(
-            s.tier_bytes(TierKind::Resident, false),
-            params + 12 * GIB + (1 << 24) * 48 + MSM_BUCKET_BYTES
-        );
-        assert_eq!(
-            s.streaming_min_bytes(),
-            4 * GIB + (1 << 16) * 432 + MSM_BUCKET_BYTES
-        );
+        let o = PlanOptions::default();
+        for gib in [8u64, 12, 16, 24, 32, 48, 141] {
+            let (_m, a) = card(gib * GIB);
+            let avail = gib * GIB - SAFETY_MARGIN;
+            match a.plan(&s, &o) {
+                Ok(p) => {
+                    assert!(p.needed <= avail);
+                    // every better tier did not fit
+                    for k in TierKind::ALL.into_iter().filter(|k| *k < p.tier.kind()) {
+                        assert!(s.tier_bytes(k, false) > avail, "{gib} GiB: {k}");
+                    }
+                }
+                Err(Error::OutOfDeviceMemory { needed, free, .. }) => {
+                    assert_eq!(needed, s.min_bytes(TierKind::Resident, false));
+                    assert_eq!(free, avail);
+                    assert!(needed > avail);
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let (_m, a) = card(4 * GIB);
+        assert!(matches!(
+            a.plan(&s, &o),
+            Err(Error::OutOfDeviceMemory { .. })
+        ));
+        let (_m, a) = card(H200_TOTAL);
+        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::Resident);
+    }
+
+    #[test]
+    fn arena_caps_allocations_and_records_its_high_water_mark() {
+        let a = Arena::new(3, "partial", 10 * 256);
+        let l1 = a.take(1000).unwrap(); // 1024 aligned
+        assert_eq!(l1.bytes(), 1024);
+        let l2 = a.take(1536).unwrap();
+        assert_eq!(a.used(), 2560);
+        match a.take(1) {
+            Err(Error::OutOfDeviceMemory {
+                device: 3,
+                needed: 256,
+                free: 0,
+            }) => {}
+            other => panic!("expected the arena's typed error, got {other:?}"),
+        }
+        drop(l1);
+        let l3 = a.clone().take(768).unwrap();
+        assert_eq!(a.high_water(), 2560);
+        drop((l2, l3));
+        assert_eq!(a.used(), 0);
+        drop(a);
+        let r = arena_records();
+        assert!(r.iter().any(|r| r.device == 3
+            && r.label == "partial"
+            && r.capacity == 2560
+            && r.high_water == 2560));
     }
 
     #[test]
@@ -1095,60 +1438,12 @@ mod tests {
     }
 
     #[test]
-    fn tiers_by_card_size() {
-        let s = shape();
-        let o = PlanOptions::default();
-        let (_m, a) = card(24 * GIB);
-        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::FullStaging);
-        let (_m, a) = card(16 * GIB);
-        let p = a.plan(&s, &o).unwrap();
-        assert_eq!(p.tier, Tier::Partial);
-        assert_eq!(p.available, 16 * GIB - SAFETY_MARGIN);
-        assert_eq!(p.needed, 8 * GIB + (1 << 24) * 432 + MSM_BUCKET_BYTES);
-        let (_m, a) = card(8 * GIB);
-        let p = a.plan(&s, &o).unwrap();
-        // 7.5 GiB available - 4 GiB domain - buckets = room for 8,204,136 streamed points,
-        // aligned down to 2^16: 125 * 65536 = 8,192,000.
-        let fit = (8 * GIB - SAFETY_MARGIN - 4 * GIB - MSM_BUCKET_BYTES) / 432;
-        assert_eq!(fit, 8_204_136);
-        let points = 125 * 65_536;
-        assert_eq!(
-            p.tier,
-            Tier::Streaming {
-                chunk_points: points,
-                chunk_bytes: points * 432
-            }
-        );
-        assert_eq!(p.needed, 4 * GIB + MSM_BUCKET_BYTES + points * 432);
-        assert!(p.needed <= p.available);
-        assert_eq!(p.work.bytes(), p.needed);
-    }
-
-    #[test]
-    fn four_gib_card_is_out_of_memory_with_numbers() {
-        let (_m, a) = card(4 * GIB);
-        match a.plan(&shape(), &PlanOptions::default()) {
-            Err(Error::OutOfDeviceMemory {
-                device,
-                needed,
-                free,
-            }) => {
-                assert_eq!(device, 0);
-                assert_eq!(needed, 4 * GIB + (1 << 16) * 432 + MSM_BUCKET_BYTES);
-                assert_eq!(free, 4 * GIB - SAFETY_MARGIN);
-            }
-            other => panic!("expected OutOfDeviceMemory, got {other:?}"),
-        }
-        assert_eq!(a.reserved_bytes(), 0);
-    }
-
-    #[test]
     fn vram_limit_emulates_a_16gib_card_on_h200() {
         let mem = Arc::new(FakeMemInfo::new(&[(H200_TOTAL, H200_TOTAL)]));
         let a = DeviceAllocator::new(0, mem, Some(16 * GIB));
         let s = shape();
         let p = a.plan(&s, &PlanOptions::default()).unwrap();
-        assert_eq!(p.tier, Tier::Partial);
+        assert_eq!(p.tier, tier_of(16 * GIB));
         assert_eq!(p.available, 16 * GIB - SAFETY_MARGIN);
         // the cap counts live reservations: what is left is 16 GiB - margin - Partial
         let left = 16 * GIB - SAFETY_MARGIN - p.needed;
@@ -1169,9 +1464,9 @@ mod tests {
         let (mem, a) = card(24 * GIB);
         let s = shape();
         let o = PlanOptions::default();
-        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::FullStaging);
+        assert_eq!(a.plan(&s, &o).unwrap().tier, tier_of(24 * GIB));
         mem.set_free(0, 16 * GIB); // another process took 8 GiB
-        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::Partial);
+        assert_eq!(a.plan(&s, &o).unwrap().tier, tier_of(16 * GIB));
         mem.set_free(0, H200_TOTAL);
         assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::Resident);
         assert_eq!(mem.calls(), 3);
@@ -1182,44 +1477,12 @@ mod tests {
     }
 
     #[test]
-    fn start_tier_skips_better_tiers() {
-        let (_m, a) = card(H200_TOTAL);
-        let s = shape();
-        let p = a
-            .plan(
-                &s,
-                &PlanOptions {
-                    start: TierKind::Partial,
-                    params_resident: false,
-                },
-            )
-            .unwrap();
-        assert_eq!(p.tier, Tier::Partial);
-        let p2 = a
-            .plan(
-                &s,
-                &PlanOptions {
-                    start: TierKind::Streaming,
-                    params_resident: false,
-                },
-            )
-            .unwrap();
-        assert_eq!(
-            p2.tier,
-            Tier::Streaming {
-                chunk_points: 1 << 24,
-                chunk_bytes: (1 << 24) * 432
-            }
-        );
-    }
-
-    #[test]
     fn two_workers_on_16gib_never_share_bytes() {
         let (mem, a) = card(16 * GIB);
         let s = shape();
         let o = PlanOptions::default();
         let first = a.plan(&s, &o).unwrap();
-        assert_eq!(first.tier, Tier::Partial);
+        assert_eq!(first.tier, tier_of(16 * GIB));
         // the second worker sees only what the first left: not even streaming fits
         let left = 16 * GIB - SAFETY_MARGIN - first.needed;
         match a.plan(&s, &o) {
@@ -1239,28 +1502,8 @@ mod tests {
         mem.release(0, first.needed);
         assert_eq!(a.available().unwrap(), left);
         drop(first);
-        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::Partial);
+        assert_eq!(a.plan(&s, &o).unwrap().tier, tier_of(16 * GIB));
         assert_eq!(a.reserved_bytes(), 0);
-    }
-
-    #[test]
-    fn two_workers_on_24gib_second_gets_lower_tier() {
-        let (_m, a) = card(24 * GIB);
-        let s = shape();
-        let o = PlanOptions::default();
-        let first = a.plan(&s, &o).unwrap();
-        assert_eq!(first.tier, Tier::FullStaging);
-        let second = a.plan(&s, &o).unwrap();
-        let left = 24 * GIB - SAFETY_MARGIN - first.needed;
-        let points = (left - 4 * GIB - MSM_BUCKET_BYTES) / 432 / 65_536 * 65_536;
-        assert_eq!(
-            second.tier,
-            Tier::Streaming {
-                chunk_points: points,
-                chunk_bytes: points * 432
-            }
-        );
-        assert!(first.needed + second.needed <= 24 * GIB - SAFETY_MARGIN);
     }
 
     #[test]
@@ -1283,7 +1526,7 @@ mod tests {
                 .collect();
             let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
             let ok: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
-            assert_eq!(ok, vec![&Tier::Partial], "{results:?}");
+            assert_eq!(ok, vec![&tier_of(16 * GIB)], "{results:?}");
             assert!(results
                 .iter()
                 .any(|r| matches!(r, Err(Error::OutOfDeviceMemory { .. }))));
@@ -1303,7 +1546,7 @@ mod tests {
         });
         std::thread::sleep(Duration::from_millis(30));
         drop(first);
-        assert_eq!(t.join().unwrap().unwrap(), Tier::Partial);
+        assert_eq!(t.join().unwrap().unwrap(), tier_of(16 * GIB));
         // and a timeout returns the OOM error
         let _held = a.plan(&shape(), &PlanOptions::default()).unwrap();
         let t0 = Instant::now();
@@ -1380,7 +1623,11 @@ mod tests {
             p.tier,
             Tier::Streaming {
                 chunk_points: 32_767,
-                chunk_bytes: 32_767 * 432
+                chunk_bytes: s.msm_bytes(
+                    TierKind::Streaming,
+                    32_767,
+                    &MsmLimits::defaults(DEFAULT_SM_COUNT)
+                )
             }
         );
         drop(p);

@@ -18,6 +18,18 @@
 //! name and description); allocations that fail for lack of memory become
 //! [`Error::OutOfDeviceMemory`] with the bytes asked for and the bytes free.
 //!
+//! Faults ([`crate::gpu::fault`]): a sticky status (illegal address, launch failure, ECC, …)
+//! or a wait past the calling thread's stage deadline **retires** the device for the rest of
+//! the process: the error carries `fault: Some(_)`, it is logged once, and every later call on
+//! that device (through [`Device::bind`]) fails with the same fault instead of touching the
+//! poisoned context. With a stage deadline set, waits ([`Stream::synchronize`],
+//! [`Event::synchronize`], synchronous host-to-device copies) poll `cuEventQuery` until the
+//! deadline instead of blocking.
+//!
+//! Allocations made through [`Device::alloc_in`] count against an
+//! [`Arena`](crate::gpu::alloc::Arena) (the worker's reserved bytes) and fail with
+//! [`Error::OutOfDeviceMemory`] before any `cuMemAlloc` when they would exceed it.
+//!
 //! Raw driver bindings are declared here (returning the raw `i32` status so that status codes
 //! newer than the `cuda-driver-sys` enum are handled without undefined behaviour); the library
 //! itself is linked through `cuda-driver-sys` (`CUDA_LIBRARY_PATH`).
@@ -28,7 +40,9 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::error::{Error, Result};
+use crate::error::{DeviceFault, Error, Result};
+use crate::gpu::alloc::{Arena, ArenaLease};
+use crate::gpu::fault;
 
 // Force the link of libcuda through cuda-driver-sys's build script (link search path).
 use cuda_driver_sys as _;
@@ -163,17 +177,102 @@ fn describe(code: ffi::CUresult) -> String {
     }
 }
 
-/// Maps a driver status to `Ok` or [`Error::Cuda`].
+/// Devices retired after a fault: ordinal → (fault, message of the error that retired it).
+fn retired() -> &'static Mutex<HashMap<usize, (DeviceFault, String)>> {
+    static RETIRED: OnceLock<Mutex<HashMap<usize, (DeviceFault, String)>>> = OnceLock::new();
+    RETIRED.get_or_init(Default::default)
+}
+
+/// Retires `device` for the rest of the process after `e` (an [`Error::Cuda`] with a fault);
+/// logged once, as an error. Returns `e`.
+fn retire(e: Error) -> Error {
+    if let Error::Cuda {
+        device,
+        fault: Some(f),
+        ..
+    } = &e
+    {
+        let mut r = retired().lock().unwrap_or_else(|p| p.into_inner());
+        if !r.contains_key(device) {
+            log::error!("cuzk: device {device} retired: {e}");
+            r.insert(*device, (*f, e.to_string()));
+        }
+    }
+    e
+}
+
+/// Why device `ordinal` was retired, if it was (see the module docs).
+pub fn retired_reason(ordinal: usize) -> Option<(DeviceFault, String)> {
+    retired()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&ordinal)
+        .cloned()
+}
+
+/// Maps a driver status to `Ok` or [`Error::Cuda`]; a sticky status retires the device.
 fn check(code: ffi::CUresult, device: usize, call: &str) -> Result<()> {
     if code == ffi::CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(Error::Cuda {
+        let sticky = fault::is_sticky(code);
+        let e = Error::Cuda {
             device,
             call: call.to_string(),
             message: describe(code),
-        })
+            fault: sticky.then_some(DeviceFault::Sticky),
+        };
+        Err(if sticky { retire(e) } else { e })
     }
+}
+
+/// Waits until `event` has completed: blocking (`cuEventSynchronize`) without a stage
+/// deadline on this thread, else polling `cuEventQuery` until the deadline, past which the
+/// device is retired with a timeout fault.
+fn wait_event(device: usize, event: ffi::CUevent, call: &str) -> Result<()> {
+    match fault::current_deadline() {
+        None => {
+            // SAFETY: valid event of a bound context.
+            check(unsafe { ffi::cuEventSynchronize(event) }, device, call)
+        }
+        Some(d) => fault::wait_until(device, call, d, || {
+            // SAFETY: valid event of a bound context.
+            let r = unsafe { ffi::cuEventQuery(event) };
+            if r == ffi::CUDA_ERROR_NOT_READY {
+                Ok(false)
+            } else {
+                check(r, device, call).map(|_| true)
+            }
+        })
+        .map_err(retire),
+    }
+}
+
+/// Waits for everything queued so far on the raw stream `raw` of the bound context (the legacy
+/// default stream when null): `cuStreamSynchronize`, or with a stage deadline an event recorded
+/// at its end and polled ([`wait_event`]).
+fn sync_stream(device: usize, raw: ffi::CUstream, call: &str) -> Result<()> {
+    if fault::current_deadline().is_none() {
+        // SAFETY: valid stream (or the legacy default stream) of the bound context.
+        return check(unsafe { ffi::cuStreamSynchronize(raw) }, device, call);
+    }
+    let mut e: ffi::CUevent = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; context bound by the caller.
+    check(
+        unsafe { ffi::cuEventCreate(&mut e, ffi::CU_EVENT_DISABLE_TIMING) },
+        device,
+        "cuEventCreate",
+    )?;
+    // SAFETY: e was just created in the bound context; raw is a stream of that context.
+    let r = check(
+        unsafe { ffi::cuEventRecord(e, raw) },
+        device,
+        "cuEventRecord",
+    )
+    .and_then(|_| wait_event(device, e, call));
+    // SAFETY: e is owned here and destroyed once (pending records complete regardless).
+    unsafe { ffi::cuEventDestroy_v2(e) };
+    r
 }
 
 /// Result of the one `cuInit` of the process: device count, or a message.
@@ -255,6 +354,12 @@ pub fn mem_get_info(device: usize) -> Result<(u64, u64)> {
     Device::get(device)?.mem_get_info()
 }
 
+/// The devices opened so far, by ordinal (never closed).
+fn open_devices() -> &'static Mutex<HashMap<usize, Arc<Device>>> {
+    static OPEN: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
+    OPEN.get_or_init(Default::default)
+}
+
 /// One opened CUDA device: its primary context and the loaded kernel module.
 /// Shared between threads as `Arc<Device>`; obtained from [`Device::get`].
 pub struct Device {
@@ -307,7 +412,6 @@ impl Device {
     /// [`Error::DeviceUnsupported`] if the fatbin has no code the device can run (or the
     /// driver is too old for its PTX), [`Error::Cuda`] for other driver failures.
     pub fn get(ordinal: usize) -> Result<Arc<Device>> {
-        static OPEN: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
         let count = device_count()?;
         if ordinal >= count {
             return Err(Error::NoDevice(format!(
@@ -315,10 +419,7 @@ impl Device {
                 std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_else(|_| "<unset>".into())
             )));
         }
-        let mut open = OPEN
-            .get_or_init(Default::default)
-            .lock()
-            .map_err(Error::internal)?;
+        let mut open = open_devices().lock().map_err(Error::internal)?;
         if let Some(d) = open.get(&ordinal) {
             return Ok(d.clone());
         }
@@ -432,7 +533,18 @@ impl Device {
 
     /// Makes this device's context current on the calling thread (cheap; every method of
     /// this module does it, so callers only need it before raw driver calls of their own).
+    ///
+    /// Errors: the fault that retired the device, once it is retired ([`retired_reason`]):
+    /// nothing more runs on a poisoned context.
     pub fn bind(&self) -> Result<()> {
+        if let Some((f, message)) = retired_reason(self.ordinal) {
+            return Err(Error::Cuda {
+                device: self.ordinal,
+                call: "device retired".into(),
+                message,
+                fault: Some(f),
+            });
+        }
         // SAFETY: ctx is a retained primary context, valid for the process lifetime.
         check(
             unsafe { ffi::cuCtxSetCurrent(self.ctx) },
@@ -494,6 +606,16 @@ impl Device {
         )
     }
 
+    /// The lowest-ordinal device this process has opened ([`Device::get`]) that is not
+    /// retired, if any: the context host-memory registration binds (never device 0 by
+    /// default, which would create a context on a device the user excluded).
+    pub fn any_open() -> Option<Arc<Device>> {
+        let open = open_devices().lock().ok()?;
+        let mut v: Vec<_> = open.values().cloned().collect();
+        v.sort_by_key(|d| d.ordinal);
+        v.into_iter().find(|d| retired_reason(d.ordinal).is_none())
+    }
+
     /// Looks up a kernel of the embedded module by its `extern "C"` name (cached).
     /// Errors with [`Error::Cuda`] (`CUDA_ERROR_NOT_FOUND`) when no such kernel exists.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
@@ -525,6 +647,35 @@ impl Device {
     /// Errors: [`Error::OutOfDeviceMemory`] (bytes asked for, bytes free) when the driver has
     /// no room, [`Error::Cuda`] otherwise. `len == 0` allocates nothing.
     pub fn alloc<T: DeviceRepr>(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer<T>> {
+        self.alloc_leased(len, None)
+    }
+
+    /// Allocates like [`Device::alloc`], counted against `arena` (its bytes rounded up to
+    /// [`crate::gpu::layout::ALIGN`]); the bytes go back to the arena when the buffer drops.
+    /// With `arena` `None`, the same as [`Device::alloc`].
+    ///
+    /// Errors: [`Error::OutOfDeviceMemory`] `{ needed, free: arena's bytes left }` when the
+    /// buffer would exceed the arena (no `cuMemAlloc` happens); else as [`Device::alloc`].
+    pub fn alloc_in<T: DeviceRepr>(
+        self: &Arc<Self>,
+        arena: Option<&Arena>,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| Error::internal("device allocation size overflows usize"))?;
+        let lease = match arena {
+            Some(a) if bytes > 0 => Some(a.take(bytes as u64)?),
+            _ => None,
+        };
+        self.alloc_leased(len, lease)
+    }
+
+    fn alloc_leased<T: DeviceRepr>(
+        self: &Arc<Self>,
+        len: usize,
+        lease: Option<ArenaLease>,
+    ) -> Result<DeviceBuffer<T>> {
         let bytes = len
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::internal("device allocation size overflows usize"))?;
@@ -547,6 +698,7 @@ impl Device {
             device: self.clone(),
             ptr,
             len,
+            _lease: lease,
             _t: PhantomData,
         })
     }
@@ -725,14 +877,11 @@ impl Stream {
         self.raw
     }
     /// Blocks until all queued work has finished; surfaces errors of earlier kernels.
+    /// With a stage deadline on this thread ([`crate::gpu::fault::stage_deadline`]) it polls
+    /// and fails with a timeout fault past the deadline.
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
-        // SAFETY: valid stream.
-        check(
-            unsafe { ffi::cuStreamSynchronize(self.raw) },
-            self.device.ordinal,
-            "cuStreamSynchronize",
-        )
+        sync_stream(self.device.ordinal, self.raw, "cuStreamSynchronize")
     }
     /// Makes later work on this stream wait for `event` (recorded on any stream).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
@@ -837,15 +986,11 @@ impl Event {
             "cuEventRecord",
         )
     }
-    /// Blocks until the recorded work has finished.
+    /// Blocks until the recorded work has finished (polling until the stage deadline, if this
+    /// thread has one; past it, a timeout fault).
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
-        // SAFETY: valid event.
-        check(
-            unsafe { ffi::cuEventSynchronize(self.raw) },
-            self.device.ordinal,
-            "cuEventSynchronize",
-        )
+        wait_event(self.device.ordinal, self.raw, "cuEventSynchronize")
     }
     /// Whether the recorded work has finished (non-blocking).
     pub fn is_done(&self) -> Result<bool> {
@@ -886,6 +1031,8 @@ pub struct DeviceBuffer<T: DeviceRepr> {
     device: Arc<Device>,
     ptr: ffi::CUdeviceptr,
     len: usize,
+    /// The arena bytes this buffer holds (returned after `cuMemFree`, fields drop after `drop`).
+    _lease: Option<ArenaLease>,
     _t: PhantomData<T>,
 }
 // SAFETY: a device pointer is just an address in the context's space; T is plain data.
@@ -1181,12 +1328,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             self.device.ordinal,
             "cuMemcpyHtoDAsync",
         )?;
-        // SAFETY: synchronising the legacy default stream of the bound context.
-        check(
-            unsafe { ffi::cuStreamSynchronize(null) },
-            self.device.ordinal,
-            "cuStreamSynchronize(default)",
-        )
+        sync_stream(self.device.ordinal, null, "cuStreamSynchronize(default)")
     }
     /// Queues a copy of host memory `src` into the range.
     ///

@@ -5,6 +5,9 @@
 //! the `cuda` feature.
 
 pub mod alloc;
+pub mod fault;
+pub mod layout;
+
 pub mod pinned;
 
 #[cfg(feature = "cuda")]

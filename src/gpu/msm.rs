@@ -40,7 +40,9 @@ use std::sync::Arc;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 
+use super::alloc::Arena;
 use super::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, KernelArgs, Stream};
+use super::layout::{GroupLayout, MsmLimits, MsmShape, MsmSizes, G1_LAYOUT, G2_LAYOUT};
 use crate::error::{Error, Result};
 
 /// A scalar in canonical (non-Montgomery) form: four little-endian 64-bit limbs, the integer
@@ -129,6 +131,10 @@ pub struct MsmConfig {
     /// Record GPU time per stage into [`MsmStats::stage_ms`] (events between the stages, and a
     /// stream synchronisation at the end of [`MsmWorkspace::start`]). Off by default.
     pub profile: bool,
+    /// Count every buffer of the workspace against this arena (a plan's reservation): a buffer
+    /// beyond it is [`Error::OutOfDeviceMemory`] before any `cuMemAlloc`. `None`: plain
+    /// allocations. Size it with `layout::msm_workspace_bytes`.
+    pub arena: Option<Arena>,
 }
 
 impl Default for MsmConfig {
@@ -138,6 +144,7 @@ impl Default for MsmConfig {
             max_list_entries: 1 << 31,
             accumulate_min_blocks: None,
             profile: false,
+            arena: None,
         }
     }
 }
@@ -206,22 +213,7 @@ impl Marks {
     }
 }
 
-/// Window size (bits) for `m` Pippenger scalars: minimises `m W + 4.4 W 2^(c-1)` (bucket
-/// additions plus ~3 full additions per bucket for the running sums and the run flushes, in units
-/// of one mixed addition), `W = floor(255 / c) + 1`, for c in 2..=21. The cap keeps the bucket
-/// array at most 13 x 2^20 XYZZ points (2.6 GB for G1): on an H200, c = 22 at n = 2^27 cost a
-/// 48-156 ms window stage, more than it saved in the accumulation.
-pub fn window_bits_for(m: usize) -> u32 {
-    let mut best = (f64::MAX, 2u32);
-    for c in 2..=21u32 {
-        let w = (255 / c + 1) as f64;
-        let cost = m as f64 * w + 4.4 * w * (1u64 << (c - 1)) as f64;
-        if cost < best.0 {
-            best = (cost, c);
-        }
-    }
-    best.1
-}
+pub use super::layout::window_bits_for;
 
 /// A group the MSM runs over (implemented for [`G1`] and [`G2`]).
 pub trait MsmGroup: Send + Sync + 'static {
@@ -231,6 +223,8 @@ pub trait MsmGroup: Send + Sync + 'static {
     type Projective: DeviceRepr + Group + Copy;
     /// Kernel name suffix (`g1` / `g2`).
     const SUFFIX: &'static str;
+    /// Sizes and launch constants ([`crate::gpu::layout`]), the same the planner uses.
+    const LAYOUT: &'static GroupLayout;
     /// Bytes of one XYZZ point on the device.
     const XYZZ_BYTES: usize;
     /// Threads per block of the point kernels (must match cuda/msm.cu).
@@ -255,16 +249,13 @@ impl MsmGroup for G1 {
     type Affine = G1Affine;
     type Projective = G1Projective;
     const SUFFIX: &'static str = "g1";
-    const XYZZ_BYTES: usize = 192;
-    const PT_THREADS: u32 = 128;
-    const RED_THREADS: u32 = 128;
-    const MIN_BLOCKS: &'static [u32] = &[3, 4, 5];
+    const LAYOUT: &'static GroupLayout = &G1_LAYOUT;
+    const XYZZ_BYTES: usize = G1_LAYOUT.xyzz_bytes as usize;
+    const PT_THREADS: u32 = G1_LAYOUT.pt_threads;
+    const RED_THREADS: u32 = G1_LAYOUT.red_threads;
+    const MIN_BLOCKS: &'static [u32] = G1_LAYOUT.min_blocks;
     fn default_min_blocks(m: usize) -> u32 {
-        if m >= 1 << 25 {
-            5
-        } else {
-            4
-        }
+        G1_LAYOUT.default_min_blocks(m as u64)
     }
 }
 
@@ -272,34 +263,33 @@ impl MsmGroup for G2 {
     type Affine = G2Affine;
     type Projective = G2Projective;
     const SUFFIX: &'static str = "g2";
-    const XYZZ_BYTES: usize = 384;
-    const PT_THREADS: u32 = 64;
-    const RED_THREADS: u32 = 64;
-    const MIN_BLOCKS: &'static [u32] = &[4, 6];
-    fn default_min_blocks(_m: usize) -> u32 {
-        6
+    const LAYOUT: &'static GroupLayout = &G2_LAYOUT;
+    const XYZZ_BYTES: usize = G2_LAYOUT.xyzz_bytes as usize;
+    const PT_THREADS: u32 = G2_LAYOUT.pt_threads;
+    const RED_THREADS: u32 = G2_LAYOUT.red_threads;
+    const MIN_BLOCKS: &'static [u32] = G2_LAYOUT.min_blocks;
+    fn default_min_blocks(m: usize) -> u32 {
+        G2_LAYOUT.default_min_blocks(m as u64)
     }
 }
 
 /// Elements per block of `cuzk_msm_scan_block`.
-const SCAN_BLOCK: usize = 2048;
+const SCAN_BLOCK: usize = super::layout::SCAN_BLOCK as usize;
 /// Segment length of the partial passes (level >= 2). Must be >= 4 so that every pass shrinks
 /// the list (2 ceil(count / L) < count for count > L).
-const PARTIAL_SEGMENT: u32 = 32;
+const PARTIAL_SEGMENT: u32 = super::layout::PARTIAL_SEGMENT;
 const _: () = assert!(PARTIAL_SEGMENT >= 4);
-/// Buckets per running-sum chunk.
-const REDUCE_CHUNK: u32 = 32;
 /// Points per thread of the tree reduction before the shared-memory tree.
 const REDUCE_PER_THREAD: u32 = 4;
 /// Largest n: point indices carry a sign in bit 31 of the bucket list.
 const MAX_N: usize = (1 << 31) - 1;
 
-/// A grow-only device buffer slot.
-struct Slot<T: DeviceRepr>(Option<DeviceBuffer<T>>);
+/// A grow-only device buffer slot, allocated in the workspace's arena if it has one.
+struct Slot<T: DeviceRepr>(Option<DeviceBuffer<T>>, Option<Arena>);
 
 impl<T: DeviceRepr> Slot<T> {
-    fn new() -> Self {
-        Slot(None)
+    fn new(arena: &Option<Arena>) -> Self {
+        Slot(None, arena.clone())
     }
     /// Device pointer of a buffer of at least `len` elements. A smaller buffer is replaced, after
     /// `st` has finished every queued kernel (which may still read it); the old one is freed
@@ -311,7 +301,7 @@ impl<T: DeviceRepr> Slot<T> {
                 st.synchronize()?;
             }
             self.0 = None;
-            self.0 = Some(dev.alloc::<T>(len)?);
+            self.0 = Some(dev.alloc_in::<T>(self.1.as_ref(), len)?);
         }
         Ok(self.0.as_ref().map(|b| b.device_ptr()).unwrap_or(0))
     }
@@ -397,9 +387,10 @@ impl MsmWorkspace {
                 });
             }
         }
+        let ar = cfg.arena.clone();
         let slot = || -> Result<ResultSlot> {
             Ok(ResultSlot {
-                buf: Slot::new(),
+                buf: Slot::new(&ar),
                 event: Event::new(dev, false)?,
                 busy: None,
             })
@@ -409,20 +400,20 @@ impl MsmWorkspace {
             stream: dev.stream()?,
             cfg,
             bufs: Buffers {
-                scalars: Slot::new(),
-                points: Slot::new(),
-                dens_words: Slot::new(),
-                dens_prefix: Slot::new(),
-                scan_tmp: Slot::new(),
-                idx: Slot::new(),
-                counters: Slot::new(),
-                counts: Slot::new(),
-                cursors: Slot::new(),
-                list: Slot::new(),
-                buckets: Slot::new(),
-                part_keys: [Slot::new(), Slot::new(), Slot::new()],
-                part_pts: [Slot::new(), Slot::new(), Slot::new()],
-                sums: [Slot::new(), Slot::new()],
+                scalars: Slot::new(&ar),
+                points: Slot::new(&ar),
+                dens_words: Slot::new(&ar),
+                dens_prefix: Slot::new(&ar),
+                scan_tmp: Slot::new(&ar),
+                idx: Slot::new(&ar),
+                counters: Slot::new(&ar),
+                counts: Slot::new(&ar),
+                cursors: Slot::new(&ar),
+                list: Slot::new(&ar),
+                buckets: Slot::new(&ar),
+                part_keys: [Slot::new(&ar), Slot::new(&ar), Slot::new(&ar)],
+                part_pts: [Slot::new(&ar), Slot::new(&ar), Slot::new(&ar)],
+                sums: [Slot::new(&ar), Slot::new(&ar)],
             },
             slots: [slot()?, slot()?],
             parked: Vec::new(),
@@ -662,47 +653,36 @@ impl MsmWorkspace {
         }
         let (m, n1) = (cnt[0] as usize, cnt[1] as usize);
 
-        // ---- plan every size first, so that no buffer grows while kernels of this MSM run
-        let c = if m == 0 {
-            0
-        } else {
-            self.cfg.window_bits.unwrap_or_else(|| window_bits_for(m))
+        // ---- plan every size first, so that no buffer grows while kernels of this MSM run:
+        // the sizes come from layout::MsmSizes, the function the allocator's plans sum
+        let lim = MsmLimits {
+            window_bits: self.cfg.window_bits,
+            max_list_entries: self.cfg.max_list_entries,
+            accumulate_min_blocks: self.cfg.accumulate_min_blocks,
+            sm_count: sms,
         };
-        let nw: u32 = if m == 0 { 0 } else { 255 / c + 1 };
-        let half: u64 = if m == 0 { 0 } else { 1u64 << (c - 1) };
-        let k = nw as u64 * half;
-        if k + 1 >= u32::MAX as u64 {
-            return Err(Error::InvalidConfig {
-                name: "MsmConfig::window_bits".into(),
-                value: c.to_string(),
-                reason: "too many buckets".into(),
-            });
-        }
+        let lshape = MsmShape {
+            group: G::LAYOUT,
+            n: n as u64,
+            host_scalars: matches!(scalars, Scalars::Host(_) | Scalars::HostCanonical(_)),
+            host_points: if matches!(points, Points::Host(_)) {
+                npts as u64
+            } else {
+                0
+            },
+            density: density.is_some(),
+        };
+        let sz = MsmSizes::new(&lshape, m as u64, n1 as u64, &lim)?;
+        let (c, nw, k) = (sz.c, sz.nw, sz.k);
         let kk = k as usize;
-        let t_ones = (n1 / 64).clamp(1, (sms * 256) as usize) as u32;
-        let chunk_m = if m == 0 {
-            0
-        } else {
-            ((self.cfg.max_list_entries / nw as u64).max(1) as usize).min(m)
-        };
-        let mb = self
-            .cfg
-            .accumulate_min_blocks
-            .unwrap_or_else(|| G::default_min_blocks(m));
-        let s1_cap = (sms * mb * G::PT_THREADS).max(1) as u64;
-        let s1 = ((chunk_m as u64 * nw as u64).div_ceil(64)).clamp(1, s1_cap) as u32;
-        let lvl_cap = (2 * s1).div_ceil(PARTIAL_SEGMENT) as usize * 2 + 2;
-        let red_chunk = if m == 0 {
-            1
-        } else {
-            (REDUCE_CHUNK as u64).min(half) as u32
-        };
-        let per_w = if m == 0 {
-            0
-        } else {
-            (half / red_chunk as u64) as u32
-        };
-        let sums_len = (t_ones as usize).max((nw * per_w) as usize);
+        let t_ones = sz.t_ones;
+        let chunk_m = sz.chunk_m as usize;
+        let mb = sz.mb;
+        let s1 = sz.s1;
+        let lvl_cap = sz.lvl_cap as usize;
+        let red_chunk = sz.red_chunk;
+        let per_w = sz.per_w;
+        let sums_len = sz.sums_len as usize;
         let res_ptr = self.slots[slot_i]
             .buf
             .ensure(&dev, st, (nw as usize + 1) * jac)?;

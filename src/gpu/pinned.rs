@@ -578,6 +578,7 @@ impl HostPinner for FakePinner {
             device: 0,
             call: "cuMemHostRegister".into(),
             message: m.into(),
+            fault: None,
         };
         let mut s = lock(&self.state);
         s.calls.push(PinCall::Register { ptr, len });
@@ -613,6 +614,7 @@ impl HostPinner for FakePinner {
                 device: 0,
                 call: "cuMemHostUnregister".into(),
                 message: "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (713)".into(),
+                fault: None,
             }),
         }
     }

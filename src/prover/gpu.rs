@@ -30,11 +30,12 @@ use super::{Backend, MsmResults, PartitionCtx};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::gpu::alloc::{
-    DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind,
+    Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind,
 };
 use crate::gpu::device::{self, Device, DeviceBuffer};
+use crate::gpu::fault::stage_deadline;
 use crate::gpu::hostmem;
-use crate::gpu::msm::{MsmWorkspace, Points, Scalars};
+use crate::gpu::msm::{MsmConfig, MsmWorkspace, Points, Scalars};
 use crate::gpu::ntt;
 use crate::gpu::pinned::{HostPinner, PinnedRegistry};
 use crate::progress::Stage;
@@ -80,6 +81,17 @@ struct Resident {
     _reservation: Reservation,
 }
 
+/// Allocates `len` elements in `arena` and copies `data` in (synchronously).
+fn upload_in<T: device::DeviceRepr>(
+    dev: &Arc<Device>,
+    arena: &Arena,
+    data: &[T],
+) -> Result<DeviceBuffer<T>> {
+    let mut b = dev.alloc_in(Some(arena), data.len())?;
+    b.copy_from_host(data)?;
+    Ok(b)
+}
+
 struct Slot {
     dev: Arc<Device>,
     alloc: DeviceAllocator,
@@ -108,6 +120,8 @@ struct GpuExecutor {
     slots: Vec<Slot>,
     /// Parameter sets pinned so far (one entry per `.params` path; kept while the backend lives).
     pinned: Mutex<Vec<PinnedParams>>,
+    /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
+    stage_timeout: std::time::Duration,
 }
 
 /// The GPU backend: one slot per device, and the partition scheduler over them.
@@ -140,7 +154,8 @@ impl GpuBackend {
                 )));
             }
             let dev = Device::get(o)?;
-            let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit);
+            let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit)
+                .with_sm_count(dev.sm_count());
             let (free, total) = dev.mem_get_info()?;
             log::info!(
                 "GPU {o}: {} MiB free of {} MiB{}, {} workers",
@@ -161,6 +176,7 @@ impl GpuBackend {
         let executor = Arc::new(GpuExecutor {
             slots,
             pinned: Mutex::new(Vec::new()),
+            stage_timeout: config.stage_timeout(),
         });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
@@ -239,7 +255,15 @@ impl PartitionExecutor for GpuExecutor {
             device: Some(attempt.device),
             tier: Some(tier.name().to_string()),
         };
-        let msm = run_on(slot, plan, &mut asg, srs, &mut ctx, attempt)?;
+        let msm = run_on(
+            slot,
+            plan,
+            &mut asg,
+            srs,
+            &mut ctx,
+            attempt,
+            Some(self.stage_timeout),
+        )?;
         Ok(GpuOutput {
             msm,
             timings,
@@ -278,9 +302,10 @@ fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Re
     *cur = None; // other parameters: free them first
     let t = Instant::now();
     let reg = pinned_registry();
+    let arena = Arena::over(&res);
     let up_g1 = |v: &[G1Affine]| -> Result<DeviceBuffer<G1Affine>> {
         let _pin = reg.pin_slice(v);
-        slot.dev.upload(v)
+        upload_in(&slot.dev, &arena, v)
     };
     let r = Arc::new(Resident {
         path: srs.path.clone(),
@@ -290,7 +315,7 @@ fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Re
         b_g1: up_g1(&srs.b_g1)?,
         b_g2: {
             let _pin = reg.pin_slice(&srs.b_g2[..]);
-            slot.dev.upload(&srs.b_g2)?
+            upload_in(&slot.dev, &arena, &srs.b_g2)?
         },
         _reservation: res,
     });
@@ -444,8 +469,12 @@ fn run_on(
     srs: &Srs,
     ctx: &mut PartitionCtx<'_>,
     attempt: &Attempt<'_>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<MsmResults> {
     let dev = &slot.dev;
+    // Every device buffer of this partition comes out of the plan's reservation.
+    let arena = Arena::over(&plan.work);
+    let _deadline = stage_deadline("upload", timeout);
     let p = Some(ctx.partition);
     let shape = shape_of(asg, srs)?;
     let resident = if plan.tier.kind() == TierKind::Resident {
@@ -465,13 +494,13 @@ fn run_on(
         Tier::Streaming { chunk_points, .. } => chunk_points as usize,
         _ => shape.pass_points() as usize,
     };
-    let mut dh = dev.alloc::<Fr>(n)?;
+    let mut dh = dev.alloc_in::<Fr>(Some(&arena), n)?;
     let gpu_ntt = 3 * 32 * n as u64 <= plan.work.bytes();
     let mut dbc = None;
     let mut t = Instant::now();
     if gpu_ntt {
-        let mut db = dev.alloc::<Fr>(n)?;
-        let mut dc = dev.alloc::<Fr>(n)?;
+        let mut db = dev.alloc_in::<Fr>(Some(&arena), n)?;
+        let mut dc = dev.alloc_in::<Fr>(Some(&arena), n)?;
         plan.work.note_allocated(3 * 32 * n as u64);
         stage(&stream, &mut dh, &asg.a)?;
         stage(&stream, &mut db, &asg.b)?;
@@ -491,6 +520,7 @@ fn run_on(
     ctx.reporter
         .report(ctx.timings, p, Stage::Wait, section.waited());
     if let Some((mut db, mut dc)) = dbc {
+        let _deadline = stage_deadline("ntt", timeout);
         let t = Instant::now();
         ntt::h_step(
             &stream,
@@ -508,7 +538,14 @@ fn run_on(
     // ---- MSMs. Resident: bases on the device, aux uploaded once. Otherwise bases and scalars
     // stream from host memory in passes of `chunk` points (the plan's MSM pass), so the MSM
     // buffers stay within the plan.
-    let mut ws = MsmWorkspace::new(dev)?;
+    let _deadline = stage_deadline("msm", timeout);
+    let mut ws = MsmWorkspace::with_config(
+        dev,
+        MsmConfig {
+            arena: Some(arena.clone()),
+            ..Default::default()
+        },
+    )?;
     let ni = asg.input.len();
     let bi = asg.b_input_density.count();
     let job_partition = ctx.partition;
@@ -530,7 +567,7 @@ fn run_on(
         let t = Instant::now();
         let daux = {
             let _pin = pinned_registry().pin_slice(&asg.aux);
-            dev.upload(&asg.aux)?
+            upload_in(dev, &arena, &asg.aux)?
         };
         rep.report(tm, p, Stage::Transfer, t.elapsed());
         let t = Instant::now();
@@ -563,7 +600,10 @@ fn run_on(
         // plan's msm_point_bytes(Streamed) budget); the scalars are on the device: h already,
         // aux uploaded once into the room h leaves (aux.len() ≤ n).
         let mut waited = std::time::Duration::ZERO;
-        let mut g1_bufs = [dev.alloc::<G1Affine>(chunk)?, dev.alloc::<G1Affine>(chunk)?];
+        let mut g1_bufs = [
+            dev.alloc_in::<G1Affine>(Some(&arena), chunk)?,
+            dev.alloc_in::<G1Affine>(Some(&arena), chunk)?,
+        ];
         let t = Instant::now();
         let (sum, w) = streamed_msm(
             dev,
@@ -588,7 +628,7 @@ fn run_on(
         let t = Instant::now();
         let daux = {
             let _pin = pinned_registry().pin_slice(&asg.aux);
-            dev.upload(&asg.aux)?
+            upload_in(dev, &arena, &asg.aux)?
         };
         rep.report(tm, p, Stage::Transfer, t.elapsed());
         for (k, &(offset, density, stage)) in aux_g1.iter().enumerate() {
@@ -607,7 +647,10 @@ fn run_on(
             rep.report(tm, p, stage, t.elapsed());
         }
         drop(g1_bufs);
-        let mut g2_bufs = [dev.alloc::<G2Affine>(chunk)?, dev.alloc::<G2Affine>(chunk)?];
+        let mut g2_bufs = [
+            dev.alloc_in::<G2Affine>(Some(&arena), chunk)?,
+            dev.alloc_in::<G2Affine>(Some(&arena), chunk)?,
+        ];
         let t = Instant::now();
         let (sum, w) = streamed_msm(
             dev,
@@ -629,6 +672,14 @@ fn run_on(
     }
     ws.release()?;
     drop(section);
+    log::info!(
+        "partition {}: device {} tier {}: device-memory high-water {} of {} planned",
+        job_partition,
+        dev.ordinal(),
+        plan.tier,
+        crate::gpu::alloc::fmt_gib(arena.high_water()),
+        crate::gpu::alloc::fmt_gib(arena.capacity()),
+    );
     Ok(MsmResults {
         h,
         l: g1[0],

@@ -1,0 +1,466 @@
+//! Device-memory layouts: how many bytes each buffer-owning GPU operation needs for a shape.
+//!
+//! The functions here are the ones the GPU code sizes its buffers with (the MSM workspace calls
+//! [`MsmSizes::new`] for every MSM it runs), and the allocator's tier plans
+//! ([`crate::gpu::alloc`]) are sums of them; so a plan describes what is allocated, by
+//! construction. Plain Rust, compiled and tested without CUDA.
+//!
+//! Every buffer is counted rounded up to [`ALIGN`] bytes (the granularity an
+//! [`Arena`](crate::gpu::alloc::Arena) counts in).
+
+use crate::error::{Error, Result};
+
+/// Granularity, in bytes, in which device buffers are counted (256 B, `cuMemAlloc`'s alignment).
+pub const ALIGN: u64 = 256;
+
+/// `bytes` rounded up to [`ALIGN`].
+pub const fn align_up(bytes: u64) -> u64 {
+    bytes.div_ceil(ALIGN).saturating_mul(ALIGN)
+}
+
+/// Bytes of one BLS12-381 scalar-field element (`Fr`, 4 × 64-bit limbs).
+pub const FR_BYTES: u64 = 32;
+
+/// Sizes and launch constants of one group of the MSM (shared with `cuda/msm.cu`'s launches in
+/// `gpu::msm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupLayout {
+    /// `g1` / `g2` (kernel name suffix).
+    pub name: &'static str,
+    /// Bytes of one affine point (blst layout).
+    pub affine_bytes: u64,
+    /// Bytes of one Jacobian point (blst layout), the MSM's result type.
+    pub jacobian_bytes: u64,
+    /// Bytes of one XYZZ bucket point on the device.
+    pub xyzz_bytes: u64,
+    /// Threads per block of the point kernels.
+    pub pt_threads: u32,
+    /// Threads per block of the tree reduction.
+    pub red_threads: u32,
+    /// Occupancy variants of the accumulation kernel compiled in `cuda/msm.cu`.
+    pub min_blocks: &'static [u32],
+    /// The default variant below 2^25 Pippenger scalars, and from 2^25 on.
+    pub default_min_blocks: (u32, u32),
+}
+
+impl GroupLayout {
+    /// The accumulation variant used by default for `m` Pippenger scalars.
+    pub fn default_min_blocks(&self, m: u64) -> u32 {
+        if m >= 1 << 25 {
+            self.default_min_blocks.1
+        } else {
+            self.default_min_blocks.0
+        }
+    }
+}
+
+/// G1 (points over Fp): 96 B affine, 144 B Jacobian, 192 B XYZZ.
+pub const G1_LAYOUT: GroupLayout = GroupLayout {
+    name: "g1",
+    affine_bytes: 96,
+    jacobian_bytes: 144,
+    xyzz_bytes: 192,
+    pt_threads: 128,
+    red_threads: 128,
+    min_blocks: &[3, 4, 5],
+    default_min_blocks: (4, 5),
+};
+
+/// G2 (points over Fp2): 192 B affine, 288 B Jacobian, 384 B XYZZ.
+pub const G2_LAYOUT: GroupLayout = GroupLayout {
+    name: "g2",
+    affine_bytes: 192,
+    jacobian_bytes: 288,
+    xyzz_bytes: 384,
+    pt_threads: 64,
+    red_threads: 64,
+    min_blocks: &[4, 6],
+    default_min_blocks: (6, 6),
+};
+
+/// Largest window the cost model picks (bits).
+pub const MAX_AUTO_WINDOW_BITS: u32 = 21;
+
+/// Window size (bits) for `m` Pippenger scalars: minimises `m W + 4.4 W 2^(c-1)` (bucket
+/// additions plus ~3 full additions per bucket for the running sums and the run flushes, in units
+/// of one mixed addition), `W = floor(255 / c) + 1`, for c in 2..=21. The cap keeps the bucket
+/// array at most 13 x 2^20 XYZZ points (2.6 GB for G1): on an H200, c = 22 at n = 2^27 cost a
+/// 48-156 ms window stage, more than it saved in the accumulation. Non-decreasing in `m`.
+pub fn window_bits_for(m: usize) -> u32 {
+    let mut best = (f64::MAX, 2u32);
+    for c in 2..=MAX_AUTO_WINDOW_BITS {
+        let w = (255 / c + 1) as f64;
+        let cost = m as f64 * w + 4.4 * w * (1u64 << (c - 1)) as f64;
+        if cost < best.0 {
+            best = (cost, c);
+        }
+    }
+    best.1
+}
+
+/// The MSM settings that change its buffer sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmLimits {
+    /// Fixed window size in bits, or `None` for [`window_bits_for`].
+    pub window_bits: Option<u32>,
+    /// Largest bucket list, in 4-byte entries, built at once.
+    pub max_list_entries: u64,
+    /// Fixed accumulation variant, or `None` for [`GroupLayout::default_min_blocks`].
+    pub accumulate_min_blocks: Option<u32>,
+    /// Streaming multiprocessors of the device (sizes the segment buffers).
+    pub sm_count: u32,
+}
+
+impl MsmLimits {
+    /// The defaults of `gpu::msm::MsmConfig` (automatic window, 2^31 list entries) on a device
+    /// of `sm_count` SMs.
+    pub const fn defaults(sm_count: u32) -> Self {
+        MsmLimits {
+            window_bits: None,
+            max_list_entries: 1 << 31,
+            accumulate_min_blocks: None,
+            sm_count,
+        }
+    }
+}
+
+/// One MSM as a workspace runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmShape {
+    /// The group.
+    pub group: &'static GroupLayout,
+    /// Number of scalars.
+    pub n: u64,
+    /// The scalars are uploaded by the workspace (host scalars): 32 B each.
+    pub host_scalars: bool,
+    /// Points the workspace uploads (host points), 0 when they are on the device.
+    pub host_points: u64,
+    /// A density bitmap selects the scalars.
+    pub density: bool,
+}
+
+/// Elements per block of `cuzk_msm_scan_block`.
+pub const SCAN_BLOCK: u64 = 2048;
+/// Segment length of the partial passes (level >= 2).
+pub const PARTIAL_SEGMENT: u32 = 32;
+/// Buckets per running-sum chunk.
+pub const REDUCE_CHUNK: u32 = 32;
+
+/// Scratch entries of a multi-level scan of `len` elements (the block sums of every level).
+pub fn scan_scratch(len: u64) -> u64 {
+    let mut total = 0;
+    let mut l = len;
+    loop {
+        let nb = l.div_ceil(SCAN_BLOCK).max(1);
+        total += nb;
+        if nb == 1 {
+            return total;
+        }
+        l = nb;
+    }
+}
+
+/// Number of MSM workspace buffers ([`MsmSizes::slots`]).
+pub const MSM_SLOTS: usize = 19;
+
+/// Every size one MSM of a workspace uses, for `m` scalars that are neither 0 nor 1 and `n1`
+/// ones (known after the classification); `gpu::msm` sizes its launches and buffers from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmSizes {
+    /// Window bits (0 when m = 0).
+    pub c: u32,
+    /// Windows.
+    pub nw: u32,
+    /// Buckets per window, 2^(c−1).
+    pub half: u64,
+    /// Buckets in all, `nw · half`.
+    pub k: u64,
+    /// Scalars per list chunk.
+    pub chunk_m: u64,
+    /// Accumulation variant.
+    pub mb: u32,
+    /// Level-1 segments.
+    pub s1: u32,
+    /// Capacity of the level ≥ 2 partial buffers.
+    pub lvl_cap: u64,
+    /// Buckets per running-sum chunk.
+    pub red_chunk: u32,
+    /// Running-sum chunks per window.
+    pub per_w: u32,
+    /// Partial sums of the ones.
+    pub t_ones: u32,
+    /// Entries of the first reduction buffer.
+    pub sums_len: u64,
+    /// Bytes of each workspace buffer this MSM needs (0: not used), in the order of
+    /// `gpu::msm`'s buffers: scalars, points, density words, density prefix, scan scratch,
+    /// indices, counters, counts, cursors, list, buckets, 3 partial keys, 3 partial points,
+    /// 2 sums; plus one result slot.
+    pub slots: [u64; MSM_SLOTS],
+    /// Bytes of one result slot (W + 1 Jacobian points).
+    pub result: u64,
+}
+
+/// Index of each buffer in [`MsmSizes::slots`].
+#[allow(missing_docs)]
+pub mod slot {
+    pub const SCALARS: usize = 0;
+    pub const POINTS: usize = 1;
+    pub const DENS_WORDS: usize = 2;
+    pub const DENS_PREFIX: usize = 3;
+    pub const SCAN_TMP: usize = 4;
+    pub const IDX: usize = 5;
+    pub const COUNTERS: usize = 6;
+    pub const COUNTS: usize = 7;
+    pub const CURSORS: usize = 8;
+    pub const LIST: usize = 9;
+    pub const BUCKETS: usize = 10;
+    pub const PART_KEYS: [usize; 3] = [11, 12, 13];
+    pub const PART_PTS: [usize; 3] = [14, 15, 16];
+    pub const SUMS: [usize; 2] = [17, 18];
+}
+
+/// Bytes of a buffer of `len` elements of `elem` bytes as a workspace allocates it (at least
+/// one element), aligned.
+fn buf(len: u64, elem: u64) -> u64 {
+    align_up(len.max(1).saturating_mul(elem))
+}
+
+impl MsmSizes {
+    /// The sizes of one MSM of `shape` with `m` Pippenger scalars and `n1` ones.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] when the window leaves too many buckets for 32-bit keys.
+    pub fn new(shape: &MsmShape, m: u64, n1: u64, lim: &MsmLimits) -> Result<Self> {
+        let g = shape.group;
+        let n = shape.n;
+        let sms = lim.sm_count.max(1) as u64;
+        let xb = g.xyzz_bytes;
+        let c = if m == 0 {
+            0
+        } else {
+            lim.window_bits
+                .unwrap_or_else(|| window_bits_for(m as usize))
+        };
+        let nw: u32 = if m == 0 { 0 } else { 255 / c + 1 };
+        let half: u64 = if m == 0 { 0 } else { 1u64 << (c - 1) };
+        let k = nw as u64 * half;
+        if k + 1 >= u32::MAX as u64 {
+            return Err(Error::InvalidConfig {
+                name: "MsmConfig::window_bits".into(),
+                value: c.to_string(),
+                reason: "too many buckets".into(),
+            });
+        }
+        let t_ones = (n1 / 64).clamp(1, sms * 256) as u32;
+        let chunk_m = if m == 0 {
+            0
+        } else {
+            (lim.max_list_entries / nw as u64).max(1).min(m)
+        };
+        let mb = lim
+            .accumulate_min_blocks
+            .unwrap_or_else(|| g.default_min_blocks(m));
+        let s1_cap = (sms * mb as u64 * g.pt_threads as u64).max(1);
+        let s1 = (chunk_m * nw as u64).div_ceil(64).clamp(1, s1_cap) as u32;
+        let lvl_cap = (2 * s1 as u64).div_ceil(PARTIAL_SEGMENT as u64) * 2 + 2;
+        let red_chunk = if m == 0 {
+            1
+        } else {
+            (REDUCE_CHUNK as u64).min(half) as u32
+        };
+        let per_w = if m == 0 {
+            0
+        } else {
+            (half / red_chunk as u64) as u32
+        };
+        let sums_len = (t_ones as u64).max(nw as u64 * per_w as u64);
+        let dens_words = if shape.density { n.div_ceil(32) } else { 0 };
+        let mut slots = [0u64; MSM_SLOTS];
+        if shape.host_scalars {
+            slots[slot::SCALARS] = buf(4 * n, 8);
+        }
+        if shape.host_points > 0 {
+            slots[slot::POINTS] = buf(shape.host_points * g.affine_bytes, 1);
+        }
+        let mut scan = 0;
+        if shape.density {
+            slots[slot::DENS_WORDS] = buf(dens_words, 4);
+            slots[slot::DENS_PREFIX] = buf(dens_words, 4);
+            scan = scan_scratch(dens_words);
+        }
+        slots[slot::IDX] = buf(2 * n, 4);
+        slots[slot::COUNTERS] = buf(2, 4);
+        if m > 0 {
+            scan = scan.max(scan_scratch(k + 1));
+            slots[slot::COUNTS] = buf(k + 1, 4);
+            slots[slot::CURSORS] = buf(k + 1, 4);
+            slots[slot::LIST] = buf(chunk_m * nw as u64, 4);
+            slots[slot::BUCKETS] = buf((k + 1) * xb, 1);
+            slots[slot::PART_KEYS[0]] = buf(2 * s1 as u64, 4);
+            slots[slot::PART_PTS[0]] = buf(2 * s1 as u64 * xb, 1);
+            for l in 1..3 {
+                slots[slot::PART_KEYS[l]] = buf(lvl_cap, 4);
+                slots[slot::PART_PTS[l]] = buf(lvl_cap * xb, 1);
+            }
+        }
+        if scan > 0 {
+            slots[slot::SCAN_TMP] = buf(scan, 4);
+        }
+        slots[slot::SUMS[0]] = buf(sums_len * xb, 1);
+        slots[slot::SUMS[1]] = buf(sums_len.div_ceil(2) * xb, 1);
+        let result = buf((nw as u64 + 1) * g.jacobian_bytes, 1);
+        Ok(MsmSizes {
+            c,
+            nw,
+            half,
+            k,
+            chunk_m,
+            mb,
+            s1,
+            lvl_cap,
+            red_chunk,
+            per_w,
+            t_ones,
+            sums_len,
+            slots,
+            result,
+        })
+    }
+}
+
+/// The `m` values at which an MSM of `n` scalars needs the most memory for each window the cost
+/// model can pick (the largest `m ≤ n` of each window; with a fixed window, `n` alone). Buffer
+/// sizes grow with `m` for a fixed window, so these bound every `m ≤ n`.
+fn worst_m(n: u64, lim: &MsmLimits) -> Vec<u64> {
+    if n == 0 {
+        return vec![0];
+    }
+    if lim.window_bits.is_some() {
+        return vec![n];
+    }
+    let (lo, hi) = (window_bits_for(1), window_bits_for(n as usize));
+    (lo..=hi)
+        .filter_map(|c| {
+            // largest m in 1..=n with window_bits_for(m) <= c (non-decreasing in m)
+            let (mut a, mut b) = (1u64, n);
+            if window_bits_for(1) > c {
+                return None;
+            }
+            while a < b {
+                let mid = a + (b - a).div_ceil(2);
+                if window_bits_for(mid as usize) <= c {
+                    a = mid;
+                } else {
+                    b = mid - 1;
+                }
+            }
+            Some(a)
+        })
+        .collect()
+}
+
+/// Device bytes of one MSM workspace that runs every MSM of `shapes` (in any order, any data):
+/// its buffers only grow, so each buffer is the largest any of them needs for any count of
+/// zeros and ones, plus two result slots. This is what `gpu::msm::MsmWorkspace::reserve`
+/// allocates up front.
+///
+/// # Errors
+/// As [`MsmSizes::new`].
+pub fn msm_workspace_bytes(shapes: &[MsmShape], lim: &MsmLimits) -> Result<u64> {
+    Ok(msm_workspace_slots(shapes, lim)?.iter().sum())
+}
+
+/// The buffers of [`msm_workspace_bytes`] one by one: [`MSM_SLOTS`] buffers in the order of
+/// [`MsmSizes::slots`], then the two result slots.
+///
+/// # Errors
+/// As [`MsmSizes::new`].
+pub fn msm_workspace_slots(shapes: &[MsmShape], lim: &MsmLimits) -> Result<[u64; MSM_SLOTS + 2]> {
+    let mut out = [0u64; MSM_SLOTS + 2];
+    for s in shapes {
+        for m in worst_m(s.n, lim) {
+            // ones: the most the partial-sum buffer can take is when every other scalar is 1
+            let z = MsmSizes::new(s, m, s.n, lim)?;
+            for (o, b) in out.iter_mut().zip(z.slots) {
+                *o = (*o).max(b);
+            }
+            out[MSM_SLOTS] = out[MSM_SLOTS].max(z.result);
+        }
+    }
+    out[MSM_SLOTS + 1] = out[MSM_SLOTS];
+    Ok(out)
+}
+
+/// Device bytes of the H step's domain buffers: `buffers` × n × 32 B (the NTT works in place:
+/// no scratch beyond the process-wide twiddle tables, which the safety margin covers).
+pub fn h_step_bytes(domain_log2: u32, buffers: u64) -> u64 {
+    buffers.saturating_mul(align_up(
+        (1u64 << domain_log2.min(62)).saturating_mul(FR_BYTES),
+    ))
+}
+
+/// Device bytes of the two double-buffered base slots an MSM streams `chunk` points of `group`
+/// through ([`crate::gpu::upload`]).
+pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
+    2 * align_up(chunk.max(1).saturating_mul(group.affine_bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_bits_are_non_decreasing_and_worst_m_covers_each_window() {
+        let mut last = 0;
+        for k in 0..31 {
+            let c = window_bits_for(1usize << k);
+            assert!(c >= last);
+            last = c;
+        }
+        let lim = MsmLimits::defaults(132);
+        let ms = worst_m(1 << 27, &lim);
+        assert_eq!(*ms.last().unwrap(), 1 << 27);
+        for &m in &ms {
+            // m is the last of its window
+            assert!(m == 1 << 27 || window_bits_for(m as usize + 1) > window_bits_for(m as usize));
+        }
+    }
+
+    #[test]
+    fn workspace_bound_covers_every_m_and_n1() {
+        let lim = MsmLimits::defaults(132);
+        let shape = MsmShape {
+            group: &G1_LAYOUT,
+            n: 100_000,
+            host_scalars: false,
+            host_points: 0,
+            density: true,
+        };
+        let bound = msm_workspace_slots(&[shape], &lim).unwrap();
+        for m in (0..=100_000u64).step_by(997) {
+            for n1 in [0, 5000, 100_000 - m] {
+                let z = MsmSizes::new(&shape, m, n1, &lim).unwrap();
+                for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
+                    assert!(s <= b, "slot {i} m {m}: {s} > {b}");
+                }
+                assert!(z.result <= bound[MSM_SLOTS]);
+            }
+        }
+    }
+
+    #[test]
+    fn h_msm_at_2_27_needs_gigabytes_not_the_old_fixed_window() {
+        // the H MSM over 2^27 device-resident scalars: the sorted list alone is ~6.5 GiB
+        let lim = MsmLimits::defaults(132);
+        let shape = MsmShape {
+            group: &G1_LAYOUT,
+            n: (1 << 27) - 1,
+            host_scalars: false,
+            host_points: 0,
+            density: false,
+        };
+        let b = msm_workspace_slots(&[shape], &lim).unwrap();
+        assert!(b[slot::LIST] >= 6 << 30, "{}", b[slot::LIST]);
+        assert!(msm_workspace_bytes(&[shape], &lim).unwrap() > 7 << 30);
+    }
+}
