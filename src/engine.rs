@@ -285,6 +285,39 @@ impl Engine {
         Ok(out)
     }
 
+    /// The proving assignment (witness, a, b, c, densities) of one partition of a C1 output, by
+    /// the given synthesis path — what [`Engine::prove_porep_c2`] computes before the H step and
+    /// the MSMs. For comparing the paths and for benches; `timings` gets the stages.
+    ///
+    /// # Errors
+    /// As [`Engine::prove_porep_c2`] for input, parameter and synthesis errors (the assignment
+    /// is not checked against the R1CS here: see [`prover::check_satisfied`]).
+    pub fn synthesize_c1(
+        &self,
+        c1_output: &[u8],
+        sector_id: u64,
+        prover_id: &[u8],
+        partition: usize,
+        synthesis: Synthesis,
+        timings: &mut Timings,
+    ) -> Result<Assignment> {
+        let reporter = Reporter::new(None);
+        let prover_id = c1::prover_id(prover_id)?;
+        let input = c1::parse(c1_output)?;
+        c1::validate(&input, sector_id, &prover_id)?;
+        let proof_type = input.output.registered_proof;
+        filecoin_proofs::with_shape!(
+            u64::from(proof_type.sector_size()),
+            synthesize_shape,
+            self,
+            input.output,
+            partition,
+            synthesis,
+            &reporter,
+            timings,
+        )
+    }
+
     /// Host-memory budget and per-partition estimate → how many partitions may be synthesized
     /// and proved at once.
     fn partition_concurrency(&self, sector_size: u64, partitions: usize) -> Result<usize> {
@@ -430,6 +463,24 @@ fn prepare<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
+fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    partition: usize,
+    synthesis: Synthesis,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<Assignment> {
+    let sector = prepare::<Tree>(engine, c1, reporter, timings)?;
+    let compiled = match synthesis {
+        Synthesis::Compiled => Some(reporter.time(timings, None, Stage::Compile, || {
+            engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
+        })?),
+        Synthesis::Reference => None,
+    };
+    synthesize_partition(&sector, compiled.as_deref(), partition, reporter, timings)
+}
+
 /// The proving assignment of partition `k`: by the compiled circuit when given, else by the
 /// reference synthesis. Not yet checked (see [`prover::check_satisfied`]).
 fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
@@ -513,32 +564,68 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
         let mut t = Timings::default();
         let p = Some(k);
-        let mut asg = synthesize_partition(&sector, compiled.as_deref(), k, reporter, &mut t)?;
-        srs.check_shape(&asg)?;
-        prover::check_satisfied(&asg, k)?;
         let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
-            &public_inputs,
+            public_inputs,
             vanilla_params,
             Some(k),
         )
         .map_err(Error::internal)?;
-        if asg.input[1..] != inputs[..] {
-            return Err(Error::Synthesis {
-                partition: k,
-                message: "the circuit's public inputs differ from the expected ones".into(),
-            });
-        }
-        let backend = engine.backend();
-        let mut ctx = PartitionCtx {
+        let inputs_differ = || Error::Synthesis {
             partition: k,
-            reporter,
-            timings: &mut t,
-            device: None,
-            tier: None,
+            message: "the circuit's public inputs differ from the expected ones".into(),
         };
-        let msm = backend.compute(&mut asg, &srs, &mut ctx)?;
-        let (device, tier) = (ctx.device, ctx.tier.take());
-        drop(asg);
+        let backend = engine.backend();
+        let msm;
+        let (device, tier);
+        match &compiled {
+            None => {
+                let mut asg = synthesize_partition(&sector, None, k, reporter, &mut t)?;
+                srs.check_shape(&asg)?;
+                prover::check_satisfied(&asg, k)?;
+                if asg.input[1..] != inputs[..] {
+                    return Err(inputs_differ());
+                }
+                let mut ctx = PartitionCtx {
+                    partition: k,
+                    reporter,
+                    timings: &mut t,
+                    device: None,
+                    tier: None,
+                };
+                msm = backend.compute(&mut asg, &srs, &mut ctx)?;
+                (device, tier) = (ctx.device, ctx.tier.take());
+            }
+            Some(cc) => {
+                // Witness here; a, b, c, the R1CS check and the MSMs in the backend (on the
+                // device when it can): only z travels.
+                srs.check_counts(&cc.shape_counts())?;
+                let w = reporter.time(&mut t, p, Stage::Witness, || {
+                    circuit::porep::witness(cc, public_inputs, &vanilla[k], vanilla_params, k)
+                })?;
+                if w.input[1..] != inputs[..] {
+                    return Err(inputs_differ());
+                }
+                let mut ctx = PartitionCtx {
+                    partition: k,
+                    reporter,
+                    timings: &mut t,
+                    device: None,
+                    tier: None,
+                };
+                msm = backend.compute_compiled(w, cc, &srs, &mut ctx)?;
+                (device, tier) = (ctx.device, ctx.tier.take());
+                let synth = [Stage::Witness, Stage::Spmv]
+                    .iter()
+                    .map(|&s| {
+                        t.of_partition(k)
+                            .filter(|e| e.0 == s)
+                            .map(|e| e.1)
+                            .sum::<std::time::Duration>()
+                    })
+                    .sum();
+                reporter.report(&mut t, p, Stage::Synthesis, synth);
+            }
+        }
         let (r, s) = match &options.randomness {
             Some(rs) => rs[k],
             None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),

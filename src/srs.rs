@@ -236,26 +236,30 @@ impl Srs {
     /// [`Error::ParametersInvalid`] naming the first query whose size differs — e.g. the C1 of
     /// one sector size against the parameters of another.
     pub fn check_shape(&self, asg: &Assignment) -> Result<()> {
-        let n = 1usize << asg.domain_log2();
+        self.check_counts(&ShapeCounts {
+            inputs: asg.input.len(),
+            aux: asg.aux.len(),
+            constraints: asg.a.len(),
+            a_aux: asg.a_aux_density.count(),
+            b_inputs: asg.b_input_density.count(),
+            b_aux: asg.b_aux_density.count(),
+        })
+    }
+
+    /// [`Srs::check_shape`] from the counts alone (the compiled circuit knows them before any
+    /// witness exists).
+    ///
+    /// # Errors
+    /// As [`Srs::check_shape`].
+    pub fn check_counts(&self, s: &ShapeCounts) -> Result<()> {
+        let n = s.constraints.max(1).next_power_of_two();
         let checks = [
-            ("IC (inputs)", self.vk.ic.len(), asg.input.len()),
+            ("IC (inputs)", self.vk.ic.len(), s.inputs),
             ("H", self.h.len(), n - 1),
-            ("L (aux)", self.l.len(), asg.aux.len()),
-            (
-                "A",
-                self.a.len(),
-                asg.input.len() + asg.a_aux_density.count(),
-            ),
-            (
-                "B_G1",
-                self.b_g1.len(),
-                asg.b_input_density.count() + asg.b_aux_density.count(),
-            ),
-            (
-                "B_G2",
-                self.b_g2.len(),
-                asg.b_input_density.count() + asg.b_aux_density.count(),
-            ),
+            ("L (aux)", self.l.len(), s.aux),
+            ("A", self.a.len(), s.inputs + s.a_aux),
+            ("B_G1", self.b_g1.len(), s.b_inputs + s.b_aux),
+            ("B_G2", self.b_g2.len(), s.b_inputs + s.b_aux),
         ];
         for (name, have, want) in checks {
             if have != want {
@@ -288,6 +292,23 @@ impl Srs {
         (g1 * std::mem::size_of::<G1Affine>() + self.b_g2.len() * std::mem::size_of::<G2Affine>())
             as u64
     }
+}
+
+/// The counts a circuit's parameters must match: variables, constraints and query densities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShapeCounts {
+    /// Inputs, the constant one included (= IC points).
+    pub inputs: usize,
+    /// Aux variables (= L points).
+    pub aux: usize,
+    /// Constraints, the per-input ones included (H has `2^ceil(log2) − 1` points).
+    pub constraints: usize,
+    /// Aux variables in the A query.
+    pub a_aux: usize,
+    /// Inputs in the B query.
+    pub b_inputs: usize,
+    /// Aux variables in the B query.
+    pub b_aux: usize,
 }
 
 /// Paths of the `.params` and `.vk` files of a PoRep circuit in `dir`, under the standard v28

@@ -198,6 +198,18 @@ impl CompiledCircuit {
         })
     }
 
+    /// The counts the parameters must match ([`crate::srs::Srs::check_counts`]).
+    pub fn shape_counts(&self) -> crate::srs::ShapeCounts {
+        crate::srs::ShapeCounts {
+            inputs: self.layout.num_inputs(),
+            aux: self.layout.num_aux(),
+            constraints: self.layout.num_constraints(),
+            a_aux: self.a_aux_density.count(),
+            b_inputs: self.b_input_density.count(),
+            b_aux: self.b_aux_density.count(),
+        }
+    }
+
     /// Bytes of the three matrices and the coefficient table (in memory, and on a device).
     pub fn matrix_bytes(&self) -> u64 {
         self.a.bytes() + self.b.bytes() + self.c.bytes() + 32 * self.coeffs.len() as u64

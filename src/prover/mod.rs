@@ -23,6 +23,7 @@ use blstrs::{Bls12, G1Projective, G2Projective, Scalar as Fr};
 use group::prime::PrimeCurveAffine;
 use group::Curve;
 
+use crate::circuit::{CompiledCircuit, Witness};
 use crate::error::{Error, Result};
 use crate::progress::{Reporter, Timings};
 use crate::srs::Srs;
@@ -76,6 +77,31 @@ pub trait Backend: Send + Sync {
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults>;
+
+    /// The compiled path: a = A·z, b = B·z, c = C·z of witness `w` by the matrices of `cc`, the
+    /// R1CS check a∘b = c ([`Error::Synthesis`] naming the first failing constraint, before any
+    /// MSM), then what [`Backend::compute`] does. The default runs the SpMV and the check on the
+    /// CPU (timed as [`Stage::Spmv`](crate::progress::Stage::Spmv)); a backend that can do them
+    /// on its device overrides it, so that only z crosses to the device.
+    ///
+    /// # Errors
+    /// As [`Backend::compute`], plus [`Error::Synthesis`] for an unsatisfied witness.
+    fn compute_compiled(
+        &self,
+        w: Witness,
+        cc: &Arc<CompiledCircuit>,
+        srs: &Arc<Srs>,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<MsmResults> {
+        let p = Some(ctx.partition);
+        let mut asg = ctx
+            .reporter
+            .time(ctx.timings, p, crate::progress::Stage::Spmv, || {
+                cc.evaluate(w)
+            })?;
+        check_satisfied(&asg, ctx.partition)?;
+        self.compute(&mut asg, srs, ctx)
+    }
 }
 
 /// Assembles the Groth16 proof from the MSM results and the blinding factors `r`, `s`.
