@@ -36,7 +36,8 @@
 //! | 32 GiB | 2^30 | 11 | 10 × 18 | 8 × 9, then 8 (sub-trees) |
 //! | 64 GiB | 2^31 | 11 | 10 × 18 | 8 × 9, then 8 (sub), 2 (top) |
 //!
-//! Generating a 32 GiB C1 output takes about a second; its JSON is some tens of MB.
+//! Generation time on 2 cores (`cuzk gen-c1`): 2 KiB … 512 MiB 0.1–0.2 s; 32 GiB 2.5 s (+ 0.9 s to
+//! write 39 MB of JSON, 52 MB wrapped), 64 GiB 2.7 s; peak RSS 160 MB.
 
 pub mod tree;
 
