@@ -23,7 +23,8 @@ status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 10
   20 parameters not found (200)  21 parameters invalid (201)
   30 no device (300)             31 device unsupported (301)   32 CUDA error (302)
   40 out of device memory (400)  41 out of host memory (401)
-  50 synthesis failed (500)      51 verification failed (501; also: verify_seal rejected the proof)
+  50 synthesis failed (500)      51 verification failed (501; also: verify_seal rejected the
+                                    proof, or could not read it, e.g. bytes that are not points)
   90 I/O error (900)             91 panic (901)                92 internal error (902)";
 
 /// Exit status of "not implemented yet".
@@ -140,6 +141,9 @@ enum BackendArg {
 /// A failure of a command: a library error (exit code from its status code) or a command's own.
 enum Failure {
     Lib(Error),
+    /// filecoin-proofs' `verify_seal` returned false, or an error for proof bytes it cannot read
+    /// (e.g. not curve points): exit status 51, as for a proof that fails self-verification.
+    Rejected(String),
     NotImplemented(String),
 }
 
@@ -170,6 +174,12 @@ fn main() -> ExitCode {
         Err(Failure::Lib(e)) => {
             eprintln!("cuzk: error {}: {e}", e.code());
             ExitCode::from(exit_status(e.code()))
+        }
+        Err(Failure::Rejected(m)) => {
+            eprintln!("cuzk: {m}");
+            ExitCode::from(exit_status(
+                Error::VerificationFailed { partition: 0 }.code(),
+            ))
         }
         Err(Failure::NotImplemented(m)) => {
             eprintln!("cuzk: {m}");
@@ -244,7 +254,7 @@ fn verify_seal(
     sector: u64,
     prover_id: [u8; 32],
     proof: &[u8],
-) -> Result<(), Error> {
+) -> Result<(), Failure> {
     let t = Instant::now();
     let ok = filecoin_proofs_api::seal::verify_seal(
         c1.registered_proof,
@@ -256,12 +266,16 @@ fn verify_seal(
         c1.seed,
         proof,
     )
-    .map_err(|e| Error::Internal(format!("verify_seal: {e:#}")))?;
+    .map_err(|e| {
+        Failure::Rejected(format!(
+            "filecoin-proofs verify_seal: REJECTED ({} bytes that it cannot check: {e:#})",
+            proof.len()
+        ))
+    })?;
     if !ok {
-        eprintln!("filecoin-proofs verify_seal: REJECTED");
-        return Err(Error::VerificationFailed {
-            partition: usize::MAX,
-        });
+        return Err(Failure::Rejected(
+            "filecoin-proofs verify_seal: REJECTED (the proof does not verify)".into(),
+        ));
     }
     eprintln!(
         "filecoin-proofs verify_seal: OK ({:.3} s)",
