@@ -1,0 +1,446 @@
+//! `cuzk` — the command-line tool of cuzk: proves PoRep commit phase 2 (C2) from a C1 output and
+//! checks the proof with filecoin-proofs' `verify_seal`; generates real-shape C1 outputs without
+//! sealing (test and bench tooling). See `cuzk --help` and `cuzk <command> --help`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use cuzk::c1::hex;
+use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProveOptions};
+use cuzk_dev::c1gen;
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::SectorId;
+
+const EXIT_CODES: &str = "\
+Exit codes: 0 success; 2 bad command line; 3 not implemented yet; otherwise the library's
+status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 100:
+  10 malformed input (100)       11 invalid input (101)        12 invalid prover id (102)
+  13 unsupported proof (103)     14 invalid configuration (104)
+  20 parameters not found (200)  21 parameters invalid (201)
+  30 no device (300)             31 device unsupported (301)   32 CUDA error (302)
+  40 out of device memory (400)  41 out of host memory (401)
+  50 synthesis failed (500)      51 verification failed (501; also: verify_seal rejected the
+                                    proof, or could not read it, e.g. bytes that are not points)
+  90 I/O error (900)             91 panic (901)                92 internal error (902)";
+
+/// Exit status of "not implemented yet".
+const EXIT_NOT_IMPLEMENTED: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "cuzk",
+    version,
+    about = "Filecoin PoRep C2 (Groth16, BLS12-381) prover on NVIDIA GPUs or the CPU",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Prove commit phase 2 of a sector from its C1 output, then check the proof with
+    /// filecoin-proofs' verify_seal (the C1 output's own comm_r, comm_d, ticket and seed).
+    #[command(after_help = EXIT_CODES)]
+    Prove(ProveArgs),
+    /// Check a C2 proof of a C1 output with filecoin-proofs' verify_seal.
+    #[command(after_help = EXIT_CODES)]
+    Verify(VerifyArgs),
+    /// Generate a real-shape C1 output without sealing (deterministic from --seed); writes
+    /// c1.json, c1-wrapper.json and meta.json into DIR.
+    #[command(name = "gen-c1", after_help = EXIT_CODES)]
+    GenC1(GenC1Args),
+    /// Generate Groth16 test parameters for a sector size (not implemented yet).
+    #[command(name = "gen-params", after_help = EXIT_CODES)]
+    GenParams(GenParamsArgs),
+}
+
+/// What identifies the sector and where the parameters are (prove and verify).
+#[derive(Args)]
+struct SectorArgs {
+    /// C1 output: the SealCommitPhase1Output JSON, or the wrapper
+    /// {"SectorNum", "Phase1Out": base64(JSON), "SectorSize"}; any sector size.
+    c1: PathBuf,
+    /// Sector number (default: the wrapper's SectorNum).
+    #[arg(long)]
+    sector_num: Option<u64>,
+    /// Prover (miner actor) id: f0NNNN / t0NNNN, a bare actor number, or 64 hex digits.
+    #[arg(long)]
+    prover_id: String,
+    /// Directory of the Groth16 .params / .vk files (default: $FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long, value_name = "DIR")]
+    params: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ProveArgs {
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// Write the proof (192 bytes per partition) to this file (default: print it in hex on
+    /// stdout).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Where partitions run: auto (GPU if built with CUDA and a device exists, else CPU), cpu or
+    /// gpu (default: $CUZK_BACKEND, else auto).
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// The proof file (as `cuzk prove --out` writes it).
+    #[arg(long, value_name = "FILE")]
+    proof: PathBuf,
+}
+
+#[derive(Args)]
+struct GenC1Args {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB (proof type StackedDrg<size>V1_1).
+    #[arg(long)]
+    sector_size: String,
+    /// Generator seed (any text): the same seed, sector number and prover id give the same files.
+    #[arg(long)]
+    seed: String,
+    /// Sector number.
+    #[arg(long, default_value_t = 1)]
+    sector_num: u64,
+    /// Prover (miner actor) id: f0NNNN / t0NNNN, a bare actor number, or 64 hex digits.
+    #[arg(long, default_value = "f01000")]
+    prover_id: String,
+    /// Output directory (created if needed).
+    dir: PathBuf,
+}
+
+#[derive(Args)]
+struct GenParamsArgs {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long)]
+    sector_size: String,
+    /// Seed of the (test, insecure) toxic waste.
+    #[arg(long)]
+    seed: String,
+    /// Output directory of the .params / .vk files.
+    dir: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    Auto,
+    Cpu,
+    Gpu,
+}
+
+/// A failure of a command: a library error (exit code from its status code) or a command's own.
+enum Failure {
+    Lib(Error),
+    /// filecoin-proofs' `verify_seal` returned false, or an error for proof bytes it cannot read
+    /// (e.g. not curve points): exit status 51, as for a proof that fails self-verification.
+    Rejected(String),
+    NotImplemented(String),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Lib(e)
+    }
+}
+
+/// The exit status of a library status code: `(code / 100) * 10 + code % 100` (see
+/// [`EXIT_CODES`]), clamped into 1..=255.
+fn exit_status(code: i32) -> u8 {
+    let s = (code / 100) * 10 + code % 100;
+    u8::try_from(s.clamp(1, 255)).unwrap_or(255)
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Prove(a) => prove(a),
+        Command::Verify(a) => verify(a),
+        Command::GenC1(a) => gen_c1(a),
+        Command::GenParams(a) => gen_params(a),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Lib(e)) => {
+            eprintln!("cuzk: error {}: {e}", e.code());
+            ExitCode::from(exit_status(e.code()))
+        }
+        Err(Failure::Rejected(m)) => {
+            eprintln!("cuzk: {m}");
+            ExitCode::from(exit_status(
+                Error::VerificationFailed { partition: 0 }.code(),
+            ))
+        }
+        Err(Failure::NotImplemented(m)) => {
+            eprintln!("cuzk: {m}");
+            ExitCode::from(EXIT_NOT_IMPLEMENTED)
+        }
+    }
+}
+
+/// Parses a prover id: `f0NNNN` / `t0NNNN` or a bare actor id (→ LEB128 prover id, as
+/// filecoin-ffi builds it), or 64 hex digits (the 32 bytes themselves).
+fn parse_prover_id(s: &str) -> Result<[u8; 32], Error> {
+    let t = s.trim();
+    let bad = |reason: &str| Error::InvalidConfig {
+        name: "--prover-id".into(),
+        value: s.into(),
+        reason: reason.into(),
+    };
+    if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let mut out = [0u8; 32];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| bad("bad hex"))?;
+        }
+        return Ok(out);
+    }
+    let digits = t
+        .strip_prefix("f0")
+        .or_else(|| t.strip_prefix("t0"))
+        .unwrap_or(t);
+    let id: u64 = digits
+        .parse()
+        .map_err(|_| bad("expected f0NNNN, t0NNNN, an actor number or 64 hex digits"))?;
+    Ok(cuzk::c1::prover_id_from_actor_id(id))
+}
+
+/// Reads and parses the C1 output; returns its bytes, the parsed form and the sector number.
+fn read_c1(a: &SectorArgs) -> Result<(Vec<u8>, SealCommitPhase1Output, u64), Error> {
+    let bytes = std::fs::read(&a.c1).map_err(|e| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("reading {}: {e}", a.c1.display()),
+        ))
+    })?;
+    let input = cuzk::c1::parse(&bytes)?;
+    let sector = match (a.sector_num, input.wrapper_sector_num) {
+        (Some(n), _) | (None, Some(n)) => n,
+        (None, None) => {
+            return Err(Error::InvalidConfig {
+                name: "--sector-num".into(),
+                value: String::new(),
+                reason: "required for a plain (unwrapped) C1 output".into(),
+            })
+        }
+    };
+    Ok((bytes, input.output, sector))
+}
+
+/// The parameter directory: `--params`, else the engine's default; filecoin-proofs (verify_seal)
+/// reads `FIL_PROOFS_PARAMETER_CACHE` once per process, so it is set here, before any of its
+/// calls, while the process has one thread.
+fn parameter_dir(a: &SectorArgs) -> Result<PathBuf, Error> {
+    let dir = match &a.params {
+        Some(d) => d.clone(),
+        None => EngineConfig::from_env()?.resolved_parameter_dir(),
+    };
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    Ok(dir)
+}
+
+/// filecoin-proofs' `verify_seal` of `proof` against the C1 output's public values.
+fn verify_seal(
+    c1: &SealCommitPhase1Output,
+    sector: u64,
+    prover_id: [u8; 32],
+    proof: &[u8],
+) -> Result<(), Failure> {
+    let t = Instant::now();
+    let ok = filecoin_proofs_api::seal::verify_seal(
+        c1.registered_proof,
+        c1.comm_r,
+        c1.comm_d,
+        prover_id,
+        SectorId::from(sector),
+        c1.ticket,
+        c1.seed,
+        proof,
+    )
+    .map_err(|e| {
+        Failure::Rejected(format!(
+            "filecoin-proofs verify_seal: REJECTED ({} bytes that it cannot check: {e:#})",
+            proof.len()
+        ))
+    })?;
+    if !ok {
+        return Err(Failure::Rejected(
+            "filecoin-proofs verify_seal: REJECTED (the proof does not verify)".into(),
+        ));
+    }
+    eprintln!(
+        "filecoin-proofs verify_seal: OK ({:.3} s)",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn prove(a: ProveArgs) -> Result<(), Failure> {
+    let param_dir = parameter_dir(&a.sector)?;
+    let prover_id = parse_prover_id(&a.sector.prover_id)?;
+    let (bytes, c1, sector) = read_c1(&a.sector)?;
+    let mut config = EngineConfig {
+        parameter_dir: Some(param_dir),
+        ..EngineConfig::from_env()?
+    };
+    if let Some(b) = a.backend {
+        config.backend = match b {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Gpu => Backend::Gpu,
+        };
+    }
+    let engine = Engine::new(config)?;
+    let partitions = c1.registered_proof.partitions();
+    eprintln!(
+        "proving {:?}, sector {sector}, {partitions} partition(s) on {}; comm_r {}",
+        c1.registered_proof,
+        engine.backend_name(),
+        hex(&c1.comm_r)
+    );
+    let start = Instant::now();
+    let mut options = ProveOptions::from_env()?;
+    options.progress = Some(Arc::new(move |ev: &ProgressEvent| {
+        let who = ev
+            .partition
+            .map_or_else(|| "call".to_string(), |p| format!("partition {p}"));
+        eprintln!(
+            "[{:8.2} s] {who}: {} {:.3} s",
+            start.elapsed().as_secs_f64(),
+            ev.stage.name(),
+            ev.elapsed.as_secs_f64()
+        );
+    }));
+    let out = engine.prove_porep_c2(&bytes, sector, &prover_id, &options)?;
+    eprintln!(
+        "proof: {} bytes ({} partitions) in {:.3} s",
+        out.proof.len(),
+        out.partitions.len(),
+        start.elapsed().as_secs_f64()
+    );
+    verify_seal(&c1, sector, prover_id, &out.proof)?;
+    match &a.out {
+        Some(path) => write_file(path, &out.proof)?,
+        None => println!("{}", hex(&out.proof)),
+    }
+    Ok(())
+}
+
+fn verify(a: VerifyArgs) -> Result<(), Failure> {
+    parameter_dir(&a.sector)?;
+    let prover_id = parse_prover_id(&a.sector.prover_id)?;
+    let (_, c1, sector) = read_c1(&a.sector)?;
+    let input = cuzk::c1::C1Input {
+        output: c1.clone(),
+        wrapper_sector_num: None,
+    };
+    cuzk::c1::validate(&input, sector, &prover_id)?;
+    let proof = std::fs::read(&a.proof).map_err(|e| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("reading {}: {e}", a.proof.display()),
+        ))
+    })?;
+    verify_seal(&c1, sector, prover_id, &proof)?;
+    Ok(())
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let io = |e: std::io::Error| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("writing {}: {e}", path.display()),
+        ))
+    };
+    let mut f = std::fs::File::create(path).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    Ok(())
+}
+
+fn gen_c1(a: GenC1Args) -> Result<(), Failure> {
+    let registered_proof =
+        c1gen::proof_type_for_size(&a.sector_size).map_err(|e| Error::InvalidConfig {
+            name: "--sector-size".into(),
+            value: a.sector_size.clone(),
+            reason: format!("{e:#}"),
+        })?;
+    let spec = c1gen::C1Spec {
+        registered_proof,
+        seed: c1gen::seed_from_str(&a.seed),
+        sector_id: a.sector_num,
+        prover_id: parse_prover_id(&a.prover_id)?,
+    };
+    let t = Instant::now();
+    let g = c1gen::generate(&spec).map_err(|e| Error::Internal(format!("{e:#}")))?;
+    let gen_s = t.elapsed().as_secs_f64();
+    g.write_dir(&a.dir)
+        .map_err(|e| Error::Io(std::io::Error::other(format!("{e:#}"))))?;
+    eprintln!(
+        "{:?}, sector {}: generated in {gen_s:.2} s, written to {} in {:.2} s\n  comm_r {}\n  comm_d {}",
+        registered_proof,
+        a.sector_num,
+        a.dir.display(),
+        t.elapsed().as_secs_f64() - gen_s,
+        hex(&g.output.comm_r),
+        hex(&g.output.comm_d)
+    );
+    Ok(())
+}
+
+fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
+    c1gen::proof_type_for_size(&a.sector_size).map_err(|e| Error::InvalidConfig {
+        name: "--sector-size".into(),
+        value: a.sector_size.clone(),
+        reason: format!("{e:#}"),
+    })?;
+    let _ = (&a.seed, &a.dir);
+    Err(Failure::NotImplemented(
+        "gen-params: not implemented yet (issue 11: GPU parameter generation)".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_are_distinct_and_fit() {
+        let codes = [
+            100, 101, 102, 103, 104, 200, 201, 300, 301, 302, 400, 401, 500, 501, 900, 901, 902,
+        ];
+        let s: std::collections::BTreeSet<u8> = codes.iter().map(|&c| exit_status(c)).collect();
+        assert_eq!(s.len(), codes.len());
+        assert!(!s.contains(&0) && !s.contains(&2) && !s.contains(&EXIT_NOT_IMPLEMENTED));
+        assert_eq!(exit_status(501), 51);
+    }
+
+    #[test]
+    fn prover_ids() {
+        assert_eq!(parse_prover_id("f01000").unwrap()[..2], [0xe8, 0x07]);
+        assert_eq!(
+            parse_prover_id("t01000").unwrap(),
+            parse_prover_id("1000").unwrap()
+        );
+        let hex64 = "e807".to_string() + &"0".repeat(60);
+        assert_eq!(
+            parse_prover_id(&hex64).unwrap(),
+            parse_prover_id("f01000").unwrap()
+        );
+        assert!(parse_prover_id("f1abc").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}
