@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test suite (the README's test command). Runs on a machine with no GPU:
 #   1. cargo test --release            — unit tests, the real 2 KiB proof on the CPU (fixture made
-#                                        on first use, ~15 min on 2 cores, then cached), the C ABI
-#                                        and its C program, header drift;
+#                                        on first use, ~15 min on 2 cores, then cached), the
+#                                        compiled circuit vs the reference synthesis, the C ABI
+#                                        and its C program, header drift; then the dev crate
+#                                        (real-shape C1 generator) and the cuzk CLI;
 #   2. go test in examples/go          — the cgo example against the static library;
 #   3. cargo test --release --features cuda --no-run
 #                                      — compiles all GPU code and GPU tests (nvcc from
@@ -12,9 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
-echo "== 1/3 cargo test --release"
+echo "== 1/3 cargo test --release (the library; then the dev tooling and the cuzk CLI)"
 log=$(mktemp)
 cargo test --release 2>&1 | tee "$log"
+cargo test --release -p cuzk-dev -p cuzk-cli 2>&1 | tee -a "$log"
 passed=$(grep -oE "test result: ok\. [0-9]+ passed" "$log" | awk '{s+=$4} END {print s+0}')
 
 echo "== 2/3 Go example (go test)"

@@ -15,6 +15,7 @@ use filecoin_proofs::DefaultPieceHasher;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
+use crate::budget::HostBudget;
 use crate::c1;
 use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
@@ -66,6 +67,8 @@ type ParamSlot = Slot<Srs>;
 pub struct Engine {
     config: EngineConfig,
     params: Mutex<HashMap<PathBuf, ParamSlot>>,
+    /// Host memory: loaded parameters and partitions in flight, across all calls.
+    budget: HostBudget,
     /// Compiled circuits, keyed by their parameter file (one per proof type).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     cpu: CpuBackend,
@@ -97,6 +100,7 @@ impl Engine {
             },
         };
         Ok(Arc::new(Engine {
+            budget: HostBudget::new(config.host_memory_limit),
             config,
             params: Mutex::new(HashMap::new()),
             circuits: Mutex::new(HashMap::new()),
@@ -157,6 +161,7 @@ impl Engine {
             srs.size_bytes() as f64 / 1e9,
             t.elapsed().as_secs_f64()
         );
+        self.budget.add_params(srs.size_bytes());
         *slot = Some(srs.clone());
         Ok(srs)
     }
@@ -318,24 +323,9 @@ impl Engine {
         )
     }
 
-    /// Host-memory budget and per-partition estimate → how many partitions may be synthesized
-    /// and proved at once.
-    fn partition_concurrency(&self, sector_size: u64, partitions: usize) -> Result<usize> {
-        let need = partition_host_bytes(sector_size);
-        let budget = self.config.host_memory_limit.or_else(available_host_memory);
-        let Some(budget) = budget else {
-            return Ok(partitions.min(2));
-        };
-        if budget < need {
-            if self.config.host_memory_limit.is_some() {
-                return Err(Error::OutOfHostMemory {
-                    needed: need,
-                    budget,
-                });
-            }
-            return Ok(1);
-        }
-        Ok(((budget / need) as usize).clamp(1, partitions))
+    /// The engine-wide host-memory budget (loaded parameters + partitions in flight).
+    pub fn host_budget(&self) -> &HostBudget {
+        &self.budget
     }
 }
 
@@ -343,20 +333,13 @@ impl Engine {
 /// density and the H vector: ≈ 170 B per constraint): 32 GiB → ~22 GB, 2 KiB → ~0.5 GB.
 pub fn partition_host_bytes(sector_size: u64) -> u64 {
     let constraints: u64 = match sector_size {
+        s if s >= 64 << 30 => 131_000_000,
         s if s >= 32 << 30 => 130_300_000,
-        s if s >= 512 << 20 => 40_000_000,
-        s if s >= 8 << 20 => 12_000_000,
+        s if s >= 512 << 20 => 4_500_000,
+        s if s >= 8 << 20 => 3_900_000,
         _ => 2_700_000,
     };
     constraints * 170
-}
-
-/// `MemAvailable` of /proc/meminfo, in bytes (Linux), if readable.
-fn available_host_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 #[cfg(feature = "cuda")]
@@ -555,13 +538,16 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     };
 
     let partitions = vanilla.len();
-    let workers = engine.partition_concurrency(u64::from(proof_type.sector_size()), partitions)?;
+    let need = partition_host_bytes(u64::from(proof_type.sector_size()));
+    let workers = engine.budget.fits(need)?.clamp(1, partitions);
     let next = AtomicUsize::new(0);
     type Slot = Option<Result<([u8; PROOF_BYTES], PartitionReport, Timings)>>;
     let results: Vec<Mutex<Slot>> = (0..partitions).map(|_| Mutex::new(None)).collect();
     let failed = AtomicBool::new(false);
 
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
+        // Held while the partition is synthesized and proved; shared with concurrent calls.
+        let _memory = engine.budget.acquire(need)?;
         let mut t = Timings::default();
         let p = Some(k);
         let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(

@@ -14,6 +14,7 @@
 //! Pairing-based Non-interactive Arguments", EUROCRYPT 2016, as laid out by bellperson.
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod c1;
 pub mod circuit;
 pub mod config;

@@ -1,7 +1,8 @@
 //! The compiled circuit on the real 2 KiB fixture (CPU): the compiled path's witness, a, b, c
-//! and densities equal the reference synthesis exactly; its proof equals the reference path's
-//! for the same r, s and passes filecoin-proofs' `verify_seal`; a damaged or stale cache file is
-//! rebuilt, and an unwritable cache directory still proves.
+//! and densities equal the reference synthesis exactly; its proof passes filecoin-proofs'
+//! `verify_seal` (and, with `CUZK_TEST_BOTH_PATHS=1`, equals the reference path's proof for the
+//! same r, s); a damaged or stale cache file is rebuilt, and an unwritable cache directory still
+//! proves.
 //!
 //! Sizes: set `CUZK_TEST_SECTOR_SIZE=8MiB` (and `CUZK_FIXTURE_DIR`) for the 8 MiB fixture.
 
@@ -115,7 +116,7 @@ fn compiled_path_equals_the_reference_exactly() {
 }
 
 #[test]
-fn proofs_of_both_paths_are_equal_and_verify_and_a_damaged_cache_is_rebuilt() {
+fn compiled_proof_verifies_and_a_damaged_cache_is_rebuilt() {
     let f = fixture();
     let c1 = f.read_c1().unwrap();
     let dir = temp_dir("damage");
@@ -126,13 +127,19 @@ fn proofs_of_both_paths_are_equal_and_verify_and_a_damaged_cache_is_rebuilt() {
         synthesis,
         ..Default::default()
     };
+    // (tests/prove_cpu.rs checks the default path's bytes against bellperson's own prover.)
     let compiled = e
         .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts(Synthesis::Compiled))
         .unwrap();
-    let reference = e
-        .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts(Synthesis::Reference))
-        .unwrap();
-    assert_eq!(compiled.proof, reference.proof, "same r, s: same bytes");
+    let reference = if std::env::var_os("CUZK_TEST_BOTH_PATHS").is_some() {
+        let r = e
+            .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts(Synthesis::Reference))
+            .unwrap();
+        assert_eq!(compiled.proof, r.proof, "same r, s: same bytes");
+        r
+    } else {
+        compiled.clone()
+    };
     assert!(f.verify(&compiled.proof).unwrap(), "verify_seal");
     let files = cache_files(&dir);
     assert_eq!(files.len(), 1);

@@ -1,0 +1,210 @@
+//! The engine-wide host-memory budget: one account shared by every call on an engine, counting
+//! the loaded parameters and every partition in flight, so that concurrent proofs (two 32 GiB
+//! sectors at once on a 128 GiB host) wait for memory instead of being OOM-killed.
+//!
+//! The limit is the caller's (`EngineConfig::host_memory_limit`, `CUZK_HOST_MEM_LIMIT`) or, when
+//! none is given, `MemAvailable` of /proc/meminfo read once when the engine is created. A
+//! caller's limit that cannot hold one partition (beside the loaded parameters) is an
+//! [`Error::OutOfHostMemory`] up front; with the machine's own figure the engine runs one
+//! partition at a time instead (logged), since that figure is an estimate.
+
+use std::sync::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+
+/// The account (see the module docs).
+#[derive(Debug)]
+pub struct HostBudget {
+    limit: Option<u64>,
+    strict: bool,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    params: u64,
+    partitions: u64,
+    in_flight: usize,
+}
+
+/// Bytes of one partition held while it is proved; returned when dropped.
+#[derive(Debug)]
+pub struct Permit<'a> {
+    budget: &'a HostBudget,
+    bytes: u64,
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.budget.state.lock() {
+            s.partitions -= self.bytes;
+            s.in_flight -= 1;
+        }
+        self.budget.freed.notify_all();
+    }
+}
+
+impl HostBudget {
+    /// A budget of `limit` bytes when given (strict), else of the machine's `MemAvailable` now
+    /// (not strict; unlimited when unreadable).
+    pub fn new(limit: Option<u64>) -> Self {
+        let (limit, strict) = match limit {
+            Some(l) => (Some(l), true),
+            None => (available_host_memory(), false),
+        };
+        HostBudget {
+            limit,
+            strict,
+            state: Mutex::new(State::default()),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// The limit in bytes (`None`: unknown, unlimited).
+    pub fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// Counts `bytes` of loaded parameters (kept for the engine's life).
+    pub fn add_params(&self, bytes: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.params += bytes;
+        }
+    }
+
+    /// (parameters, partitions in flight) bytes now counted.
+    pub fn used(&self) -> (u64, u64) {
+        self.state
+            .lock()
+            .map(|s| (s.params, s.partitions))
+            .unwrap_or((0, 0))
+    }
+
+    /// How many partitions of `need` bytes fit beside the parameters (at least 1 unless strict).
+    ///
+    /// # Errors
+    /// [`Error::OutOfHostMemory`] when the caller's limit cannot hold one.
+    pub fn fits(&self, need: u64) -> Result<usize> {
+        let Some(limit) = self.limit else {
+            return Ok(usize::MAX);
+        };
+        let params = self.used().0;
+        let room = limit.saturating_sub(params);
+        if room < need {
+            if self.strict {
+                return Err(Error::OutOfHostMemory {
+                    needed: need + params,
+                    budget: limit,
+                });
+            }
+            log::warn!(
+                "host memory: a partition needs ~{:.1} GB, {:.1} GB left beside {:.1} GB of \
+                 parameters; proving one partition at a time",
+                need as f64 / 1e9,
+                room as f64 / 1e9,
+                params as f64 / 1e9
+            );
+            return Ok(1);
+        }
+        Ok((room / need) as usize)
+    }
+
+    /// Waits until `need` bytes fit (or nothing else is in flight), then holds them.
+    ///
+    /// # Errors
+    /// As [`HostBudget::fits`]; [`Error::Internal`] if the account's lock is poisoned.
+    pub fn acquire(&self, need: u64) -> Result<Permit<'_>> {
+        self.fits(need)?;
+        let poisoned = |_| Error::internal("host budget lock poisoned");
+        let mut s = self.state.lock().map_err(poisoned)?;
+        while let Some(limit) = self.limit {
+            if s.in_flight == 0 || s.params + s.partitions + need <= limit {
+                break;
+            }
+            s = self.freed.wait(s).map_err(poisoned)?;
+        }
+        s.partitions += need;
+        s.in_flight += 1;
+        Ok(Permit {
+            budget: self,
+            bytes: need,
+        })
+    }
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes (Linux), if readable.
+fn available_host_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_strict_limit_that_cannot_hold_one_partition_is_an_error_up_front() {
+        let b = HostBudget::new(Some(100));
+        b.add_params(60);
+        assert_eq!(b.fits(40).unwrap(), 1);
+        let e = b.acquire(41).unwrap_err();
+        assert_eq!(
+            e.code(),
+            Error::OutOfHostMemory {
+                needed: 0,
+                budget: 0
+            }
+            .code()
+        );
+        assert!(e.to_string().contains("101"), "{e}");
+    }
+
+    #[test]
+    fn concurrent_partitions_never_exceed_the_budget() {
+        // 10 GB, 3 GB of parameters, partitions of 2 GB: at most 3 at once, from any number of
+        // callers.
+        let b = Arc::new(HostBudget::new(Some(10)));
+        b.add_params(3);
+        assert_eq!(b.fits(2).unwrap(), 3);
+        let now = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..12)
+            .map(|_| {
+                let (b, now, peak) = (b.clone(), now.clone(), peak.clone());
+                std::thread::spawn(move || {
+                    let _p = b.acquire(2).unwrap();
+                    let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(n, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    now.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+        assert_eq!(b.used(), (3, 0), "every permit returned");
+    }
+
+    #[test]
+    fn without_a_caller_limit_one_partition_always_runs() {
+        let b = HostBudget {
+            limit: Some(10),
+            strict: false,
+            state: Mutex::new(State::default()),
+            freed: Condvar::new(),
+        };
+        b.add_params(9);
+        assert_eq!(b.fits(5).unwrap(), 1);
+        let p = b.acquire(5).unwrap();
+        assert_eq!(b.used(), (9, 5));
+        drop(p);
+        assert_eq!(b.used(), (9, 0));
+    }
+}
