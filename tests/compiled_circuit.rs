@@ -208,3 +208,30 @@ fn an_unwritable_cache_directory_still_proves() {
         .unwrap();
     assert!(f.verify(&out.proof).unwrap());
 }
+
+#[test]
+fn a_host_memory_limit_that_cannot_hold_one_partition_is_a_typed_error() {
+    let f = fixture();
+    let e = Engine::new(EngineConfig {
+        parameter_dir: Some(f.param_dir.clone()),
+        backend: Backend::Cpu,
+        host_memory_limit: Some(1 << 30), // below the 1.1 GB of parameters + one partition
+        ..Default::default()
+    })
+    .unwrap();
+    let err = e
+        .prove_porep_c2(
+            &f.read_c1().unwrap(),
+            f.sector_id,
+            &f.prover_id,
+            &ProveOptions::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, cuzk::Error::OutOfHostMemory { budget, .. } if budget == 1 << 30),
+        "{err}"
+    );
+    let (params, partitions) = e.host_budget().used();
+    assert!(params > 1 << 30, "parameters counted: {params}");
+    assert_eq!(partitions, 0, "nothing left in flight");
+}
