@@ -8,6 +8,11 @@
 #   scale    32 GiB-shaped partitions (2^27): 1 vs 2 workers with parameters resident, then the
 #            two-worker scenario (16 GiB cap, 5 proofs of 10 partitions at concurrency 3)
 #   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
+#   fixtures both real fixtures made there, side by side, into /tmp/fx2 and /tmp/fx8 (~5 min)
+#   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
+#            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
+#            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
+#            CUZK_SYNTHESIS=reference and compiled, and the synthesis bench
 #   alloc    the allocator on the device: gpu_alloc (MSM workspaces within their planned arena, 2^27),
 #            then a 2^27 synthetic partition on every tier and under a 16 GiB cap (batch exits 4 if a
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
@@ -16,6 +21,7 @@
 #   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc
 #   cargo bench --features cuda --no-run               # ntt msm
 #   cargo build --release --features cuda --examples   # batch prove make_fixture
+#   cargo bench --features cuda --no-run --bench synthesis  # synthesis (CPU; same binary kind)
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.
 F=${F:-.dev/final}; OUT=${OUT:-/tmp/cuzk-out}; mkdir -p "$OUT"; S=$OUT/summary.txt
 (cd "$F" && for z in *.gz; do [ -e "$z" ] && gunzip -f "$z"; done; chmod +x ./*)
@@ -59,6 +65,24 @@ scale-short)
   t b27s timeout 240 $F/batch --log2 27 --reuse \
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
     --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+fixtures)
+  CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &
+  CUZK_FIXTURE_DIR=/tmp/fx8 t fixture8 $F/make_fixture --sector-size 8MiB &
+  wait
+  ;;
+synth)
+  for sz in 2KiB 8MiB; do
+    fx=/tmp/fx${sz:0:1}
+    export CUZK_FIXTURE_DIR=$fx CUZK_CIRCUIT_CACHE=/tmp/cuzk-circuits
+    CUZK_TEST_SECTOR_SIZE=$sz CUZK_TEST_BOTH_PATHS=1 t cc_$sz timeout 400 $F/compiled_circuit --test-threads=1 --nocapture
+    CUZK_TEST_SECTOR_SIZE=$sz CUZK_TEST_PROOFS=20 t gpu_prove_$sz timeout 240 $F/gpu_prove --nocapture
+    CUZK_SYNTHESIS=reference t prove_ref_$sz timeout 120 $F/prove --sector-size $sz --backend gpu --repeat 4
+    t prove_cc_$sz timeout 120 $F/prove --sector-size $sz --backend gpu --repeat 4
+    CUZK_GPU_SPMV=0 t prove_cccpu_$sz timeout 120 $F/prove --sector-size $sz --backend gpu --repeat 4
+    CUZK_BENCH_SECTOR_SIZE=$sz t bench_synth_$sz timeout 240 $F/synthesis --bench
+  done
+  unset CUZK_FIXTURE_DIR CUZK_CIRCUIT_CACHE
   ;;
 alloc)
   CUZK_TEST_ALLOC_LOG2=27 t gpu_alloc timeout 120 $F/gpu_alloc --nocapture
