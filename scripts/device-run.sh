@@ -10,8 +10,9 @@
 #   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
 # Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
-#   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove
-#   cargo bench --features cuda --no-run               # ntt msm
+#   cargo test --release --features cuda,test-hooks --no-run   # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove
+#                                                    # (test-hooks: the test kernels of gpu_field, bench_ntt)
+#   cargo bench --features cuda,test-hooks --no-run    # ntt msm
 #   cargo build --release --features cuda --examples   # batch prove make_fixture
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.
 F=${F:-.dev/final}; OUT=${OUT:-/tmp/cuzk-out}; mkdir -p "$OUT"; S=$OUT/summary.txt

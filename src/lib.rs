@@ -16,10 +16,10 @@
 
 pub mod c1;
 pub mod config;
+pub mod digest;
 pub mod engine;
 pub mod error;
 pub mod ffi;
-pub mod fixture;
 pub mod gpu;
 pub mod ntt;
 pub mod progress;
