@@ -182,23 +182,20 @@ impl Srs {
 
     /// [`Srs::load`], and checks the parameters' verifying key against the separate `.vk` file
     /// at `vk_path` (the key filecoin-proofs' `verify_seal` verifies with); [`Srs::pvk`] is then
-    /// prepared from the `.vk` file. The `.vk` file is read first, and the two keys are compared
-    /// before any point of the large sections is decoded.
+    /// prepared from the `.vk` file. The `.params` file's layout is checked first, then the two
+    /// keys are compared, before any point of the large sections is decoded.
     ///
     /// # Errors
-    /// Those of [`Srs::load`] for `path`; [`Error::ParametersNotFound`] naming `vk_path` when it
-    /// does not exist; [`Error::ParametersInvalid`] naming `vk_path` when it is not a verifying
-    /// key, and naming both files when the keys differ.
+    /// Those of [`Srs::load`] for `path`; then [`Error::ParametersNotFound`] naming `vk_path`
+    /// when it does not exist; [`Error::ParametersInvalid`] naming `vk_path` when it is not a
+    /// verifying key, and naming both files when the keys differ.
     pub fn load_with_vk(path: &Path, vk_path: &Path) -> Result<Srs> {
-        let vk = read_vk_file(vk_path)?;
-        let mut srs = Srs::load_inner(path, Some((vk_path, &vk)))?;
-        srs.pvk = prepare_verifying_key(&vk);
-        Ok(srs)
+        Srs::load_inner(path, Some(vk_path))
     }
 
-    /// [`Srs::load`]; with `expected`, the verifying key at the head of the file must equal that
-    /// key (read from the named `.vk` file).
-    fn load_inner(path: &Path, expected: Option<(&Path, &VerifyingKey<Bls12>)>) -> Result<Srs> {
+    /// [`Srs::load`]; with `vk_path`, the verifying key at the head of the file must equal the
+    /// one of that `.vk` file, which then gives [`Srs::pvk`].
+    fn load_inner(path: &Path, vk_path: Option<&Path>) -> Result<Srs> {
         let invalid = |reason: String| Error::ParametersInvalid {
             path: path.to_path_buf(),
             reason,
@@ -224,7 +221,10 @@ impl Srs {
         let layout = Layout::parse(bytes).map_err(invalid)?;
         let vk = VerifyingKey::<Bls12>::read(&bytes[layout.vk.clone()])
             .map_err(|e| invalid(format!("bad verifying key: {e}")))?;
-        if let Some((vk_path, expected)) = expected {
+        let file_vk = vk_path
+            .map(|p| read_vk_file(p).map(|k| (p, k)))
+            .transpose()?;
+        if let Some((vk_path, expected)) = &file_vk {
             if vk != *expected {
                 return Err(invalid(format!(
                     "its verifying key differs from the one in {} (the key filecoin-proofs' \
@@ -251,7 +251,7 @@ impl Srs {
             g1s.next().expect("4 sections"),
             g1s.next().expect("4 sections"),
         );
-        let pvk = prepare_verifying_key(&vk);
+        let pvk = prepare_verifying_key(file_vk.as_ref().map_or(&vk, |(_, k)| k));
         Ok(Srs {
             path: path.to_path_buf(),
             vk,

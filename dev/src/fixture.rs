@@ -814,11 +814,13 @@ fn fp<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
 
 /// Writes a structurally valid Groth16 parameter file at `path` (bellperson's format, as
 /// `cuzk::srs` reads it) with `ic` verifying-key IC points and the query sizes `sizes` = H, L,
-/// A, B_G1, B_G2 (points are multiples of the generators, never the identity). Not the
-/// parameters of any circuit: for tests of parameter loading and checking.
+/// A, B_G1, B_G2 (points are multiples of the generators, never the identity), and its
+/// verifying key as the `.vk` file next to it (`path` with the extension `vk`), as
+/// filecoin-proofs stores them. Not the parameters of any circuit: for tests of parameter
+/// loading and checking.
 ///
 /// # Errors
-/// The I/O error of creating or writing the file.
+/// The I/O error of creating or writing the files.
 pub fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) -> std::io::Result<()> {
     use group::Group;
     let g1 =
@@ -842,7 +844,8 @@ pub fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) -> std::io::
         b_g1: std::sync::Arc::new((0..sizes[3]).map(g1).collect()),
         b_g2: std::sync::Arc::new((0..sizes[4]).map(g2).collect()),
     };
-    p.write(&mut File::create(path)?)
+    p.write(&mut File::create(path)?)?;
+    p.vk.write(&mut File::create(path.with_extension("vk"))?)
 }
 
 /// Parses exactly 64 hex digits into 32 bytes.
