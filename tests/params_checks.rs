@@ -64,6 +64,7 @@ fn a_vk_file_that_does_not_match_its_params_is_201_naming_both() {
     std::fs::write(&vk_path, bytes).unwrap();
 
     let e = prove_err(in_dir(&d));
+    eprintln!("mismatching .vk: error {}: {e}", e.code());
     assert_eq!(e.code(), 201, "{e}");
     let msg = e.to_string();
     assert!(
@@ -77,6 +78,7 @@ fn a_vk_file_that_does_not_match_its_params_is_201_naming_both() {
 fn a_missing_vk_file_is_200_naming_it() {
     let (d, params) = dir_with_params("vk-missing");
     let e = prove_err(in_dir(&d));
+    eprintln!("missing .vk: error {}: {e}", e.code());
     let vk_path = params.with_extension("vk");
     assert!(
         matches!(e, Error::ParametersNotFound { ref path } if *path == vk_path),
@@ -97,6 +99,7 @@ fn production_check_refuses_the_test_parameters_with_201_naming_the_file() {
         verify_production_params: true,
         ..in_dir(&f.param_dir)
     });
+    eprintln!("production check: error {}: {e}", e.code());
     assert_eq!(e.code(), 201, "{e}");
     let msg = e.to_string();
     assert!(
