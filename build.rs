@@ -6,7 +6,8 @@
 //! 2. checks its version (CUDA >= 11.8, the first release that targets sm_90);
 //! 3. asks `nvcc --list-gpu-code` which real architectures it can build, keeps those from sm_75
 //!    up (or takes the list in `$CUZK_CUDA_ARCHS`, e.g. `sm_90` or `sm_80,sm_90`);
-//! 4. compiles one translation unit that includes every `cuda/*.cu` (sorted by name) into
+//! 4. compiles one translation unit that includes every `cuda/*.cu` (sorted by name; the test
+//!    kernels of `cuda/test_kernels.cu` only with the feature `test-hooks`) into
 //!    `$OUT_DIR/cuzk.fatbin`: SASS for each architecture plus PTX for the newest one, so newer
 //!    GPUs can JIT it;
 //! 5. exports `CUZK_FATBIN_SASS` (e.g. `75,80,90`) and `CUZK_FATBIN_PTX` (e.g. `90`) to the
@@ -30,9 +31,14 @@ const ENV_VARS: &[&str] = &[
     "CUZK_NVCC_FLAGS",
 ];
 
+/// Kernels for cuzk's own tests (`tests/gpu_field.rs`, the Fr multiplication probe of
+/// `benches/ntt.rs`): in the fatbin only with the feature `test-hooks`.
+const TEST_ONLY_SOURCES: &[&str] = &["test_kernels.cu"];
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=CARGO_FEATURE_CUDA");
+    println!("cargo:rerun-if-env-changed=CARGO_FEATURE_TEST_HOOKS");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
     }
@@ -97,11 +103,19 @@ fn build_cuda() -> Result<(), String> {
         .last()
         .ok_or("no CUDA architecture >= sm_75 to build for")?;
 
-    // One translation unit including every cuda/*.cu, so that everything lands in one module.
+    // One translation unit including every cuda/*.cu, so that everything lands in one module;
+    // the test kernels only for the test builds (feature `test-hooks`).
+    let with_test_kernels = env::var_os("CARGO_FEATURE_TEST_HOOKS").is_some();
     let mut sources: Vec<PathBuf> = std::fs::read_dir(&cuda_dir)
         .map_err(|e| format!("cannot read {}: {e}", cuda_dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "cu"))
+        .filter(|p| {
+            with_test_kernels
+                || !p
+                    .file_name()
+                    .is_some_and(|n| TEST_ONLY_SOURCES.iter().any(|t| n == *t))
+        })
         .collect();
     sources.sort();
     let mut unity =

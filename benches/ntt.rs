@@ -99,7 +99,9 @@ fn bench(c: &mut Criterion) {
         total as f64 / 1073741824.0
     );
 
-    // Fr multiplication throughput probe (cuda/test_kernels.cu), both variants
+    // Fr multiplication throughput probe (cuda/test_kernels.cu: feature `test-hooks`), both
+    // variants
+    #[cfg(feature = "test-hooks")]
     for wide in [false, true] {
         let n = (dev.sm_count() as usize) * 2048 * 4;
         let mut buf = random_buf(&dev, n, 9);

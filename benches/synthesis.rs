@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 use cuzk::progress::{Stage, Timings};
 use cuzk::{Backend, CircuitCache, Engine, EngineConfig, Synthesis};
 

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! * `--sector-size`: `2KiB` (default) or `8MiB`, case-insensitive.
-//! * `DIR` defaults to `cuzk::fixture::default_fixture_dir_for(size)` (`$CUZK_FIXTURE_DIR`,
+//! * `DIR` defaults to `cuzk_dev::fixture::default_fixture_dir_for(size)` (`$CUZK_FIXTURE_DIR`,
 //!   else `~/.cache/cuzk/fixture-2kib-v1` or `~/.cache/cuzk/fixture-8mib-v1`).
 //!
 //! The first 2 KiB run generates 1.1 GB of Groth16 test parameters (about 15 minutes on 2 cores,
@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cuzk::c1::hex as to_hex;
-use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 use cuzk::Error;
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 
 const USAGE: &str = "usage: make_fixture [--sector-size 2KiB|8MiB] [DIR]";
 

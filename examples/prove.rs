@@ -8,7 +8,7 @@
 //!
 //! * `--sector-size`: `2KiB` (default) or `8MiB`, case-insensitive.
 //! * `DIR` / `--fixture DIR`: fixture directory (default
-//!   `cuzk::fixture::default_fixture_dir_for(size)`: `$CUZK_FIXTURE_DIR`, else
+//!   `cuzk_dev::fixture::default_fixture_dir_for(size)`: `$CUZK_FIXTURE_DIR`, else
 //!   `~/.cache/cuzk/fixture-2kib-v1` or `~/.cache/cuzk/fixture-8mib-v1`); built on first use
 //!   (2 KiB: about 15 minutes on 2 cores, ~141 s on 16; 8 MiB: ~270 s on 16, ~20 min on 2 (estimated) —
 //!   the Groth16 test parameters are generated once and kept). A directory holding a fixture of
@@ -28,8 +28,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use cuzk::c1::hex as to_hex;
-use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 use cuzk::{Backend, C2Output, Engine, EngineConfig, Error, ProveOptions, Stage};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 
 const USAGE: &str = "usage: prove [DIR | --fixture DIR] [--sector-size 2KiB|8MiB] \
                      [--backend cpu|gpu|auto] [--repeat N]";

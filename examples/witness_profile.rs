@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use cuzk::circuit::{cache, porep, witness};
-use cuzk::fixture::{default_fixture_dir_for, Fixture, FixtureSize};
+use cuzk_dev::fixture::{default_fixture_dir_for, Fixture, FixtureSize};
 use filecoin_proofs::{DefaultPieceHasher, SectorShape2KiB};
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};

@@ -8,8 +8,9 @@
  * - Each such call sets the calling OS thread's last-error message (empty on success); read it
  *   with cuzk_last_error_message() on the same thread before the next call. Go callers: lock
  *   the goroutine to its thread (runtime.LockOSThread) around the call and the read.
- *   Functions without a status (_free, cuzk_options_default, cuzk_last_error_message) leave
- *   the message alone.
+ *   Functions without a status (_free, cuzk_last_error_message) leave the message alone.
+ * - cuzk_options_t can grow: it starts with its size; fill it with
+ *   cuzk_options_init(&opts, sizeof opts) before changing fields.
  * - NULL is never dereferenced: a NULL handle, buffer (of non-zero length) or out-parameter is
  *   the input error CUZK_STATUS_INVALID_CONFIG naming the argument.
  * - Objects returned through out-parameters are owned by the caller and released with their
@@ -128,12 +129,22 @@ typedef enum cuzk_stage_t {
 // by `cuzk_engine_new`, released by `cuzk_engine_free`. Thread-safe.
 typedef struct cuzk_engine_t cuzk_engine_t;
 
-// Options of an engine. Get the defaults from `cuzk_options_default()` and change fields;
-// the struct is read during `cuzk_engine_new` only (the caller keeps ownership of it and of
-// the memory its pointers point to, which may be freed once `cuzk_engine_new` returns).
+// Options of an engine. Fill a struct with the defaults with
+// `cuzk_options_init(&opts, sizeof opts)`, then change fields; the struct is read during
+// `cuzk_engine_new` only (the caller keeps ownership of it and of the memory its pointers point
+// to, which may be freed once `cuzk_engine_new` returns).
+//
+// The struct can grow without breaking the ABI: new fields are only ever appended, and
+// `struct_size` says how large the caller's struct is. A library newer than the caller's header
+// gives the fields the caller does not know their defaults; a library older than the caller's
+// header accepts the larger struct only when the fields it does not know are zero (their
+// defaults) and otherwise fails with `CUZK_STATUS_INVALID_CONFIG`.
 typedef struct cuzk_options_t {
-    // Directory of the Groth16 `.params` / `.vk` files, a NUL-terminated path; `NULL`: the
-    // `FIL_PROOFS_PARAMETER_CACHE` environment variable, else
+    // Size of this struct in bytes as the caller was compiled, `sizeof(cuzk_options_t)`; set
+    // by `cuzk_options_init`. Always the first field.
+    size_t struct_size;
+    // Directory of the Groth16 `.params` / `.vk` files, a NUL-terminated path; `NULL` or `""`:
+    // the `FIL_PROOFS_PARAMETER_CACHE` environment variable when set and not empty, else
     // `/var/tmp/filecoin-proof-parameters`.
     const char *parameter_dir;
     // A `cuzk_backend_t` value (`CUZK_BACKEND_AUTO` by default); anything else is
@@ -207,26 +218,44 @@ typedef struct cuzk_result_t {
 extern "C" {
 #endif // __cplusplus
 
-// The default options: parameter directory from the environment (`NULL`), backend
-// `CUZK_BACKEND_AUTO`, all devices, default workers per device, no VRAM or host-memory cap,
-// verification on, no CPU fallback. Pure; thread-safe.
-struct cuzk_options_t cuzk_options_default(void);
+// Fills `opts` with the default options: parameter directory from the environment (`NULL`),
+// backend `CUZK_BACKEND_AUTO`, all devices, default workers per device, no VRAM or
+// host-memory cap, verification on, no CPU fallback; and sets `opts->struct_size` to
+// `struct_size`.
+//
+// * `opts` - the caller's struct (owned by the caller), written in full.
+// * `struct_size` - `sizeof(cuzk_options_t)` as the caller was compiled (bytes beyond the
+//   fields this library knows are set to zero, the defaults of later fields).
+//
+// Returns `CUZK_STATUS_OK`, or `CUZK_STATUS_INVALID_CONFIG` when `opts` is `NULL` or
+// `struct_size` is smaller than the first version of the struct. Thread-safe.
+//
+// # Safety
+// `opts` is `NULL` or valid for writing `struct_size` bytes.
+enum cuzk_status_t cuzk_options_init(struct cuzk_options_t *opts,
+                                     size_t struct_size);
 
 // Creates an engine.
 //
-// * `opts` - options, read during this call only (the caller keeps ownership); `NULL`: the
-//   defaults of `cuzk_options_default()`.
+// * `opts` - options (filled by `cuzk_options_init`, then changed), read during this call
+//   only (the caller keeps ownership); `NULL`: the defaults.
 // * `out` - receives the new engine, owned by the caller, to release with `cuzk_engine_free`;
 //   set to `NULL` on failure.
 //
 // Loads nothing yet: parameters are loaded on the first proof. Thread-safe.
 //
-// Returns `CUZK_STATUS_OK`, `CUZK_STATUS_INVALID_CONFIG` (bad option, `NULL` `out`),
+// Besides the options, reads the environment variables `FIL_PROOFS_PARAMETER_CACHE` (when
+// `parameter_dir` is `NULL` or empty) and `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS`
+// (filecoin-proofs' switch: check the parameter files against the official digests), and no
+// other.
+//
+// Returns `CUZK_STATUS_OK`, `CUZK_STATUS_INVALID_CONFIG` (bad option or `struct_size`, bad
+// `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` value, `NULL` `out`),
 // `CUZK_STATUS_NO_DEVICE` (GPU backend without a usable device), ...
 //
 // # Safety
-// `opts` is `NULL` or points to a valid `cuzk_options_t` (see its fields for their pointers);
-// `out` is `NULL` or valid for writing one pointer.
+// `opts` is `NULL` or points to a valid `cuzk_options_t` of `opts->struct_size` readable bytes
+// (see its fields for their pointers); `out` is `NULL` or valid for writing one pointer.
 enum cuzk_status_t cuzk_engine_new(const struct cuzk_options_t *opts,
                                    struct cuzk_engine_t **out);
 

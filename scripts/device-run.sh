@@ -18,8 +18,9 @@
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
 # Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
-#   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc
-#   cargo bench --features cuda --no-run               # ntt msm
+#   cargo test --release --features cuda,test-hooks --no-run   # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc gpu_spmv
+#                                                    # (test-hooks: the test kernels of gpu_field, bench_ntt)
+#   cargo bench --features cuda,test-hooks --no-run    # ntt msm
 #   cargo build --release --features cuda --examples   # batch prove make_fixture
 #   cargo bench --features cuda --no-run --bench synthesis  # synthesis (CPU; same binary kind)
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.

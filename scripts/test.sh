@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # The test suite (the README's test command). Runs on a machine with no GPU:
-#   1. cargo test --release            — unit tests, the real 2 KiB proof on the CPU (fixture made
-#                                        on first use, ~15 min on 2 cores, then cached), the
-#                                        compiled circuit vs the reference synthesis, the C ABI
-#                                        and its C program, header drift; then the dev crate
+#   1. cargo test --release --workspace --features cuzk/test-hooks
+#                                      — unit tests (cuzk and the dev crate cuzk-dev), the real
+#                                        2 KiB proof on the CPU (fixture made on first use, ~15 min
+#                                        on 2 cores, then cached), the C ABI and its C program
+#                                        (the panic test needs the test hooks), header drift, the
+#                                        compiled circuit vs the reference synthesis, the dev crate
 #                                        (real-shape C1 generator) and the cuzk CLI;
-#   2. go test in examples/go          — the cgo example against the static library;
-#   3. cargo test --release --features cuda --no-run
-#                                      — compiles all GPU code and GPU tests (nvcc from
-#                                        scripts/install-cuda.sh when no CUDA toolkit is present).
+#   2. go test in examples/go          — the cgo example against the static library, built as
+#                                        released (no features);
+#   3. cargo test --release --features cuda,test-hooks --no-run
+#                                      — compiles all GPU code and every GPU test, those of the
+#                                        test kernels too (nvcc from scripts/install-cuda.sh when
+#                                        no CUDA toolkit is present).
 # Installs what is missing (nvcc from PyPI wheels, Go from Debian's golang-go) when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
-echo "== 1/3 cargo test --release (the library; then the dev tooling and the cuzk CLI)"
+echo "== 1/3 cargo test --release --workspace --features cuzk/test-hooks"
 log=$(mktemp)
-cargo test --release 2>&1 | tee "$log"
-cargo test --release -p cuzk-dev -p cuzk-cli 2>&1 | tee -a "$log"
+cargo test --release --workspace --features cuzk/test-hooks 2>&1 | tee "$log"
 passed=$(grep -oE "test result: ok\. [0-9]+ passed" "$log" | awk '{s+=$4} END {print s+0}')
 
 echo "== 2/3 Go example (go test)"
@@ -31,13 +34,13 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 cargo build --release --lib
 (cd examples/go && go test -count=1 ./...)
-echo "== 3/3 GPU code compiles (cargo test --release --features cuda --no-run)"
+echo "== 3/3 GPU code compiles (cargo test --release --features cuda,test-hooks --no-run)"
 if ! command -v nvcc >/dev/null 2>&1; then
   # shellcheck disable=SC1090
   source <(bash scripts/install-cuda.sh)
 fi
 export CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-sm_90}
-cargo test --release --features cuda --no-run
+cargo test --release --features cuda,test-hooks --no-run
 
 echo "== all tests passed (cargo test: $passed; Go and the GPU build: ok)"
 echo "$passed passed, 0 failed"

@@ -5,7 +5,8 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `FIL_PROOFS_PARAMETER_CACHE` | directory of the `.params` / `.vk` files | `/var/tmp/filecoin-proof-parameters` |
+//! | `FIL_PROOFS_PARAMETER_CACHE` | directory of the `.params` / `.vk` files (empty: unset) | `/var/tmp/filecoin-proof-parameters` |
+//! | `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` | `1`/`true`: check each parameter file once against filecoin-proofs' official digests | `0` |
 //! | `CUZK_BACKEND` | `auto`, `cpu` or `gpu` | `auto` (GPU when built with `cuda` and a device exists, else CPU) |
 //! | `CUZK_DEVICES` | comma-separated CUDA ordinals (after `CUDA_VISIBLE_DEVICES`) | all |
 //! | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, ≥ 1 | 2 |
@@ -47,8 +48,15 @@ pub enum Backend {
 #[derive(Clone, Debug, Default)]
 pub struct EngineConfig {
     /// Directory holding the Groth16 `.params` and `.vk` files; `None`: the
-    /// `FIL_PROOFS_PARAMETER_CACHE` variable, else [`DEFAULT_PARAMETER_CACHE`].
+    /// `FIL_PROOFS_PARAMETER_CACHE` variable (when set and not empty), else
+    /// [`DEFAULT_PARAMETER_CACHE`].
     pub parameter_dir: Option<PathBuf>,
+    /// Check every `.params` and `.vk` file against filecoin-proofs' official digest list
+    /// before first use (filecoin-proofs' `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS`, same meaning):
+    /// a file that is not listed or whose digest differs is [`Error::ParametersInvalid`]. Each
+    /// file is hashed once per process (~45 s for the 44 GiB file of 32 GiB sectors). Default
+    /// `false`.
+    pub verify_production_params: bool,
     /// Backend choice.
     pub backend: Backend,
     /// CUDA device ordinals to use (`None`: all visible devices).
@@ -176,14 +184,21 @@ impl EngineConfig {
                 d => CircuitCache::Dir(PathBuf::from(d)),
             };
         }
+        c.verify_production_params = verify_production_params_from_env()?;
         Ok(c)
     }
 
-    /// The parameter directory this configuration resolves to.
+    /// The parameter directory this configuration resolves to: [`EngineConfig::parameter_dir`],
+    /// else `FIL_PROOFS_PARAMETER_CACHE` when set and not empty (an empty value means unset,
+    /// never the working directory), else [`DEFAULT_PARAMETER_CACHE`].
     pub fn resolved_parameter_dir(&self) -> PathBuf {
         self.parameter_dir
             .clone()
-            .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from))
+            .or_else(|| {
+                std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
             .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
     }
 
@@ -258,6 +273,24 @@ impl std::fmt::Debug for ProveOptions {
             .field("randomness", &self.randomness.as_ref().map(|v| v.len()))
             .field("synthesis", &self.synthesis)
             .finish()
+    }
+}
+
+/// `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` as a boolean (see [`parse_bool`]); unset or empty:
+/// `false`.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming the variable when it is set to something else.
+pub fn verify_production_params_from_env() -> Result<bool> {
+    const VAR: &str = "FIL_PROOFS_VERIFY_PRODUCTION_PARAMS";
+    match std::env::var(VAR) {
+        Ok(v) if !v.trim().is_empty() => parse_bool(VAR, &v),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(false),
+        Err(std::env::VarError::NotUnicode(v)) => Err(bad(
+            VAR,
+            &v.to_string_lossy(),
+            "not UTF-8; expected 1/0 or true/false",
+        )),
     }
 }
 

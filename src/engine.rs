@@ -25,7 +25,8 @@ use crate::prover::{self, Backend, CpuBackend, PartitionCtx, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Srs};
 use crate::synth::Assignment;
 
-/// Message of the panic armed by [`Engine::inject_panic_for_test`].
+/// Message of the panic armed by [`Engine::inject_panic_for_test`] (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub const INJECTED_PANIC_MESSAGE: &str = "cuzk test: injected panic";
 
@@ -74,6 +75,7 @@ pub struct Engine {
     cpu: CpuBackend,
     gpu: Option<Arc<dyn Backend>>,
     /// One-shot switch of [`Engine::inject_panic_for_test`].
+    #[cfg(feature = "test-hooks")]
     panic_next: AtomicBool,
 }
 
@@ -106,12 +108,15 @@ impl Engine {
             circuits: Mutex::new(HashMap::new()),
             cpu: CpuBackend,
             gpu,
+            #[cfg(feature = "test-hooks")]
             panic_next: AtomicBool::new(false),
         }))
     }
 
     /// Testing only: makes the next [`Engine::prove_porep_c2`] call panic with the message
-    /// [`INJECTED_PANIC_MESSAGE`] (once), to test the panic boundaries (C ABI, Go).
+    /// [`INJECTED_PANIC_MESSAGE`] (once), to test the panic boundaries (C ABI, Go). Only with
+    /// the feature `test-hooks`, which release builds never enable.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn inject_panic_for_test(&self) {
         self.panic_next.store(true, Ordering::SeqCst);
@@ -134,11 +139,17 @@ impl Engine {
         }
     }
 
-    /// Loads (once) and returns the parameters at `path`.
+    /// Loads (once) and returns the parameters at `path` (a `.params` file), checked against
+    /// the verifying-key file next to it (same name, extension `.vk`: the key filecoin-proofs'
+    /// `verify_seal` uses), whose key then verifies every proof made with them. With
+    /// [`EngineConfig::verify_production_params`], both files are first checked against the
+    /// official digests ([`crate::digest::check_official`]; hashed once per file and process).
     ///
     /// # Errors
-    /// [`Error::ParametersNotFound`] / [`Error::ParametersInvalid`] from [`Srs::load`]. A failed
-    /// load is not cached: a later call tries again (e.g. after the file was fetched).
+    /// [`Error::ParametersNotFound`] naming the missing `.params` or `.vk` file;
+    /// [`Error::ParametersInvalid`] from [`Srs::load_with_vk`] (bad file; the two keys differ:
+    /// names both files) or from the digest check (names the file). A failed load is not
+    /// cached: a later call tries again (e.g. after the file was fetched).
     pub fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
         let slot = {
             let mut map = self
@@ -154,7 +165,12 @@ impl Engine {
             return Ok(srs.clone());
         }
         let t = Instant::now();
-        let srs = Arc::new(Srs::load(path)?);
+        let vk_path = path.with_extension("vk");
+        if self.config.verify_production_params {
+            crate::digest::check_official(path)?;
+            crate::digest::check_official(&vk_path)?;
+        }
+        let srs = Arc::new(Srs::load_with_vk(path, &vk_path)?);
         log::info!(
             "loaded parameters {} ({:.2} GB) in {:.2} s",
             path.display(),
@@ -249,6 +265,7 @@ impl Engine {
         prover_id: &[u8],
         options: &ProveOptions,
     ) -> Result<C2Output> {
+        #[cfg(feature = "test-hooks")]
         if self.panic_next.swap(false, Ordering::SeqCst) {
             panic!("{INJECTED_PANIC_MESSAGE}");
         }

@@ -22,8 +22,10 @@
 //!   A `NULL` buffer with length 0 is an empty buffer (and fails as such: an empty C1 output is
 //!   `CUZK_STATUS_MALFORMED_INPUT`, an empty prover id `CUZK_STATUS_INVALID_PROVER_ID`);
 //!   `NULL` options mean the defaults; freeing `NULL` does nothing.
-//! * Functions without a status (`_free`, `cuzk_options_default`, `cuzk_last_error_message`)
-//!   leave the last-error message alone.
+//! * Functions without a status (`_free`, `cuzk_last_error_message`) leave the last-error
+//!   message alone.
+//! * Option structs grow without breaking the ABI: `cuzk_options_t` starts with its size
+//!   (`struct_size`, set by `cuzk_options_init`); see that struct.
 //! * No panic crosses the boundary: every exported function body runs in one helper
 //!   (`boundary`, a `catch_unwind`); a panic becomes `CUZK_STATUS_PANIC` with the panic's
 //!   message (a panic in a function without a status is recorded as its message too). The library
@@ -214,14 +216,24 @@ impl CuzkStage {
     }
 }
 
-/// Options of an engine. Get the defaults from `cuzk_options_default()` and change fields;
-/// the struct is read during `cuzk_engine_new` only (the caller keeps ownership of it and of
-/// the memory its pointers point to, which may be freed once `cuzk_engine_new` returns).
+/// Options of an engine. Fill a struct with the defaults with
+/// `cuzk_options_init(&opts, sizeof opts)`, then change fields; the struct is read during
+/// `cuzk_engine_new` only (the caller keeps ownership of it and of the memory its pointers point
+/// to, which may be freed once `cuzk_engine_new` returns).
+///
+/// The struct can grow without breaking the ABI: new fields are only ever appended, and
+/// `struct_size` says how large the caller's struct is. A library newer than the caller's header
+/// gives the fields the caller does not know their defaults; a library older than the caller's
+/// header accepts the larger struct only when the fields it does not know are zero (their
+/// defaults) and otherwise fails with `CUZK_STATUS_INVALID_CONFIG`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct CuzkOptions {
-    /// Directory of the Groth16 `.params` / `.vk` files, a NUL-terminated path; `NULL`: the
-    /// `FIL_PROOFS_PARAMETER_CACHE` environment variable, else
+    /// Size of this struct in bytes as the caller was compiled, `sizeof(cuzk_options_t)`; set
+    /// by `cuzk_options_init`. Always the first field.
+    pub struct_size: usize,
+    /// Directory of the Groth16 `.params` / `.vk` files, a NUL-terminated path; `NULL` or `""`:
+    /// the `FIL_PROOFS_PARAMETER_CACHE` environment variable when set and not empty, else
     /// `/var/tmp/filecoin-proof-parameters`.
     pub parameter_dir: *const c_char,
     /// A `cuzk_backend_t` value (`CUZK_BACKEND_AUTO` by default); anything else is
@@ -509,7 +521,12 @@ unsafe fn config_of(opts: &CuzkOptions) -> Result<(EngineConfig, bool)> {
         // SAFETY: non-NULL, and by the caller's contract a NUL-terminated string valid for this
         // call.
         let c = unsafe { CStr::from_ptr(opts.parameter_dir) };
-        Some(path_of(c)?)
+        // An empty path means unset, as an empty FIL_PROOFS_PARAMETER_CACHE does.
+        if c.is_empty() {
+            None
+        } else {
+            Some(path_of(c)?)
+        }
     };
     let backend =
         match opts.backend {
@@ -549,6 +566,7 @@ unsafe fn config_of(opts: &CuzkOptions) -> Result<(EngineConfig, bool)> {
         host_memory_limit: (opts.host_memory_limit_bytes != 0)
             .then_some(opts.host_memory_limit_bytes),
         allow_cpu_fallback: opts.allow_cpu_fallback,
+        verify_production_params: crate::config::verify_production_params_from_env()?,
         ..EngineConfig::default()
     };
     Ok((config, opts.verify))
@@ -574,15 +592,111 @@ fn path_of(c: &CStr) -> Result<PathBuf> {
 // ---------------------------------------------------------------------------------------------
 // Exported functions.
 
-/// The default options: parameter directory from the environment (`NULL`), backend
-/// `CUZK_BACKEND_AUTO`, all devices, default workers per device, no VRAM or host-memory cap,
-/// verification on, no CPU fallback. Pure; thread-safe.
+/// Fills `opts` with the default options: parameter directory from the environment (`NULL`),
+/// backend `CUZK_BACKEND_AUTO`, all devices, default workers per device, no VRAM or
+/// host-memory cap, verification on, no CPU fallback; and sets `opts->struct_size` to
+/// `struct_size`.
+///
+/// * `opts` - the caller's struct (owned by the caller), written in full.
+/// * `struct_size` - `sizeof(cuzk_options_t)` as the caller was compiled (bytes beyond the
+///   fields this library knows are set to zero, the defaults of later fields).
+///
+/// Returns `CUZK_STATUS_OK`, or `CUZK_STATUS_INVALID_CONFIG` when `opts` is `NULL` or
+/// `struct_size` is smaller than the first version of the struct. Thread-safe.
+///
+/// # Safety
+/// `opts` is `NULL` or valid for writing `struct_size` bytes.
 #[no_mangle]
-pub extern "C" fn cuzk_options_default() -> CuzkOptions {
-    boundary(DEFAULT_OPTIONS, || DEFAULT_OPTIONS)
+pub unsafe extern "C" fn cuzk_options_init(
+    opts: *mut CuzkOptions,
+    struct_size: usize,
+) -> CuzkStatus {
+    with_status(|| {
+        if opts.is_null() {
+            return Err(null_arg("opts"));
+        }
+        check_options_size(struct_size)?;
+        let ours = std::mem::size_of::<CuzkOptions>();
+        let mut defaults = DEFAULT_OPTIONS;
+        defaults.struct_size = struct_size;
+        // SAFETY: opts is non-NULL and valid for writing struct_size bytes by the caller's
+        // contract; the source is a local CuzkOptions of `ours` bytes and we copy at most that
+        // many; the caller's struct cannot overlap our local.
+        unsafe {
+            std::ptr::write_bytes(opts as *mut u8, 0, struct_size);
+            std::ptr::copy_nonoverlapping(
+                &defaults as *const CuzkOptions as *const u8,
+                opts as *mut u8,
+                ours.min(struct_size),
+            );
+        }
+        Ok(())
+    })
+}
+
+/// Bytes of the first version of `cuzk_options_t`: up to the end of its last field,
+/// `allow_cpu_fallback`. Fields added later come after it, so this never changes.
+const OPTIONS_V1_SIZE: usize =
+    std::mem::offset_of!(CuzkOptions, allow_cpu_fallback) + std::mem::size_of::<bool>();
+
+fn check_options_size(struct_size: usize) -> Result<()> {
+    if struct_size < OPTIONS_V1_SIZE {
+        return Err(Error::InvalidConfig {
+            name: "struct_size".into(),
+            value: struct_size.to_string(),
+            reason: format!(
+                "smaller than the first cuzk_options_t ({OPTIONS_V1_SIZE} bytes); fill the \
+                 struct with cuzk_options_init(&opts, sizeof opts)"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Reads the caller's options struct of `opts->struct_size` bytes: the fields this library
+/// knows from it, the others (a caller with an older header) from the defaults.
+///
+/// # Safety
+/// `opts` is non-NULL and points to a `cuzk_options_t` of `opts->struct_size` readable bytes
+/// (its first field is the size).
+unsafe fn read_options(opts: *const CuzkOptions) -> Result<CuzkOptions> {
+    // SAFETY: opts is non-NULL and points to at least the size field (caller's contract), the
+    // first field of the repr(C) struct, aligned like the struct.
+    let size = unsafe { (opts as *const usize).read() };
+    check_options_size(size)?;
+    let ours = std::mem::size_of::<CuzkOptions>();
+    if size > ours {
+        // SAFETY: the caller's struct has `size` readable bytes (contract); ours < size.
+        let extra =
+            unsafe { std::slice::from_raw_parts((opts as *const u8).add(ours), size - ours) };
+        if extra.iter().any(|&b| b != 0) {
+            return Err(Error::InvalidConfig {
+                name: "struct_size".into(),
+                value: size.to_string(),
+                reason: format!(
+                    "the caller's cuzk_options_t sets fields this library does not know (it \
+                     knows {ours} bytes): the header is newer than the library"
+                ),
+            });
+        }
+    }
+    let mut o = DEFAULT_OPTIONS;
+    // SAFETY: the caller's struct has `size` readable bytes, we copy min(size, ours) of them
+    // into a local CuzkOptions of `ours` bytes; its bool fields are C bools (0 or 1) by the
+    // caller's contract, so every copied field is a valid value.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            opts as *const u8,
+            &mut o as *mut CuzkOptions as *mut u8,
+            ours.min(size),
+        );
+    }
+    o.struct_size = ours;
+    Ok(o)
 }
 
 const DEFAULT_OPTIONS: CuzkOptions = CuzkOptions {
+    struct_size: std::mem::size_of::<CuzkOptions>(),
     parameter_dir: std::ptr::null(),
     backend: CuzkBackend::AUTO as i32,
     devices: std::ptr::null(),
@@ -596,19 +710,25 @@ const DEFAULT_OPTIONS: CuzkOptions = CuzkOptions {
 
 /// Creates an engine.
 ///
-/// * `opts` - options, read during this call only (the caller keeps ownership); `NULL`: the
-///   defaults of `cuzk_options_default()`.
+/// * `opts` - options (filled by `cuzk_options_init`, then changed), read during this call
+///   only (the caller keeps ownership); `NULL`: the defaults.
 /// * `out` - receives the new engine, owned by the caller, to release with `cuzk_engine_free`;
 ///   set to `NULL` on failure.
 ///
 /// Loads nothing yet: parameters are loaded on the first proof. Thread-safe.
 ///
-/// Returns `CUZK_STATUS_OK`, `CUZK_STATUS_INVALID_CONFIG` (bad option, `NULL` `out`),
+/// Besides the options, reads the environment variables `FIL_PROOFS_PARAMETER_CACHE` (when
+/// `parameter_dir` is `NULL` or empty) and `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS`
+/// (filecoin-proofs' switch: check the parameter files against the official digests), and no
+/// other.
+///
+/// Returns `CUZK_STATUS_OK`, `CUZK_STATUS_INVALID_CONFIG` (bad option or `struct_size`, bad
+/// `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` value, `NULL` `out`),
 /// `CUZK_STATUS_NO_DEVICE` (GPU backend without a usable device), ...
 ///
 /// # Safety
-/// `opts` is `NULL` or points to a valid `cuzk_options_t` (see its fields for their pointers);
-/// `out` is `NULL` or valid for writing one pointer.
+/// `opts` is `NULL` or points to a valid `cuzk_options_t` of `opts->struct_size` readable bytes
+/// (see its fields for their pointers); `out` is `NULL` or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_engine_new(
     opts: *const CuzkOptions,
@@ -619,15 +739,15 @@ pub unsafe extern "C" fn cuzk_engine_new(
             // SAFETY: out is non-NULL and valid for writes by the caller's contract.
             unsafe { out.write(std::ptr::null_mut()) };
         }
-        let defaults = cuzk_options_default();
         let opts = if opts.is_null() {
-            &defaults
+            DEFAULT_OPTIONS
         } else {
-            // SAFETY: opts is non-NULL and points to a valid CuzkOptions by the caller's contract.
-            unsafe { &*opts }
+            // SAFETY: opts is non-NULL and points to a cuzk_options_t of its struct_size bytes
+            // by the caller's contract.
+            unsafe { read_options(opts) }?
         };
         // SAFETY: opts' pointers follow CuzkOptions' documentation by the caller's contract.
-        let (config, verify) = unsafe { config_of(opts) }?;
+        let (config, verify) = unsafe { config_of(&opts) }?;
         if out.is_null() {
             return Err(null_arg("out"));
         }
@@ -788,10 +908,12 @@ pub unsafe extern "C" fn cuzk_last_error_message(buf: *mut c_char, len: usize) -
 }
 
 /// Testing only: makes the next `cuzk_prove_porep_c2` on `engine` panic inside the engine, to
-/// check that the panic comes back as `CUZK_STATUS_PANIC` and the engine stays usable.
+/// check that the panic comes back as `CUZK_STATUS_PANIC` and the engine stays usable. Only
+/// with the feature `test-hooks`, which release builds never enable; not in the header.
 ///
 /// # Safety
 /// `engine` is `NULL` (an error) or a live handle from `cuzk_engine_new`.
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_test_inject_panic(engine: *const CuzkEngine) -> CuzkStatus {
@@ -886,6 +1008,61 @@ mod tests {
             unsafe { cuzk_last_error_message(std::ptr::null_mut(), 0) },
             full.len()
         );
+    }
+
+    #[test]
+    fn options_carry_their_size_and_grow_without_breaking() {
+        let ours = std::mem::size_of::<CuzkOptions>();
+        // A caller with this header.
+        let mut o = std::mem::MaybeUninit::<CuzkOptions>::uninit();
+        // SAFETY: o is valid for writing `ours` bytes.
+        assert_eq!(
+            unsafe { cuzk_options_init(o.as_mut_ptr(), ours) },
+            CuzkStatus::OK
+        );
+        // SAFETY: cuzk_options_init wrote the whole struct.
+        let o = unsafe { o.assume_init() };
+        assert_eq!(o.struct_size, ours);
+        assert!(o.verify && !o.allow_cpu_fallback && o.parameter_dir.is_null());
+        // SAFETY: o is a valid struct of o.struct_size bytes.
+        assert_eq!(unsafe { read_options(&o) }.unwrap().struct_size, ours);
+        // Too small, or NULL.
+        let mut o2 = o;
+        // SAFETY: o2 is valid for writing 8 bytes.
+        let s = unsafe { cuzk_options_init(&mut o2, 8) };
+        assert_eq!(s, CuzkStatus::INVALID_CONFIG);
+        assert!(last_message().contains("struct_size"), "{}", last_message());
+        o2.struct_size = 8;
+        // SAFETY: o2 is a valid struct, larger than its struct_size says.
+        assert_eq!(unsafe { read_options(&o2) }.unwrap_err().code(), 104);
+        // SAFETY: NULL is rejected before any write.
+        let s = unsafe { cuzk_options_init(std::ptr::null_mut(), ours) };
+        assert_eq!(s, CuzkStatus::INVALID_CONFIG);
+        // A caller with a newer header: 16 more bytes; zero (its defaults) is accepted.
+        #[repr(C)]
+        struct Newer {
+            o: CuzkOptions,
+            later: [u64; 2],
+        }
+        let size = std::mem::size_of::<Newer>();
+        let mut n = std::mem::MaybeUninit::<Newer>::uninit();
+        // SAFETY: n is valid for writing `size` bytes.
+        let s = unsafe { cuzk_options_init(n.as_mut_ptr() as *mut CuzkOptions, size) };
+        assert_eq!(s, CuzkStatus::OK);
+        // SAFETY: cuzk_options_init wrote all `size` bytes.
+        let mut n = unsafe { n.assume_init() };
+        assert_eq!(n.o.struct_size, size);
+        assert_eq!(n.later, [0, 0]);
+        assert!(n.o.verify);
+        // SAFETY: n is a valid struct of n.o.struct_size bytes.
+        let read = unsafe { read_options(&n as *const Newer as *const CuzkOptions) }.unwrap();
+        assert!(read.verify && read.struct_size == ours);
+        // ... and a later field set to something this library cannot honour is an error.
+        n.later[1] = 1;
+        // SAFETY: as above.
+        let e = unsafe { read_options(&n as *const Newer as *const CuzkOptions) }.unwrap_err();
+        assert_eq!(e.code(), 104);
+        assert!(e.to_string().contains("newer"), "{e}");
     }
 
     fn last_message() -> String {

@@ -38,9 +38,12 @@ pub const G2_BYTES: usize = 192;
 pub struct Srs {
     /// File the parameters came from.
     pub path: PathBuf,
-    /// Verifying key (from the head of the `.params` file).
+    /// Verifying key (from the head of the `.params` file; equal to the `.vk` file's when loaded
+    /// by [`Srs::load_with_vk`]).
     pub vk: VerifyingKey<Bls12>,
-    /// The verifying key prepared for pairing checks.
+    /// The verifying key prepared for pairing checks: the `.vk` file's when loaded by
+    /// [`Srs::load_with_vk`] (the key filecoin-proofs' `verify_seal` uses), else the
+    /// `.params` file's.
     pub pvk: PreparedVerifyingKey<Bls12>,
     /// H query: `domain_size − 1` points.
     pub h: Arc<Vec<G1Affine>>,
@@ -174,6 +177,25 @@ impl Srs {
     /// [`Error::ParametersNotFound`] if the file does not exist; [`Error::ParametersInvalid`] if it
     /// is empty, truncated, has trailing bytes or bad points.
     pub fn load(path: &Path) -> Result<Srs> {
+        Srs::load_inner(path, None)
+    }
+
+    /// [`Srs::load`], and checks the parameters' verifying key against the separate `.vk` file
+    /// at `vk_path` (the key filecoin-proofs' `verify_seal` verifies with); [`Srs::pvk`] is then
+    /// prepared from the `.vk` file. The `.params` file's layout is checked first, then the two
+    /// keys are compared, before any point of the large sections is decoded.
+    ///
+    /// # Errors
+    /// Those of [`Srs::load`] for `path`; then [`Error::ParametersNotFound`] naming `vk_path`
+    /// when it does not exist; [`Error::ParametersInvalid`] naming `vk_path` when it is not a
+    /// verifying key, and naming both files when the keys differ.
+    pub fn load_with_vk(path: &Path, vk_path: &Path) -> Result<Srs> {
+        Srs::load_inner(path, Some(vk_path))
+    }
+
+    /// [`Srs::load`]; with `vk_path`, the verifying key at the head of the file must equal the
+    /// one of that `.vk` file, which then gives [`Srs::pvk`].
+    fn load_inner(path: &Path, vk_path: Option<&Path>) -> Result<Srs> {
         let invalid = |reason: String| Error::ParametersInvalid {
             path: path.to_path_buf(),
             reason,
@@ -199,6 +221,18 @@ impl Srs {
         let layout = Layout::parse(bytes).map_err(invalid)?;
         let vk = VerifyingKey::<Bls12>::read(&bytes[layout.vk.clone()])
             .map_err(|e| invalid(format!("bad verifying key: {e}")))?;
+        let file_vk = vk_path
+            .map(|p| read_vk_file(p).map(|k| (p, k)))
+            .transpose()?;
+        if let Some((vk_path, expected)) = &file_vk {
+            if vk != *expected {
+                return Err(invalid(format!(
+                    "its verifying key differs from the one in {} (the key filecoin-proofs' \
+                     verify_seal uses): the .params and .vk files are not of the same setup",
+                    vk_path.display()
+                )));
+            }
+        }
         let [h, l, a, b1] = layout.g1.clone();
         let (g1s, b_g2) = rayon::join(
             || {
@@ -217,7 +251,7 @@ impl Srs {
             g1s.next().expect("4 sections"),
             g1s.next().expect("4 sections"),
         );
-        let pvk = prepare_verifying_key(&vk);
+        let pvk = prepare_verifying_key(file_vk.as_ref().map_or(&vk, |(_, k)| k));
         Ok(Srs {
             path: path.to_path_buf(),
             vk,
@@ -311,6 +345,35 @@ pub struct ShapeCounts {
     pub b_aux: usize,
 }
 
+/// Reads a verifying-key file (`.vk`: bellperson's `VerifyingKey::write` format, as
+/// filecoin-proofs stores it next to the `.params` file).
+///
+/// # Errors
+/// [`Error::ParametersNotFound`] if the file does not exist; [`Error::ParametersInvalid`] naming
+/// it if it cannot be read, is not a verifying key, or has trailing bytes.
+pub fn read_vk_file(path: &Path) -> Result<VerifyingKey<Bls12>> {
+    let invalid = |reason: String| Error::ParametersInvalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::ParametersNotFound {
+            path: path.to_path_buf(),
+        },
+        _ => invalid(format!("cannot read: {e}")),
+    })?;
+    let mut rest: &[u8] = &bytes;
+    let vk = VerifyingKey::<Bls12>::read(&mut rest)
+        .map_err(|e| invalid(format!("not a verifying key: {e}")))?;
+    if !rest.is_empty() {
+        return Err(invalid(format!(
+            "{} trailing bytes after the verifying key",
+            rest.len()
+        )));
+    }
+    Ok(vk)
+}
+
 /// Paths of the `.params` and `.vk` files of a PoRep circuit in `dir`, under the standard v28
 /// names of filecoin-proofs (`v28-stacked-proof-of-replication-<tree>-<hasher>-<sha256 of the
 /// public parameters' identifier>.params`).
@@ -329,94 +392,4 @@ pub fn porep_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTree
         dir.join(format!("v{VERSION}-{id}.params")),
         dir.join(format!("v{VERSION}-{id}.vk")),
     )
-}
-
-/// Testing only: writes a structurally valid parameter file with the given query sizes (points are
-/// multiples of the generators, never the identity).
-#[doc(hidden)]
-pub fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) -> std::io::Result<()> {
-    use group::Group;
-    let g1 =
-        |i: usize| (blstrs::G1Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
-    let g2 =
-        |i: usize| (blstrs::G2Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
-    let vk = VerifyingKey::<Bls12> {
-        alpha_g1: g1(0),
-        beta_g1: g1(1),
-        beta_g2: g2(0),
-        gamma_g2: g2(1),
-        delta_g1: g1(2),
-        delta_g2: g2(2),
-        ic: (0..ic).map(g1).collect(),
-    };
-    let p = Parameters::<Bls12> {
-        vk,
-        h: Arc::new((0..sizes[0]).map(g1).collect()),
-        l: Arc::new((0..sizes[1]).map(g1).collect()),
-        a: Arc::new((0..sizes[2]).map(g1).collect()),
-        b_g1: Arc::new((0..sizes[3]).map(g1).collect()),
-        b_g2: Arc::new((0..sizes[4]).map(g2).collect()),
-    };
-    p.write(&mut File::create(path)?)
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("cuzk-srs-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d.join("p.params")
-    }
-
-    #[test]
-    fn loads_what_bellperson_writes() {
-        let path = tmp("ok");
-        write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
-        let srs = Srs::load(&path).unwrap();
-        let reference = Parameters::<Bls12>::read(File::open(&path).unwrap(), false).unwrap();
-        assert_eq!(srs.vk, reference.vk);
-        assert_eq!(*srs.h, *reference.h);
-        assert_eq!(*srs.l, *reference.l);
-        assert_eq!(*srs.a, *reference.a);
-        assert_eq!(*srs.b_g1, *reference.b_g1);
-        assert_eq!(*srs.b_g2, *reference.b_g2);
-        assert_eq!(srs.size_bytes(), (18 * 96 + 7 * 192) as u64);
-    }
-
-    #[test]
-    fn bad_files_are_typed_errors() {
-        let path = tmp("bad");
-        write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
-        let full = std::fs::read(&path).unwrap();
-        // truncated by one byte
-        std::fs::write(&path, &full[..full.len() - 1]).unwrap();
-        let e = Srs::load(&path).unwrap_err();
-        assert_eq!(e.code(), 201, "{e}");
-        assert!(e.to_string().contains("truncated in section B_G2"), "{e}");
-        // trailing byte
-        let mut longer = full.clone();
-        longer.push(0);
-        std::fs::write(&path, &longer).unwrap();
-        assert!(Srs::load(&path)
-            .unwrap_err()
-            .to_string()
-            .contains("1 trailing bytes"));
-        // zero length
-        std::fs::write(&path, b"").unwrap();
-        assert!(Srs::load(&path).unwrap_err().to_string().contains("empty"));
-        // a corrupted point
-        let mut bad = full.clone();
-        let last = bad.len() - 10;
-        bad[last] ^= 0xff;
-        std::fs::write(&path, &bad).unwrap();
-        assert!(Srs::load(&path)
-            .unwrap_err()
-            .to_string()
-            .contains("not on the curve"));
-        // missing
-        let e = Srs::load(&path.with_extension("nope")).unwrap_err();
-        assert_eq!(e.code(), 200);
-    }
 }

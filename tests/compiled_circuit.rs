@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use blstrs::Scalar as Fr;
 use cuzk::circuit::cache;
-use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 use cuzk::progress::Timings;
 use cuzk::{Backend, CircuitCache, Engine, EngineConfig, ProveOptions, Synthesis};
 

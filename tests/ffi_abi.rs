@@ -5,17 +5,15 @@
 //! cargo test --release --test ffi_abi
 //! ```
 //!
-//! The panic test proves the 2 KiB fixture (CPU, ~1 minute; the fixture itself takes ~10
-//! minutes the first time, see `cuzk::fixture`). Calling `extern "C"` functions with raw pointers
+//! The panic test (feature `test-hooks`) proves the 2 KiB fixture (CPU, ~1 minute; the fixture itself takes ~10
+//! minutes the first time, see `cuzk_dev::fixture`). Calling `extern "C"` functions with raw pointers
 //! is `unsafe`: each call says why its pointers are valid.
 
 use std::ffi::{c_char, CString};
 use std::ptr;
 
 use cuzk::c1::prover_id_from_actor_id;
-use cuzk::engine::INJECTED_PANIC_MESSAGE;
 use cuzk::ffi::*;
-use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture};
 
 fn last_error() -> String {
     let mut buf = vec![0 as c_char; 4096];
@@ -26,10 +24,20 @@ fn last_error() -> String {
     String::from_utf8(bytes).expect("messages are UTF-8")
 }
 
+/// The defaults of `cuzk_options_init`.
+fn default_options() -> CuzkOptions {
+    let mut o = std::mem::MaybeUninit::<CuzkOptions>::uninit();
+    // SAFETY: o is valid for writing size_of::<CuzkOptions>() bytes.
+    let s = unsafe { cuzk_options_init(o.as_mut_ptr(), std::mem::size_of::<CuzkOptions>()) };
+    assert_eq!(s, CuzkStatus::OK, "{}", last_error());
+    // SAFETY: cuzk_options_init wrote the whole struct.
+    unsafe { o.assume_init() }
+}
+
 /// An engine with the CPU backend and `parameter_dir`.
 fn cpu_engine(parameter_dir: Option<&std::path::Path>) -> *mut CuzkEngine {
     let dir = parameter_dir.map(|d| CString::new(d.to_str().unwrap()).unwrap());
-    let mut opts = cuzk_options_default();
+    let mut opts = default_options();
     opts.backend = CuzkBackend::CPU as i32;
     opts.parameter_dir = dir.as_ref().map_or(ptr::null(), |d| d.as_ptr());
     let mut engine = ptr::null_mut();
@@ -91,7 +99,7 @@ fn statuses_of_bad_arguments() {
         unsafe { cuzk_engine_new(ptr::null(), ptr::null_mut()) },
         CuzkStatus::INVALID_CONFIG
     );
-    let mut opts = cuzk_options_default();
+    let mut opts = default_options();
     opts.backend = 9;
     let mut engine: *mut CuzkEngine = ptr::NonNull::dangling().as_ptr();
     // SAFETY: opts is valid; engine is a live out-pointer.
@@ -178,8 +186,13 @@ fn error_messages_are_per_thread() {
     unsafe { cuzk_engine_free(engine) };
 }
 
+/// Needs the test hook `cuzk_test_inject_panic` (feature `test-hooks`; scripts/test.sh enables
+/// it).
+#[cfg(feature = "test-hooks")]
 #[test]
 fn a_panic_is_status_901_with_its_message_and_the_engine_stays_usable() {
+    use cuzk::engine::INJECTED_PANIC_MESSAGE;
+    use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
     let _ = env_logger::builder().is_test(true).try_init();
     let fixture = ensure_2kib_fixture(&default_fixture_dir()).expect("2 KiB fixture");
     let c1 = fixture.read_c1().unwrap();

@@ -12,14 +12,14 @@
 //! next to its own executable, so it always links the code it was built with;
 //! `CUZK_STATICLIB=/path/to/libcuzk.a` overrides that. The C compiler is `$CC`, else `cc`.
 //!
-//! The fixture comes from `cuzk::fixture::ensure_2kib_fixture(&default_fixture_dir())`
+//! The fixture comes from `cuzk_dev::fixture::ensure_2kib_fixture(&default_fixture_dir())`
 //! (`$CUZK_FIXTURE_DIR`, else `~/.cache/cuzk/fixture-2kib-v1`; about 15 minutes to generate
 //! the first time).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture};
+use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
 
 /// System libraries Rust's standard library needs in a static link
 /// (`cargo rustc --release --lib --crate-type staticlib -- --print native-static-libs`).
@@ -104,7 +104,7 @@ fn header_compiles_as_strict_c_and_cpp() {
     std::fs::write(
         &src,
         "#include \"cuzk.h\"\n#include \"cuzk.h\"\n\
-         int main(void) { cuzk_options_t o = cuzk_options_default(); return o.verify ? 0 : 1; }\n",
+         int main(void) { cuzk_options_t o; cuzk_options_init(&o, sizeof o); return o.verify ? 0 : 1; }\n",
     )
     .unwrap();
     let include = root().join("include");

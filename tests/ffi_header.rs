@@ -66,7 +66,7 @@ fn header_matches_src_ffi_rs() {
 fn header_declares_the_api() {
     let h = generate();
     for name in [
-        "cuzk_options_default",
+        "cuzk_options_init",
         "cuzk_engine_new",
         "cuzk_engine_free",
         "cuzk_prove_porep_c2",

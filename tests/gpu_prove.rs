@@ -3,7 +3,7 @@
 //! (`CUZK_TEST_PROOFS`) from 8 threads in one process leave device memory where it was.
 //!
 //! `CUZK_TEST_SECTOR_SIZE` picks the fixture: `2KiB` (default) or `8MiB`, case-insensitive; its
-//! directory is `cuzk::fixture::default_fixture_dir_for(size)` (`$CUZK_FIXTURE_DIR` overrides).
+//! directory is `cuzk_dev::fixture::default_fixture_dir_for(size)` (`$CUZK_FIXTURE_DIR` overrides).
 
 #![cfg(feature = "cuda")]
 
@@ -12,8 +12,8 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
-use cuzk::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 use cuzk::{Backend, Engine, EngineConfig, ProveOptions};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 
 fn gpu_present() -> bool {
     common::gpu_device().is_some()

@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16::{create_proof, Proof};
 use blstrs::{Bls12, Scalar as Fr};
-use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture, Fixture};
 use cuzk::{Backend, Engine, EngineConfig, ProveOptions};
+use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture, Fixture};
 use ff::Field;
 
 fn fixture() -> &'static Fixture {
@@ -351,7 +351,7 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
     );
     // parameters of another circuit (a well-formed file with other query sizes) under this name
     let other_params = temp_dir("other");
-    cuzk::srs::write_fake_params(&other_params.join(name), 40, [3, 3, 3, 3, 3]).unwrap();
+    cuzk_dev::fixture::write_fake_params(&other_params.join(name), 40, [3, 3, 3, 3, 3]).unwrap();
     let err = prove(
         &engine_with_params(&other_params),
         &good,

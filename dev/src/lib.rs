@@ -1,6 +1,9 @@
 //! # cuzk-dev — test and bench tooling of cuzk, never part of a release build
 //!
 //! - [`c1gen`]: real-shape C1 outputs (`SealCommitPhase1Output`) without sealing a sector.
+//! - [`fixture`]: the deterministic 2 KiB / 8 MiB PoRep fixtures (a sealed sector's C1 output
+//!   and Groth16 test parameters) that the examples and tests prove.
 #![deny(missing_docs)]
 
 pub mod c1gen;
+pub mod fixture;

@@ -93,9 +93,19 @@ type Options struct {
 	AllowCPUFallback     bool     // let GPU work run on the CPU, reported per partition
 }
 
-// DefaultOptions returns cuzk_options_default().
+// defaultCOptions returns a cuzk_options_t filled by cuzk_options_init.
+func defaultCOptions() C.cuzk_options_t {
+	var d C.cuzk_options_t
+	if s := C.cuzk_options_init(&d, C.size_t(unsafe.Sizeof(d))); s != C.CUZK_STATUS_OK {
+		// Only a size smaller than the library's first cuzk_options_t fails: a build error.
+		panic(fmt.Sprintf("cuzk_options_init: status %d", int(s)))
+	}
+	return d
+}
+
+// DefaultOptions returns the defaults of cuzk_options_init.
 func DefaultOptions() Options {
-	d := C.cuzk_options_default()
+	d := defaultCOptions()
 	return Options{
 		Backend:              Backend(d.backend),
 		WorkersPerDevice:     uint32(d.workers_per_device),
@@ -158,7 +168,7 @@ func lastErrorMessage() string {
 
 // NewEngine creates an engine. Parameters are loaded on the first proof.
 func NewEngine(opts Options) (*Engine, error) {
-	c := C.cuzk_options_default()
+	c := defaultCOptions()
 	// Pointers inside the struct passed to C must point to C memory (cgo's pointer rules).
 	if opts.ParameterDir != "" {
 		c.parameter_dir = C.CString(opts.ParameterDir)

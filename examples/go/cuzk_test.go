@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// fixture is the 2 KiB PoRep fixture written by the Rust side (cuzk::fixture): its
+// fixture is the 2 KiB PoRep fixture written by the Rust side (cuzk_dev::fixture): its
 // fixture.json, c1.json and params/ directory.
 type fixture struct {
 	paramDir string
@@ -25,7 +25,7 @@ type fixture struct {
 }
 
 // loadFixture reads the fixture from $CUZK_FIXTURE_DIR, else ~/.cache/cuzk/fixture-2kib-v1
-// (the default of cuzk::fixture::default_fixture_dir).
+// (the default of cuzk_dev::fixture::default_fixture_dir).
 func loadFixture(t *testing.T) fixture {
 	t.Helper()
 	dir := os.Getenv("CUZK_FIXTURE_DIR")

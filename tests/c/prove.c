@@ -121,10 +121,26 @@ int main(int argc, char **argv) {
     }
 
     /* Options and engines. */
-    cuzk_options_t opts = cuzk_options_default();
-    expect("default options: verify on, backend auto, no caps",
-           opts.verify && opts.backend == CUZK_BACKEND_AUTO && opts.parameter_dir == NULL &&
-               opts.vram_limit_bytes == 0 && !opts.allow_cpu_fallback);
+    cuzk_options_t opts;
+    expect_status("options_init(sizeof opts)", cuzk_options_init(&opts, sizeof opts),
+                  CUZK_STATUS_OK);
+    expect("default options: its size, verify on, backend auto, no caps",
+           opts.struct_size == sizeof opts && opts.verify && opts.backend == CUZK_BACKEND_AUTO &&
+               opts.parameter_dir == NULL && opts.vram_limit_bytes == 0 &&
+               !opts.allow_cpu_fallback);
+    expect_status("options_init(NULL)", cuzk_options_init(NULL, sizeof opts),
+                  CUZK_STATUS_INVALID_CONFIG);
+    {
+        cuzk_options_t small;
+        expect_status("options_init(size 4)", cuzk_options_init(&small, 4),
+                      CUZK_STATUS_INVALID_CONFIG);
+        /* A struct_size smaller than the first version is rejected by engine_new too. */
+        cuzk_options_init(&small, sizeof small);
+        small.struct_size = 4;
+        cuzk_engine_t *e = NULL;
+        expect_status("engine_new(struct_size 4)", cuzk_engine_new(&small, &e),
+                      CUZK_STATUS_INVALID_CONFIG);
+    }
     cuzk_engine_t *engine = (cuzk_engine_t *)&opts; /* must be overwritten with NULL */
     opts.backend = 7;
     expect_status("engine_new(backend = 7)", cuzk_engine_new(&opts, &engine),
@@ -142,7 +158,8 @@ int main(int argc, char **argv) {
     cuzk_result_free(NULL);
 
     /* An engine whose parameter directory does not exist. */
-    cuzk_options_t missing = cuzk_options_default();
+    cuzk_options_t missing;
+    cuzk_options_init(&missing, sizeof missing);
     missing.backend = CUZK_BACKEND_CPU;
     missing.parameter_dir = "/nonexistent/cuzk-ffi-test/params";
     cuzk_engine_t *no_params = NULL;
@@ -164,7 +181,7 @@ int main(int argc, char **argv) {
     }
 
     /* The real engine: CPU backend, the fixture's parameters. */
-    opts = cuzk_options_default();
+    cuzk_options_init(&opts, sizeof opts);
     opts.backend = CUZK_BACKEND_CPU;
     opts.parameter_dir = param_dir;
     engine = NULL;

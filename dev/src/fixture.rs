@@ -31,15 +31,15 @@
 //! One directory holds one fixture: [`ensure_fixture`] refuses a directory whose `fixture.json`
 //! is of the other size (both default directories differ; `$CUZK_FIXTURE_DIR` overrides both).
 //!
-//! # The parameter-cache environment variable
+//! # No process-wide settings
 //!
-//! filecoin-proofs looks its Groth16 files up in `FIL_PROOFS_PARAMETER_CACHE`, which it reads
-//! **once per process** (the first time any of its settings is used). [`use_parameter_dir`]
-//! therefore sets that variable to `<dir>/params` before the first filecoin-proofs call, and
-//! fails if the process already uses another directory: one process uses one fixture. Call
-//! [`ensure_fixture`] early, before starting threads that read the environment.
-//! `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` must be unset (or false): these parameters are not the
-//! production ones.
+//! Nothing here sets an environment variable (`std::env::set_var` is unsound while other
+//! threads read the environment, e.g. in a test harness): the parameter files are written to
+//! and read from explicit paths, and [`Fixture::verify`] reads the fixture's `.vk` file itself.
+//! Sealing uses filecoin-proofs' parent cache as configured (`FIL_PROOFS_PARENT_CACHE`, default
+//! `/var/tmp/filecoin-parents`). Only filecoin-proofs' own prover (`seal_commit_phase2`, used by
+//! `tests/fixture_verify.rs`) needs `FIL_PROOFS_PARAMETER_CACHE` to point at
+//! [`Fixture::param_dir`]; such a test sets it for a child process ([`run_self_with_env`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Write};
@@ -62,8 +62,8 @@ use storage_proofs_core::parameter_cache::{
 };
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound, StackedDrg};
 
-use crate::c1::{hex as to_hex, prover_id_from_actor_id};
-use crate::error::{Error, Result};
+use cuzk::c1::{hex as to_hex, prover_id_from_actor_id};
+use cuzk::{Error, Result};
 
 /// Version of the fixture layout and constants; bumping it changes the default directory names.
 pub const FIXTURE_VERSION: u32 = 1;
@@ -186,7 +186,7 @@ pub struct Fixture {
     pub sector_id: u64,
     /// Miner actor id the prover id was derived from.
     pub actor_id: u64,
-    /// 32-byte prover id ([`crate::c1::prover_id_from_actor_id`] of `actor_id`).
+    /// 32-byte prover id ([`cuzk::c1::prover_id_from_actor_id`] of `actor_id`).
     pub prover_id: [u8; 32],
     /// 32-byte ticket.
     pub ticket: [u8; 32],
@@ -341,29 +341,98 @@ impl Fixture {
             .map_err(|e| Error::MalformedInput(format!("{}: {e}", self.c1_json.display())))
     }
 
-    /// Verifies `proof` (192 bytes per partition) against this fixture's public values with
-    /// filecoin-proofs-api's `verify_seal` — an implementation independent of cuzk's prover.
-    /// Points filecoin-proofs at [`Fixture::param_dir`] first (see [`use_parameter_dir`]).
+    /// Verifies `proof` (192 bytes per partition) against this fixture's public values, the
+    /// way filecoin-proofs' `verify_seal` does — an implementation independent of cuzk's prover:
+    /// the replica id from prover id, sector, ticket and `comm_d`, the public inputs of
+    /// `StackedCompound`, then `StackedCompound::verify` with the fixture's verifying key. The key
+    /// is read from [`Fixture::vk_file`] (where `verify_seal` would look it up through
+    /// `FIL_PROOFS_PARAMETER_CACHE`), so no process-wide setting is needed.
     ///
     /// Returns `Ok(false)` for a well-formed proof that does not verify.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] (parameter directory already pinned elsewhere);
-    /// [`Error::Internal`] when filecoin-proofs fails (e.g. bytes that are not curve points, or a
-    /// missing verifying key).
+    /// [`Error::Io`] / [`Error::ParametersInvalid`] when the `.vk` file cannot be read;
+    /// [`Error::Internal`] when filecoin-proofs fails (e.g. bytes that are not curve points, all-
+    /// zero commitments, or a proof type no [`FixtureSize`] uses).
     pub fn verify(&self, proof: &[u8]) -> Result<bool> {
-        use_parameter_dir(&self.param_dir)?;
-        seal::verify_seal(
-            self.registered_proof,
-            self.comm_r,
-            self.comm_d,
-            self.prover_id,
-            SectorId::from(self.sector_id),
-            self.ticket,
-            self.seed,
+        let vk = bellperson::groth16::VerifyingKey::<blstrs::Bls12>::read(BufReader::new(
+            File::open(&self.vk_file)?,
+        ))
+        .map_err(|e| Error::ParametersInvalid {
+            path: self.vk_file.clone(),
+            reason: e.to_string(),
+        })?;
+        let pvk = bellperson::groth16::prepare_verifying_key(&vk);
+        match self.size() {
+            Some(FixtureSize::Kib2) => self.verify_shape::<SectorShape2KiB>(&pvk, proof),
+            Some(FixtureSize::Mib8) => self.verify_shape::<SectorShape8MiB>(&pvk, proof),
+            None => Err(Error::Internal(format!(
+                "no fixture size proves {:?}",
+                self.registered_proof
+            ))),
+        }
+    }
+
+    /// [`Fixture::verify`] for the tree shape `Tree` of the fixture's sector size.
+    fn verify_shape<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        pvk: &bellperson::groth16::PreparedVerifyingKey<blstrs::Bls12>,
+        proof: &[u8],
+    ) -> Result<bool> {
+        use storage_proofs_core::compound_proof::SetupParams;
+        use storage_proofs_porep::stacked::{
+            generate_replica_id, ChallengeRequirements, PublicInputs, Tau,
+        };
+        if self.comm_r == [0; 32] || self.comm_d == [0; 32] || proof.is_empty() {
+            return Err(Error::Internal(
+                "verify: all-zero commitment or empty proof".into(),
+            ));
+        }
+        let config = self.registered_proof.as_v1_config();
+        let comm_r: <Tree::Hasher as filecoin_hashers::Hasher>::Domain =
+            filecoin_proofs::as_safe_commitment(&self.comm_r, "comm_r").map_err(fp("comm_r"))?;
+        let comm_d: filecoin_proofs::DefaultPieceDomain =
+            filecoin_proofs::as_safe_commitment(&self.comm_d, "comm_d").map_err(fp("comm_d"))?;
+        let replica_id = generate_replica_id::<Tree::Hasher, _>(
+            &self.prover_id,
+            self.sector_id,
+            &self.ticket,
+            comm_d,
+            &config.porep_id,
+        );
+        let setup = SetupParams {
+            vanilla_params: filecoin_proofs::parameters::setup_params(&config)
+                .map_err(fp("setup_params"))?,
+            partitions: Some(usize::from(config.partitions)),
+            priority: false,
+        };
+        let pp = <Compound<Tree> as CompoundProof<
+            '_,
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)
+        .map_err(fp("setup"))?;
+        let inputs = PublicInputs {
+            replica_id,
+            tau: Some(Tau { comm_r, comm_d }),
+            seed: Some(self.seed),
+            k: None,
+        };
+        let multi = storage_proofs_core::multi_proof::MultiProof::new_from_reader(
+            Some(usize::from(config.partitions)),
             proof,
+            pvk,
         )
-        .map_err(|e| Error::Internal(format!("verify_seal: {e:#}")))
+        .map_err(fp("proof bytes"))?;
+        <Compound<Tree> as CompoundProof<'_, StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::verify(
+            &pp,
+            &inputs,
+            &multi,
+            &ChallengeRequirements {
+                minimum_challenges: config.minimum_challenges(),
+            },
+        )
+        .map_err(fp("verify"))
     }
 }
 
@@ -389,75 +458,28 @@ pub fn default_fixture_dir_for(size: FixtureSize) -> PathBuf {
     base.join("cuzk").join(size.dir_name())
 }
 
-/// Points filecoin-proofs' parameter cache at `param_dir` for this process.
+/// Runs the test `test` of the current test binary in a child process with `vars` added to its
+/// environment, and returns the child's output (status, stdout, stderr).
 ///
-/// Creates `param_dir`; sets `FIL_PROOFS_PARAMETER_CACHE` when unset (and
-/// `FIL_PROOFS_PARENT_CACHE` to `<param_dir>/../parents` when unset, so that the fixture is
-/// self-contained); then checks that the value filecoin-proofs actually uses — read once per
-/// process — is `param_dir`. Not thread-safe with respect to concurrent environment reads
-/// (it may call `std::env::set_var`): call it early.
+/// For tests that need a process-wide setting read by a dependency (e.g. filecoin-proofs'
+/// `FIL_PROOFS_PARAMETER_CACHE`, read once per process): the child gets the setting from its
+/// start, so no thread ever sees the environment change (`std::env::set_var` would be unsound
+/// in the multithreaded test harness). The child runs `<test binary> --exact <test>
+/// --nocapture --test-threads 1`; the test tells the two runs apart by one of `vars`.
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] if `FIL_PROOFS_PARAMETER_CACHE` is set to another directory, if
-/// filecoin-proofs already read another value in this process, or if
-/// `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` is set to a true value; [`Error::Io`] if the
-/// directory cannot be created.
-pub fn use_parameter_dir(param_dir: &Path) -> Result<()> {
-    const VAR: &str = "FIL_PROOFS_PARAMETER_CACHE";
-    const VERIFY_VAR: &str = "FIL_PROOFS_VERIFY_PRODUCTION_PARAMS";
-    if let Ok(v) = std::env::var(VERIFY_VAR) {
-        if !v.trim().is_empty() && crate::config::parse_bool(VERIFY_VAR, &v).unwrap_or(true) {
-            return Err(Error::InvalidConfig {
-                name: VERIFY_VAR.into(),
-                value: v,
-                reason: "must be unset or false: the fixture's parameters are test parameters, \
-                         not the production ones"
-                    .into(),
-            });
-        }
+/// [`Error::Io`] when the test binary cannot be run.
+pub fn run_self_with_env(
+    test: &str,
+    vars: &[(&str, &std::ffi::OsStr)],
+) -> Result<std::process::Output> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads", "1"]);
+    for (k, v) in vars {
+        cmd.env(k, v);
     }
-    fs::create_dir_all(param_dir)?;
-    let want = fs::canonicalize(param_dir)?;
-    match std::env::var_os(VAR).filter(|v| !v.is_empty()) {
-        Some(v) => {
-            if !same_dir(Path::new(&v), &want) {
-                return Err(Error::InvalidConfig {
-                    name: VAR.into(),
-                    value: v.to_string_lossy().into_owned(),
-                    reason: format!(
-                        "the fixture needs it to be {} (filecoin-proofs reads it once per \
-                         process); unset it or point it there",
-                        want.display()
-                    ),
-                });
-            }
-        }
-        None => {
-            std::env::set_var(VAR, &want);
-            if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
-                if let Some(parent) = want.parent() {
-                    std::env::set_var("FIL_PROOFS_PARENT_CACHE", parent.join("parents"));
-                }
-            }
-        }
-    }
-    // First use of filecoin-proofs' settings reads the environment; later uses see that value.
-    let in_force = storage_proofs_core::settings::SETTINGS
-        .parameter_cache
-        .clone();
-    if !same_dir(Path::new(&in_force), &want) {
-        return Err(Error::InvalidConfig {
-            name: VAR.into(),
-            value: in_force,
-            reason: format!(
-                "filecoin-proofs already read its parameter directory in this process; the \
-                 fixture needs {} — set {VAR} to it before any filecoin-proofs call (one \
-                 process uses one fixture)",
-                want.display()
-            ),
-        });
-    }
-    Ok(())
+    Ok(cmd.output()?)
 }
 
 /// Builds the 2 KiB fixture in `dir` if needed, or reuses what is there and complete: exactly
@@ -474,17 +496,17 @@ pub fn ensure_2kib_fixture(dir: &Path) -> Result<Fixture> {
 /// Idempotent and safe to run from several processes at once (an exclusive lock on
 /// `<dir>/.lock` serializes them; the second finds the fixture complete). Every file is written
 /// under a temporary name and renamed into place, so an interrupted run is resumed, never
-/// mistaken for complete. Points filecoin-proofs at `<dir>/params` first
-/// ([`use_parameter_dir`]).
+/// mistaken for complete. Sets no environment variable: the parameters are written to
+/// `<dir>/params` by path.
 ///
 /// Steps, each logged with its duration: seal the sector (add_piece, pre-commit 1 and 2,
 /// commit 1 → `c1.json`; < 1 s for 2 KiB, ~10 s for 8 MiB), then generate the Groth16
-/// parameters if missing (2 KiB: ~15 min on 2 cores, 1.1 GB; see the module table), then check
-/// that filecoin-proofs' parameter cache finds the verifying key.
+/// parameters and the verifying key if missing (2 KiB: ~15 min on 2 cores, 1.1 GB; see the
+/// module table).
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] (see [`use_parameter_dir`]; also when `dir` already holds a fixture
-/// of the other size, name `registered_proof`); [`Error::Io`] for file-system errors;
+/// [`Error::InvalidConfig`] when `dir` already holds a fixture of the other size (name
+/// `registered_proof`); [`Error::Io`] for file-system errors;
 /// [`Error::Internal`] when filecoin-proofs or bellperson fail.
 pub fn ensure_fixture(dir: &Path, size: FixtureSize) -> Result<Fixture> {
     let t_all = Instant::now();
@@ -497,7 +519,7 @@ pub fn ensure_fixture(dir: &Path, size: FixtureSize) -> Result<Fixture> {
     fs::create_dir_all(dir).map_err(at(dir))?;
     let dir = fs::canonicalize(dir).map_err(at(dir))?;
     let param_dir = dir.join("params");
-    use_parameter_dir(&param_dir)?;
+    fs::create_dir_all(&param_dir).map_err(at(&param_dir))?;
 
     let lock_path = dir.join(".lock");
     let lock = OpenOptions::new()
@@ -628,17 +650,8 @@ fn ensure_locked<Tree: 'static + MerkleTreeTrait>(
         write_atomic(&meta_file, |w| w.write_all(&json))?;
     }
 
-    // Check that filecoin-proofs' own cache finds our verifying key (names and directory).
-    <Compound<Tree> as CompoundProof<
-        '_,
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        StackedCircuit<Tree, DefaultPieceHasher>,
-    >>::verifying_key::<ChaCha20Rng>(None, &pp)
-    .map_err(|e| {
-        Error::Internal(format!(
-            "filecoin-proofs cannot load the fixture's verifying key: {e:#}"
-        ))
-    })?;
+    // The file names are filecoin-proofs' own (parameter_files), so its cache finds these files
+    // when FIL_PROOFS_PARAMETER_CACHE points at param_dir.
 
     let fixture = Fixture {
         dir: dir.to_path_buf(),
@@ -787,7 +800,7 @@ fn check_size(f: &Fixture, size: FixtureSize) -> Result<()> {
         value: format!("{:?}", f.registered_proof),
         reason: format!(
             "{} holds a fixture of another proof type; the {size} fixture needs {:?} \
-             (use another directory, e.g. cuzk::fixture::default_fixture_dir_for)",
+             (use another directory, e.g. cuzk_dev::fixture::default_fixture_dir_for)",
             f.dir.join(FIXTURE_JSON).display(),
             size.registered_proof()
         ),
@@ -799,10 +812,40 @@ fn fp<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
     move |e| Error::Internal(format!("{what}: {e:#}"))
 }
 
-fn same_dir(a: &Path, canonical_b: &Path) -> bool {
-    fs::canonicalize(a)
-        .map(|a| a == canonical_b)
-        .unwrap_or(false)
+/// Writes a structurally valid Groth16 parameter file at `path` (bellperson's format, as
+/// `cuzk::srs` reads it) with `ic` verifying-key IC points and the query sizes `sizes` = H, L,
+/// A, B_G1, B_G2 (points are multiples of the generators, never the identity), and its
+/// verifying key as the `.vk` file next to it (`path` with the extension `vk`), as
+/// filecoin-proofs stores them. Not the parameters of any circuit: for tests of parameter
+/// loading and checking.
+///
+/// # Errors
+/// The I/O error of creating or writing the files.
+pub fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) -> std::io::Result<()> {
+    use group::Group;
+    let g1 =
+        |i: usize| (blstrs::G1Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
+    let g2 =
+        |i: usize| (blstrs::G2Projective::generator() * blstrs::Scalar::from(i as u64 + 2)).into();
+    let vk = bellperson::groth16::VerifyingKey::<blstrs::Bls12> {
+        alpha_g1: g1(0),
+        beta_g1: g1(1),
+        beta_g2: g2(0),
+        gamma_g2: g2(1),
+        delta_g1: g1(2),
+        delta_g2: g2(2),
+        ic: (0..ic).map(g1).collect(),
+    };
+    let p = bellperson::groth16::Parameters::<blstrs::Bls12> {
+        vk,
+        h: std::sync::Arc::new((0..sizes[0]).map(g1).collect()),
+        l: std::sync::Arc::new((0..sizes[1]).map(g1).collect()),
+        a: std::sync::Arc::new((0..sizes[2]).map(g1).collect()),
+        b_g1: std::sync::Arc::new((0..sizes[3]).map(g1).collect()),
+        b_g2: std::sync::Arc::new((0..sizes[4]).map(g2).collect()),
+    };
+    p.write(&mut File::create(path)?)?;
+    p.vk.write(&mut File::create(path.with_extension("vk"))?)
 }
 
 /// Parses exactly 64 hex digits into 32 bytes.
@@ -941,16 +984,13 @@ mod tests {
 
     /// Seals the 8 MiB sector (no Groth16 parameters) into a temporary directory and checks the
     /// C1 output. Not run by default (seconds to minutes of CPU; touches filecoin-proofs'
-    /// process-wide settings): `cargo test --release --lib fixture::tests::seal_8mib -- --ignored`.
+    /// parent cache): `cargo test --release -p cuzk-dev --lib fixture::tests::seal_8mib -- --ignored`.
     #[test]
     #[ignore]
     fn seal_8mib_sector_only() {
         let _ = env_logger::builder().is_test(true).try_init();
         let dir = std::env::temp_dir().join(format!("cuzk-fixture-seal8-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
-            std::env::set_var("FIL_PROOFS_PARENT_CACHE", dir.join("parents"));
-        }
         let c1_json = dir.join(C1_JSON);
         let t = Instant::now();
         let (comm_r, comm_d) = seal_sector(&dir, &c1_json, FixtureSize::Mib8).unwrap();

@@ -1,0 +1,111 @@
+//! Parameter files (`cuzk::srs`): what bellperson writes loads; truncated, padded, empty and
+//! corrupt files, a missing file, and a `.vk` file that does not match its `.params` file are
+//! typed errors naming the files. Small synthetic files (`cuzk_dev::fixture::write_fake_params`).
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use cuzk::srs::{read_vk_file, Srs};
+use cuzk::Error;
+use cuzk_dev::fixture::write_fake_params;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cuzk-srs-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join("p.params")
+}
+
+#[test]
+fn loads_what_bellperson_writes() {
+    let path = tmp("ok");
+    write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
+    let srs = Srs::load(&path).unwrap();
+    let reference = Parameters::<Bls12>::read(File::open(&path).unwrap(), false).unwrap();
+    assert_eq!(srs.vk, reference.vk);
+    assert_eq!(*srs.h, *reference.h);
+    assert_eq!(*srs.l, *reference.l);
+    assert_eq!(*srs.a, *reference.a);
+    assert_eq!(*srs.b_g1, *reference.b_g1);
+    assert_eq!(*srs.b_g2, *reference.b_g2);
+    assert_eq!(srs.size_bytes(), (18 * 96 + 7 * 192) as u64);
+}
+
+#[test]
+fn bad_files_are_typed_errors() {
+    let path = tmp("bad");
+    write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
+    let full = std::fs::read(&path).unwrap();
+    // truncated by one byte
+    std::fs::write(&path, &full[..full.len() - 1]).unwrap();
+    let e = Srs::load(&path).unwrap_err();
+    assert_eq!(e.code(), 201, "{e}");
+    assert!(e.to_string().contains("truncated in section B_G2"), "{e}");
+    // trailing byte
+    let mut longer = full.clone();
+    longer.push(0);
+    std::fs::write(&path, &longer).unwrap();
+    assert!(Srs::load(&path)
+        .unwrap_err()
+        .to_string()
+        .contains("1 trailing bytes"));
+    // zero length
+    std::fs::write(&path, b"").unwrap();
+    assert!(Srs::load(&path).unwrap_err().to_string().contains("empty"));
+    // a corrupted point
+    let mut bad = full.clone();
+    let last = bad.len() - 10;
+    bad[last] ^= 0xff;
+    std::fs::write(&path, &bad).unwrap();
+    assert!(Srs::load(&path)
+        .unwrap_err()
+        .to_string()
+        .contains("not on the curve"));
+    // missing
+    let e = Srs::load(&path.with_extension("nope")).unwrap_err();
+    assert_eq!(e.code(), 200);
+}
+
+/// Writes `p.params` (2 IC points) and the `.vk` of a file with `vk_ic` IC points.
+fn params_and_vk(name: &str, vk_ic: usize) -> (PathBuf, PathBuf) {
+    let params = tmp(name);
+    write_fake_params(&params, 2, [3, 4, 5, 6, 7]).unwrap();
+    let other = params.with_file_name("other.params");
+    write_fake_params(&other, vk_ic, [1, 1, 1, 1, 1]).unwrap();
+    let vk = Parameters::<Bls12>::read(File::open(&other).unwrap(), false)
+        .unwrap()
+        .vk;
+    let vk_path = params.with_extension("vk");
+    let mut bytes = Vec::new();
+    vk.write(&mut bytes).unwrap();
+    std::fs::write(&vk_path, bytes).unwrap();
+    (params, vk_path)
+}
+
+#[test]
+fn vk_file_must_match_the_parameters() {
+    let (params, vk) = params_and_vk("vk-ok", 2);
+    let srs = Srs::load_with_vk(&params, &vk).unwrap();
+    assert_eq!(srs.vk, read_vk_file(&vk).unwrap());
+
+    let (params, vk) = params_and_vk("vk-bad", 3);
+    let e = Srs::load_with_vk(&params, &vk).unwrap_err();
+    assert_eq!(e.code(), 201, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&params.display().to_string()) && msg.contains(&vk.display().to_string()),
+        "{msg}"
+    );
+
+    std::fs::remove_file(&vk).unwrap();
+    let e = Srs::load_with_vk(&params, &vk).unwrap_err();
+    assert!(
+        matches!(e, Error::ParametersNotFound { ref path } if *path == vk),
+        "{e}"
+    );
+    std::fs::write(&vk, b"short").unwrap();
+    let e = Srs::load_with_vk(&params, &vk).unwrap_err();
+    assert_eq!(e.code(), 201, "{e}");
+    assert!(e.to_string().contains(&vk.display().to_string()), "{e}");
+}
