@@ -1685,7 +1685,10 @@ mod tests {
             );
             assert_eq!(p.needed, s.partial_bytes(1 << 23, &lim));
             assert!(p.needed <= 16 * GIB - SAFETY_MARGIN);
-            assert!(p.work.bytes() >= (3 * 32) << 27, "room for the device H step");
+            assert!(
+                p.work.bytes() >= (3 * 32) << 27,
+                "room for the device H step"
+            );
         }
         // the passes tried: 2^24, 2^23, …, 2^16
         let passes: Vec<u64> = s.partial_passes().collect();
