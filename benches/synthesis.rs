@@ -12,9 +12,9 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 use cuzk::progress::{Stage, Timings};
 use cuzk::{Backend, CircuitCache, Engine, EngineConfig, Synthesis};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
 
 fn bench(c: &mut Criterion) {
     let size: FixtureSize = std::env::var("CUZK_BENCH_SECTOR_SIZE")

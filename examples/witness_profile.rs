@@ -50,9 +50,8 @@ fn main() -> anyhow::Result<()> {
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
-    let pp = <Compound as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(
-        &setup,
-    )?;
+    let pp =
+        <Compound as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)?;
     let vp = &pp.vanilla_params;
 
     let cache_dir = std::env::var_os("CUZK_CIRCUIT_CACHE")

@@ -16,6 +16,8 @@
 #   alloc    the allocator on the device: gpu_alloc (MSM workspaces within their planned arena, 2^27),
 #            then a 2^27 synthetic partition on every tier and under a 16 GiB cap (batch exits 4 if a
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
+#   spmv     GPU SpMV == CPU SpMV (gpu_spmv: random matrices and edge cases for every scheme, the
+#            real 2 KiB compiled circuit, the device R1CS check); the 2 KiB fixture is made if missing
 # Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
 #   cargo test --release --features cuda,test-hooks --no-run   # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc gpu_spmv
@@ -93,6 +95,10 @@ alloc)
     --phase name=alloc-partial,vram=partial,w=1,c=1,j=1,p=2 \
     --phase name=alloc-streaming,vram=streaming,w=1,c=1,j=1,p=2 \
     --phase name=alloc-cap16,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+spmv)
+  # /tmp/fx2 is the `real` block's 2 KiB fixture; the test makes it (~2.5 min) when missing.
+  CUZK_FIXTURE_DIR=/tmp/fx2 RUST_LOG=info t gpu_spmv timeout 420 $F/gpu_spmv --test-threads=1 --nocapture
   ;;
 *) echo "unknown block $block" | tee -a "$S" ;;
 esac; done

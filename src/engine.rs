@@ -340,6 +340,34 @@ impl Engine {
         )
     }
 
+    /// The compiled circuit of a C1 output's proof type ([`Engine::load_circuit`] for its
+    /// parameters), after the same input checks as [`Engine::synthesize_c1`]. For tests and
+    /// benches that run the SpMV on their own (tests/gpu_spmv.rs).
+    ///
+    /// # Errors
+    /// As [`Engine::synthesize_c1`] for input and parameter errors.
+    pub fn circuit_c1(
+        &self,
+        c1_output: &[u8],
+        sector_id: u64,
+        prover_id: &[u8],
+    ) -> Result<Arc<CompiledCircuit>> {
+        let reporter = Reporter::new(None);
+        let mut timings = Timings::default();
+        let prover_id = c1::prover_id(prover_id)?;
+        let input = c1::parse(c1_output)?;
+        c1::validate(&input, sector_id, &prover_id)?;
+        let proof_type = input.output.registered_proof;
+        filecoin_proofs::with_shape!(
+            u64::from(proof_type.sector_size()),
+            circuit_shape,
+            self,
+            input.output,
+            &reporter,
+            &mut timings,
+        )
+    }
+
     /// The engine-wide host-memory budget (loaded parameters + partitions in flight).
     pub fn host_budget(&self) -> &HostBudget {
         &self.budget
@@ -479,6 +507,16 @@ fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
         Synthesis::Reference => None,
     };
     synthesize_partition(&sector, compiled.as_deref(), partition, reporter, timings)
+}
+
+fn circuit_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<Arc<CompiledCircuit>> {
+    let sector = prepare::<Tree>(engine, c1, reporter, timings)?;
+    engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
 }
 
 /// The proving assignment of partition `k`: by the compiled circuit when given, else by the

@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use blstrs::Scalar as Fr;
 use cuzk::circuit::cache;
-use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 use cuzk::progress::Timings;
 use cuzk::{Backend, CircuitCache, Engine, EngineConfig, ProveOptions, Synthesis};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 
 fn size() -> FixtureSize {
     std::env::var("CUZK_TEST_SECTOR_SIZE")

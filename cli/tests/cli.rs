@@ -89,27 +89,19 @@ fn gen_c1_writes_three_files() {
 }
 
 /// The 2 KiB fixture's parameters (built by the fixture code, not here): `None` when absent.
-fn fixture_params() -> Option<PathBuf> {
-    let dir = std::env::var_os("CUZK_FIXTURE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                .join(".cache/cuzk/fixture-2kib-v1")
-        });
-    dir.join("fixture.json")
-        .is_file()
-        .then(|| dir.join("params"))
+fn fixture_params() -> PathBuf {
+    let size = cuzk_dev::fixture::FixtureSize::Kib2;
+    cuzk_dev::fixture::ensure_fixture(&cuzk_dev::fixture::default_fixture_dir_for(size), size)
+        .expect("2 KiB fixture")
+        .param_dir
 }
 
 /// A generated 2 KiB C1 output proves on the CPU with the 2 KiB fixture's parameters (the same
 /// circuit), verify_seal accepts the proof, and rejects it with one byte flipped (exit 51).
-/// Skipped (passes with a message) when the fixture has not been built.
+/// The fixture is built on first use (cuzk_dev::fixture).
 #[test]
 fn prove_generated_2kib_on_the_cpu() {
-    let Some(params) = fixture_params() else {
-        eprintln!("SKIPPED: no 2 KiB fixture (fixture.json) in ~/.cache/cuzk/fixture-2kib-v1");
-        return;
-    };
+    let params = fixture_params();
     let d = tmp_dir("prove");
     assert!(cuzk(&[
         "gen-c1",

@@ -467,6 +467,32 @@ mod tests {
     }
 
     #[test]
+    fn resident_size_function_counts_every_vector_the_upload_copies() {
+        use crate::gpu::layout::{align_up, circuit_device_bytes, csr_buffers};
+        let cc = CompiledCircuit::compile(blank(1), 5).unwrap();
+        // gpu::spmv::DeviceCircuit::upload allocates one device buffer per vector, 4 B per
+        // index and 32 B per coefficient, each counted aligned by its arena
+        let vecs = |m: &Csr| [m.row_ptr.len(), m.col.len(), m.coeff.len()];
+        let mut uploaded = align_up(32 * cc.coeffs.len() as u64);
+        for m in [&cc.a, &cc.b, &cc.c] {
+            let lens = vecs(m);
+            assert_eq!(
+                csr_buffers(m.rows() as u64, m.nnz() as u64),
+                lens.map(|l| align_up(4 * l as u64))
+            );
+            uploaded += lens.iter().map(|&l| align_up(4 * l as u64)).sum::<u64>();
+        }
+        let rows = cc.layout.num_constraints() as u64;
+        let nnz = [cc.a.nnz(), cc.b.nnz(), cc.c.nnz()].map(|n| n as u64);
+        assert_eq!(
+            circuit_device_bytes(rows, nnz, cc.coeffs.len() as u64),
+            uploaded
+        );
+        // B and C of the toy have no per-input entries but A has: the sizes differ per matrix
+        assert!(cc.a.nnz() > cc.c.nnz());
+    }
+
+    #[test]
     fn a_witness_of_another_shape_is_an_error() {
         let cc = CompiledCircuit::compile(blank(1), 2).unwrap();
         let e = witness::generate(&cc.layout, 4, |_| {

@@ -23,7 +23,7 @@
 //! |---|---|
 //! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM: ≈ 9 GiB, its sorted list alone 8 GiB) |
 //! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + the MSM workspace of one 2^24-point pass + double-buffered streamed bases (2 × 2^24 × 192 B = 6 GiB) |
-//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass |
+//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 1.8 + 3 GiB) |
 //! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!
@@ -452,6 +452,49 @@ impl PartitionShape {
             .saturating_add(self.msm_bytes(TierKind::Streaming, points, lim))
     }
 
+    /// Bytes of `Partial` with MSM passes of `points` points.
+    pub fn partial_bytes(&self, points: u64, lim: &MsmLimits) -> u64 {
+        self.staging_bytes(TierKind::Partial)
+            .saturating_add(self.msm_bytes(TierKind::Partial, points, lim))
+    }
+
+    /// Device bytes of `Partial` with its smallest pass that still leaves room for the device
+    /// H step (see [`Self::partial_fit`]).
+    pub fn partial_min_bytes_with(&self, lim: &MsmLimits) -> u64 {
+        self.partial_passes()
+            .map(|p| self.partial_bytes(p, lim))
+            .filter(|&b| b >= h_step_bytes(self.domain_log2, 3))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The pass sizes `Partial` tries, largest first: [`Self::pass_points`], then the powers of
+    /// two below it down to [`Self::min_chunk_points`].
+    fn partial_passes(&self) -> impl Iterator<Item = u64> {
+        let (max, min) = (self.pass_points(), self.min_chunk_points());
+        let below = if max.is_power_of_two() {
+            max / 2
+        } else {
+            1u64 << (63 - max.leading_zeros())
+        };
+        std::iter::once(max).chain(
+            std::iter::successors(Some(below), |p| Some(p / 2)).take_while(move |&p| p >= min),
+        )
+    }
+
+    /// The largest MSM pass ([`Self::partial_passes`]) with which `Partial` fits in `avail`
+    /// bytes *and* its working memory still holds the device H step's three domain buffers
+    /// (3·n·32 B: d_a and the shared b/c buffer, plus a third in the MSM room the H step runs
+    /// before) — otherwise the tier would be streaming under another name. `None` when no pass
+    /// does. 2^27 on a 16 GiB card: 2^23 (the 2^24 pass needs ≈ 17.6 GiB).
+    pub fn partial_fit(&self, avail: u64, lim: &MsmLimits) -> Option<u64> {
+        let h = h_step_bytes(self.domain_log2, 3);
+        self.partial_passes().find(|&p| {
+            let b = self.partial_bytes(p, lim);
+            b <= avail && b >= h
+        })
+    }
+
     /// Smallest streaming chunk, in points: [`MSM_CHUNK_ALIGN_POINTS`], or the whole longest MSM
     /// when it is shorter.
     pub fn min_chunk_points(&self) -> u64 {
@@ -487,6 +530,7 @@ impl PartitionShape {
             .filter(|k| *k >= start)
             .map(|k| match k {
                 TierKind::Streaming => self.streaming_min_bytes_with(lim),
+                TierKind::Partial => self.partial_min_bytes_with(lim),
                 k => self.tier_bytes_with(k, params_resident, lim),
             })
             .min()
@@ -551,7 +595,12 @@ pub enum Tier {
     /// d_a, d_b, d_c on the device (3·n·32 B); MSM bases streamed per pass.
     FullStaging,
     /// d_a plus one buffer shared by b and c (2·n·32 B); MSM bases streamed per pass.
-    Partial,
+    Partial {
+        /// Points of one MSM pass: [`PartitionShape::pass_points`], or a smaller power of two
+        /// (≥ [`PartitionShape::min_chunk_points`]) when the tier fits only so
+        /// ([`PartitionShape::partial_fit`]: 2^23 at 2^27 on a 16 GiB card).
+        pass_points: u64,
+    },
     /// One domain buffer; MSM bases and scalars streamed in chunks.
     Streaming {
         /// Points per chunk (a multiple of [`MSM_CHUNK_ALIGN_POINTS`] unless the whole MSM is
@@ -569,7 +618,7 @@ impl Tier {
         match self {
             Tier::Resident => TierKind::Resident,
             Tier::FullStaging => TierKind::FullStaging,
-            Tier::Partial => TierKind::Partial,
+            Tier::Partial { .. } => TierKind::Partial,
             Tier::Streaming { .. } => TierKind::Streaming,
         }
     }
@@ -577,6 +626,17 @@ impl Tier {
     /// Stable short name (the kind's): `resident`, `full-staging`, `partial`, `streaming`.
     pub fn name(&self) -> &'static str {
         self.kind().name()
+    }
+
+    /// Points of one MSM pass of the streamed-bases tiers (`Partial`'s pass, `Streaming`'s
+    /// chunk); `None` for `Resident` and `FullStaging` (which use
+    /// [`PartitionShape::pass_points`]).
+    pub fn pass_points(&self) -> Option<u64> {
+        match *self {
+            Tier::Partial { pass_points } => Some(pass_points),
+            Tier::Streaming { chunk_points, .. } => Some(chunk_points),
+            _ => None,
+        }
     }
 }
 
@@ -592,6 +652,9 @@ impl fmt::Display for Tier {
                     "streaming (chunks of {chunk_points} points, {})",
                     fmt_gib(*chunk_bytes)
                 )
+            }
+            Tier::Partial { pass_points } => {
+                write!(f, "partial (passes of {pass_points} points)")
             }
             t => f.write_str(t.name()),
         }
@@ -835,7 +898,17 @@ impl DeviceAllocator {
         let avail = snap.available;
         for kind in TierKind::ALL.into_iter().filter(|k| *k >= opts.start) {
             let lim = &self.limits;
-            let (tier, needed) = if kind == TierKind::Streaming {
+            let (tier, needed) = if kind == TierKind::Partial {
+                let Some(points) = shape.partial_fit(avail, lim) else {
+                    continue;
+                };
+                (
+                    Tier::Partial {
+                        pass_points: points,
+                    },
+                    shape.partial_bytes(points, lim),
+                )
+            } else if kind == TierKind::Streaming {
                 let Some(points) = streaming_fit(shape, avail, lim) else {
                     continue;
                 };
@@ -853,8 +926,7 @@ impl DeviceAllocator {
                 }
                 let tier = match kind {
                     TierKind::Resident => Tier::Resident,
-                    TierKind::FullStaging => Tier::FullStaging,
-                    _ => Tier::Partial,
+                    _ => Tier::FullStaging,
                 };
                 (tier, needed)
             };
@@ -1275,10 +1347,7 @@ mod tests {
                         )
                         .unwrap();
                     assert_eq!(p.tier.kind(), kind, "2^{log2}");
-                    let points = match p.tier {
-                        Tier::Streaming { chunk_points, .. } => chunk_points,
-                        _ => s.pass_points(),
-                    };
+                    let points = p.tier.pass_points().unwrap_or(s.pass_points());
                     let params = if kind == TierKind::Resident {
                         s.params_bytes()
                     } else {
@@ -1391,7 +1460,11 @@ mod tests {
         assert_eq!(TierKind::Resident.lower(), Some(TierKind::FullStaging));
         assert_eq!(TierKind::Streaming.lower(), None);
         assert!(TierKind::Resident < TierKind::Streaming);
-        assert_eq!(Tier::Partial.to_string(), "partial");
+        let p = Tier::Partial {
+            pass_points: 1 << 23,
+        };
+        assert_eq!((p.name(), p.pass_points()), ("partial", Some(1 << 23)));
+        assert_eq!(p.to_string(), "partial (passes of 8388608 points)");
         let t = Tier::Streaming {
             chunk_points: 1 << 20,
             chunk_bytes: 432 << 20,
@@ -1589,6 +1662,45 @@ mod tests {
         assert_eq!(a.reserved_bytes(), 0);
         assert_eq!(a.available().unwrap(), baseline);
         assert!(a.peak_reserved_bytes() >= shape().tier_bytes(TierKind::FullStaging, false));
+    }
+
+    #[test]
+    fn a_16gib_card_gets_the_partial_tier_at_2_27_with_a_smaller_pass() {
+        // The 2^24 pass (3.6 GiB workspace + 6 GiB of base slots) does not fit next to the 8 GiB
+        // of d_a and the shared b/c buffer; the 2^23 pass does, and the H step stays on the GPU.
+        let s = shape();
+        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
+        assert!(s.tier_bytes(TierKind::Partial, false) > 16 * GIB - SAFETY_MARGIN);
+        for (free, cap) in [(16 * GIB, None), (H200_TOTAL, Some(16 * GIB))] {
+            let mem = Arc::new(FakeMemInfo::new(&[(free, free)]));
+            let a = DeviceAllocator::new(0, mem, cap);
+            let p = a.plan(&s, &PlanOptions::default()).unwrap();
+            assert_eq!(
+                p.tier,
+                Tier::Partial {
+                    pass_points: 1 << 23
+                },
+                "{}",
+                p.tier
+            );
+            assert_eq!(p.needed, s.partial_bytes(1 << 23, &lim));
+            assert!(p.needed <= 16 * GIB - SAFETY_MARGIN);
+            assert!(
+                p.work.bytes() >= (3 * 32) << 27,
+                "room for the device H step"
+            );
+        }
+        // the passes tried: 2^24, 2^23, …, 2^16
+        let passes: Vec<u64> = s.partial_passes().collect();
+        assert_eq!(passes.first(), Some(&(1 << 24)));
+        assert_eq!(passes.last(), Some(&(1 << 16)));
+        assert_eq!(passes.len(), 9);
+        // a card where no partial pass leaves room for the H step streams
+        let (_m, a) = card(12 * GIB);
+        assert_eq!(
+            a.plan(&s, &PlanOptions::default()).unwrap().tier.kind(),
+            TierKind::Streaming
+        );
     }
 
     #[test]

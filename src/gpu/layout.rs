@@ -405,6 +405,42 @@ pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
     2 * align_up(chunk.max(1).saturating_mul(group.affine_bytes))
 }
 
+/// Bytes of one CSR index entry on the device (`u32`: a row offset, a column or a coefficient
+/// index).
+pub const CSR_INDEX_BYTES: u64 = 4;
+
+/// Bytes of the device buffers of one CSR matrix of `rows` rows and `nnz` non-zeros, one by one,
+/// as `gpu::spmv::DeviceCsr::upload` allocates them: `row_ptr` ((rows + 1) × 4 B), `col` and
+/// `coeff` (nnz × 4 B each), each rounded up to [`ALIGN`] (an empty buffer takes nothing).
+pub fn csr_buffers(rows: u64, nnz: u64) -> [u64; 3] {
+    let b = |len: u64| align_up(len.saturating_mul(CSR_INDEX_BYTES));
+    [b(rows.saturating_add(1)), b(nnz), b(nnz)]
+}
+
+/// Device bytes of a compiled circuit kept resident for the GPU SpMV (`gpu::spmv::DeviceCircuit`):
+/// the three matrices A, B, C of `rows` rows and `nnz[i]` non-zeros ([`csr_buffers`]) plus the
+/// coefficient table (`coeffs` × 32 B). A 32 GiB partition (130.3 M rows, 309/130/283 M
+/// non-zeros): ≈ 7.4 GB.
+pub fn circuit_device_bytes(rows: u64, nnz: [u64; 3], coeffs: u64) -> u64 {
+    nnz.iter()
+        .map(|&n| csr_buffers(rows, n).iter().sum::<u64>())
+        .sum::<u64>()
+        .saturating_add(align_up(coeffs.saturating_mul(FR_BYTES)))
+}
+
+/// Bytes of the R1CS check's result word on the device (one `u32`, aligned).
+pub const R1CS_FLAG_BYTES: u64 = ALIGN;
+
+/// Device bytes the GPU SpMV of one partition needs besides the H step's three domain buffers
+/// (which it writes a, b, c into): the witness z uploaded as two buffers, input (`inputs` × 32 B)
+/// and aux (`aux` × 32 B; kept on the device as the scalars of the L, A and B MSMs), and the R1CS
+/// check's result word. 32 GiB partition: ≈ 3.9 GiB.
+pub fn spmv_work_bytes(inputs: u64, aux: u64) -> u64 {
+    align_up(inputs.saturating_mul(FR_BYTES))
+        .saturating_add(align_up(aux.saturating_mul(FR_BYTES)))
+        .saturating_add(R1CS_FLAG_BYTES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

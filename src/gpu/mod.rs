@@ -19,4 +19,6 @@ pub mod msm;
 #[cfg(feature = "cuda")]
 pub mod ntt;
 #[cfg(feature = "cuda")]
+pub mod spmv;
+#[cfg(feature = "cuda")]
 pub mod upload;

@@ -27,6 +27,7 @@ use group::Group;
 
 use super::cpu::CpuBackend;
 use super::{Backend, MsmResults, PartitionCtx};
+use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
 use crate::error::{Error, Result};
 use crate::gpu::alloc::{
@@ -35,9 +36,11 @@ use crate::gpu::alloc::{
 use crate::gpu::device::{self, Device, DeviceBuffer};
 use crate::gpu::fault::stage_deadline;
 use crate::gpu::hostmem;
+use crate::gpu::layout::{h_step_bytes, spmv_work_bytes};
 use crate::gpu::msm::{MsmConfig, MsmWorkspace, Points, Scalars};
 use crate::gpu::ntt;
 use crate::gpu::pinned::{HostPinner, PinnedRegistry};
+use crate::gpu::spmv::{r1cs_check, DeviceCircuit};
 use crate::progress::Stage;
 use crate::progress::{Reporter, Timings};
 use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig};
@@ -92,16 +95,59 @@ fn upload_in<T: device::DeviceRepr>(
     Ok(b)
 }
 
+/// A compiled circuit's matrices kept on a device for the GPU SpMV (its own reservation, like
+/// the resident parameters), with the circuit they are the copy of.
+struct ResidentCircuit {
+    cc: Arc<CompiledCircuit>,
+    dc: DeviceCircuit,
+    _reservation: Reservation,
+}
+
 struct Slot {
     dev: Arc<Device>,
     alloc: DeviceAllocator,
     resident: Mutex<Option<Arc<Resident>>>,
+    /// The compiled circuit resident on this device, if any (one at a time).
+    circuit: Mutex<Option<Arc<ResidentCircuit>>>,
+}
+
+impl Slot {
+    /// Bytes reserved for what stays on the device between partitions (parameters, circuit).
+    fn kept_bytes(&self) -> Result<u64> {
+        let params = self
+            .resident
+            .lock()
+            .map_err(|_| Error::internal("resident lock poisoned"))?
+            .as_ref()
+            .map_or(0, |r| r._reservation.bytes());
+        let circuit = self
+            .circuit
+            .lock()
+            .map_err(|_| Error::internal("circuit lock poisoned"))?
+            .as_ref()
+            .map_or(0, |r| r._reservation.bytes());
+        Ok(params + circuit)
+    }
+
+    /// Lets the resident circuit go (its memory returns when the last partition using it is
+    /// done). Returns whether one was resident.
+    fn drop_circuit(&self) -> Result<bool> {
+        let old = self
+            .circuit
+            .lock()
+            .map_err(|_| Error::internal("circuit lock poisoned"))?
+            .take();
+        Ok(old.is_some())
+    }
 }
 
 /// One synthesized partition handed to the scheduler. The assignment comes back to the caller
-/// afterwards (for a CPU fallback).
+/// afterwards (for a CPU fallback). On the compiled path (`compiled` set) the assignment holds
+/// only the witness (input, aux) and the densities until a, b, c are computed — on the device,
+/// or on the CPU by the worker when the circuit's matrices or z do not fit.
 struct GpuJob {
     asg: Mutex<Assignment>,
+    compiled: Option<Arc<CompiledCircuit>>,
     srs: Arc<Srs>,
     reporter: Reporter,
     partition: usize,
@@ -171,6 +217,7 @@ impl GpuBackend {
                 dev,
                 alloc,
                 resident: Mutex::new(None),
+                circuit: Mutex::new(None),
             });
         }
         let executor = Arc::new(GpuExecutor {
@@ -231,7 +278,10 @@ impl PartitionExecutor for GpuExecutor {
             .map_err(|_| Error::internal("assignment lock poisoned"))?;
         let srs = &job.srs;
         self.pin_params(srs)?;
-        let shape = shape_of(&asg, srs)?;
+        // a, b, c still to compute (compiled path, first attempt or after a failed GPU SpMV).
+        let pending = job.compiled.as_ref().filter(|_| asg.a.is_empty());
+        let rows = pending.map_or(asg.num_constraints(), |cc| cc.layout.num_constraints());
+        let shape = shape_of(&asg, srs, rows)?;
         let params_resident = slot
             .resident
             .lock()
@@ -240,25 +290,71 @@ impl PartitionExecutor for GpuExecutor {
         let plan = plan_on(slot, &shape, &attempt.plan_options(params_resident))?;
         attempt.record_tier(plan.tier.kind());
         let tier = plan.tier;
+        let mut timings = Timings::default();
+        // The compiled path: a, b, c by the GPU SpMV when the plan's working memory holds the
+        // H step's buffers and z and the circuit's matrices are (or can be made) resident;
+        // else on the CPU here, before any device work.
+        let mut spmv = None;
+        let mut path = "";
+        if let Some(cc) = pending {
+            let need = h_step_bytes(shape.domain_log2, 3)
+                + spmv_work_bytes(asg.input.len() as u64, asg.aux.len() as u64);
+            let why = if need > plan.work.bytes() {
+                format!(
+                    "z and the H step need {} of the plan's {}",
+                    crate::gpu::alloc::fmt_gib(need),
+                    crate::gpu::alloc::fmt_gib(plan.work.bytes())
+                )
+            } else {
+                match circuit_on(slot, cc)? {
+                    Some(rc) => {
+                        spmv = Some(rc);
+                        String::new()
+                    }
+                    None => format!(
+                        "its matrices ({}) do not fit beside the plan",
+                        crate::gpu::alloc::fmt_gib(DeviceCircuit::bytes_for(cc))
+                    ),
+                }
+            };
+            if spmv.is_some() {
+                path = "+spmv";
+            } else {
+                path = "+cpu-spmv";
+                log::info!("partition {}: SpMV on the CPU: {why}", job.partition);
+                let w = Witness {
+                    input: std::mem::take(&mut asg.input),
+                    aux: std::mem::take(&mut asg.aux),
+                };
+                *asg = job
+                    .reporter
+                    .time(&mut timings, Some(job.partition), Stage::Spmv, || {
+                        cc.evaluate(w)
+                    })?;
+                super::check_satisfied(&asg, job.partition)?;
+            }
+        }
+        let tier_name = format!("{}{path}", tier.name());
         log::info!(
-            "partition {}: GPU {} worker {}, tier {tier} (attempt {})",
+            "partition {}: GPU {} worker {}, tier {tier}{path} (attempt {})",
             job.partition,
             attempt.device,
             attempt.worker,
             attempt.number
         );
-        let mut timings = Timings::default();
         let mut ctx = PartitionCtx {
             partition: job.partition,
             reporter: &job.reporter,
             timings: &mut timings,
             device: Some(attempt.device),
-            tier: Some(tier.name().to_string()),
+            tier: Some(tier_name.clone()),
         };
         let msm = run_on(
             slot,
             plan,
+            &shape,
             &mut asg,
+            spmv.as_ref().map(|r| &r.dc),
             srs,
             &mut ctx,
             attempt,
@@ -268,20 +364,72 @@ impl PartitionExecutor for GpuExecutor {
             msm,
             timings,
             device: attempt.device,
-            tier: tier.name().to_string(),
+            tier: tier_name,
         })
     }
 }
 
-fn shape_of(asg: &Assignment, srs: &Srs) -> Result<PartitionShape> {
+/// The allocator's shape of a partition of `rows` constraints (the input constraints
+/// included) with `asg`'s witness.
+fn shape_of(asg: &Assignment, srs: &Srs, rows: usize) -> Result<PartitionShape> {
     let ni = asg.input.len() as u64;
     PartitionShape::from_counts(
-        asg.num_constraints() as u64 - ni,
+        (rows as u64).saturating_sub(ni),
         ni,
         asg.aux.len() as u64,
         srs.a.len() as u64,
         srs.b_g1.len() as u64,
     )
+}
+
+/// The device copy of `cc` on `slot`: the one already resident, or a new upload when its
+/// bytes ([`DeviceCircuit::bytes_for`]) can be reserved beside the plans now (another circuit
+/// resident is let go first). `None` when it does not fit (the caller runs the SpMV on the
+/// CPU); the device keeps one circuit at a time.
+///
+/// # Errors
+/// Driver errors other than out-of-memory.
+fn circuit_on(slot: &Slot, cc: &Arc<CompiledCircuit>) -> Result<Option<Arc<ResidentCircuit>>> {
+    let mut cur = slot
+        .circuit
+        .lock()
+        .map_err(|_| Error::internal("circuit lock poisoned"))?;
+    if let Some(r) = cur.as_ref() {
+        if Arc::ptr_eq(&r.cc, cc) {
+            return Ok(Some(r.clone()));
+        }
+    }
+    *cur = None;
+    let bytes = DeviceCircuit::bytes_for(cc);
+    let res = match slot.alloc.reserve(bytes, "circuit") {
+        Ok(r) => r,
+        Err(Error::OutOfDeviceMemory { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let t = Instant::now();
+    let dc = match DeviceCircuit::upload(&slot.dev, cc, Some(&Arena::over(&res))) {
+        Ok(dc) => dc,
+        Err(Error::OutOfDeviceMemory { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    res.note_allocated(bytes);
+    log::info!(
+        "GPU {}: compiled circuit resident ({:.2} GB: {} rows, non-zeros A {} B {} C {}) in {:.2} s",
+        slot.dev.ordinal(),
+        bytes as f64 / 1e9,
+        cc.layout.num_constraints(),
+        cc.a.nnz(),
+        cc.b.nnz(),
+        cc.c.nnz(),
+        t.elapsed().as_secs_f64()
+    );
+    let r = Arc::new(ResidentCircuit {
+        cc: cc.clone(),
+        dc,
+        _reservation: res,
+    });
+    *cur = Some(r.clone());
+    Ok(Some(r))
 }
 
 /// Uploads the parameters to the device if this plan reserved them, or returns those already
@@ -359,16 +507,29 @@ fn stage(stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Res
 /// [`Error::OutOfDeviceMemory`] only when nothing but the resident parameters is reserved.
 /// (Two workers under a 16 GiB cap at 2^27: the first holds the partial tier's 14.95 GiB, the
 /// second waits for it instead of failing.)
+///
+/// A resident compiled circuit yields to the partition: when, with nothing else reserved, no
+/// tier fits or only streaming does (whose CPU H step the GPU SpMV cannot feed), the circuit is
+/// let go and the partition planned again.
 fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Plan> {
     loop {
-        let resident = slot
-            .resident
-            .lock()
-            .map_err(|_| Error::internal("resident lock poisoned"))?
-            .as_ref()
-            .map_or(0, |r| r._reservation.bytes());
-        if slot.alloc.reserved_bytes() <= resident {
-            return slot.alloc.plan(shape, opts);
+        if slot.alloc.reserved_bytes() <= slot.kept_bytes()? {
+            let r = slot.alloc.plan(shape, opts);
+            let poor = match &r {
+                Err(Error::OutOfDeviceMemory { .. }) => true,
+                Ok(p) => p.tier.kind() == TierKind::Streaming,
+                Err(_) => false,
+            };
+            if poor && slot.drop_circuit()? {
+                log::info!(
+                    "GPU {}: resident circuit let go to plan a 2^{} partition",
+                    slot.dev.ordinal(),
+                    shape.domain_log2
+                );
+                drop(r);
+                continue;
+            }
+            return r;
         }
         match slot
             .alloc
@@ -461,11 +622,18 @@ impl PinnedParams {
     }
 }
 
-/// Runs one partition on one device under `plan`.
+/// Runs one partition of `shape` on one device under `plan`. With `spmv` (the compiled path,
+/// a, b, c not yet computed), only z is uploaded and a, b, c are computed and checked on the
+/// device ([`Error::Synthesis`] for a failing constraint, before any MSM); aux then stays on the
+/// device for the MSMs. The caller checked that the plan's working memory holds the three
+/// domain buffers and [`spmv_work_bytes`].
+#[allow(clippy::too_many_arguments)]
 fn run_on(
     slot: &Slot,
     mut plan: Plan,
+    shape: &PartitionShape,
     asg: &mut Assignment,
+    spmv: Option<&DeviceCircuit>,
     srs: &Srs,
     ctx: &mut PartitionCtx<'_>,
     attempt: &Attempt<'_>,
@@ -476,13 +644,12 @@ fn run_on(
     let arena = Arena::over(&plan.work);
     let _deadline = stage_deadline("upload", timeout);
     let p = Some(ctx.partition);
-    let shape = shape_of(asg, srs)?;
     let resident = if plan.tier.kind() == TierKind::Resident {
         resident_for(slot, srs, &mut plan)?
     } else {
         None
     };
-    let n = 1usize << asg.domain_log2();
+    let n = 1usize << shape.domain_log2;
     let stream = dev.stream()?;
 
     // ---- H polynomial. When the plan's working memory holds three domain buffers (3·n·32 B;
@@ -497,15 +664,32 @@ fn run_on(
     let mut dh = dev.alloc_in::<Fr>(Some(&arena), n)?;
     let gpu_ntt = 3 * 32 * n as u64 <= plan.work.bytes();
     let mut dbc = None;
+    // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
+    let mut dz = None;
     let mut t = Instant::now();
     if gpu_ntt {
         let mut db = dev.alloc_in::<Fr>(Some(&arena), n)?;
         let mut dc = dev.alloc_in::<Fr>(Some(&arena), n)?;
         plan.work.note_allocated(3 * 32 * n as u64);
-        stage(&stream, &mut dh, &asg.a)?;
-        stage(&stream, &mut db, &asg.b)?;
-        stage(&stream, &mut dc, &asg.c)?;
+        if spmv.is_some() {
+            let up = |v: &[Fr]| -> Result<DeviceBuffer<Fr>> {
+                let _pin = pinned_registry().pin_slice(v);
+                upload_in(dev, &arena, v)
+            };
+            let (din, daux) = (up(&asg.input)?, up(&asg.aux)?);
+            plan.work
+                .note_allocated(32 * (din.len() + daux.len()) as u64);
+            dz = Some((din, daux));
+        } else {
+            stage(&stream, &mut dh, &asg.a)?;
+            stage(&stream, &mut db, &asg.b)?;
+            stage(&stream, &mut dc, &asg.c)?;
+        }
         dbc = Some((db, dc));
+    } else if spmv.is_some() {
+        return Err(Error::internal(
+            "GPU SpMV planned without room for the H step's buffers",
+        ));
     } else {
         plan.work.note_allocated(32 * n as u64);
         let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
@@ -520,6 +704,29 @@ fn run_on(
     ctx.reporter
         .report(ctx.timings, p, Stage::Wait, section.waited());
     if let Some((mut db, mut dc)) = dbc {
+        if let (Some(dcirc), Some((din, daux))) = (spmv, &dz) {
+            let _deadline = stage_deadline("spmv", timeout);
+            let t = Instant::now();
+            dcirc.evaluate(
+                &stream,
+                din.as_slice(),
+                daux.as_slice(),
+                [&mut dh, &mut db, &mut dc],
+            )?;
+            let rows = dcirc.rows();
+            let bad = r1cs_check(
+                &stream,
+                Some(&arena),
+                dh.slice(..rows)?,
+                db.slice(..rows)?,
+                dc.slice(..rows)?,
+            )?;
+            ctx.reporter
+                .report(ctx.timings, p, Stage::Spmv, t.elapsed());
+            if let Some(j) = bad {
+                return Err(super::unsatisfied(ctx.partition, j, rows));
+            }
+        }
         let _deadline = stage_deadline("ntt", timeout);
         let t = Instant::now();
         ntt::h_step(
@@ -563,13 +770,24 @@ fn run_on(
     let aux_g1_bases: [&[G1Affine]; 3] = [&srs.l, &srs.a, &srs.b_g1];
     let mut g1 = [G1Projective::identity(); 3];
     let (h, b_g2);
+    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B.
+    let mut daux_kept = dz.map(|(din, daux)| {
+        drop(din);
+        daux
+    });
     if let Some(r) = &resident {
-        let t = Instant::now();
-        let daux = {
-            let _pin = pinned_registry().pin_slice(&asg.aux);
-            upload_in(dev, &arena, &asg.aux)?
+        let daux = match daux_kept.take() {
+            Some(d) => d,
+            None => {
+                let t = Instant::now();
+                let d = {
+                    let _pin = pinned_registry().pin_slice(&asg.aux);
+                    upload_in(dev, &arena, &asg.aux)?
+                };
+                rep.report(tm, p, Stage::Transfer, t.elapsed());
+                d
+            }
         };
-        rep.report(tm, p, Stage::Transfer, t.elapsed());
         let t = Instant::now();
         h = ws.msm_g1(
             Points::Device(r.h.slice(0..n - 1)?),
@@ -618,19 +836,26 @@ fn run_on(
         waited += w;
         rep.report(tm, p, Stage::MsmH, t.elapsed());
         drop(dh);
-        // aux takes the room h leaves: the plan has no other bytes for it.
+        // aux takes the room h leaves (or, uploaded for the GPU SpMV, the room of the freed
+        // b/c buffers): the plan has no other bytes for it.
         if asg.aux.len() > n {
             return Err(Error::internal(format!(
                 "{} aux variables exceed the {n}-point domain the plan budgeted them in",
                 asg.aux.len()
             )));
         }
-        let t = Instant::now();
-        let daux = {
-            let _pin = pinned_registry().pin_slice(&asg.aux);
-            upload_in(dev, &arena, &asg.aux)?
+        let daux = match daux_kept.take() {
+            Some(d) => d,
+            None => {
+                let t = Instant::now();
+                let d = {
+                    let _pin = pinned_registry().pin_slice(&asg.aux);
+                    upload_in(dev, &arena, &asg.aux)?
+                };
+                rep.report(tm, p, Stage::Transfer, t.elapsed());
+                d
+            }
         };
-        rep.report(tm, p, Stage::Transfer, t.elapsed());
         for (k, &(offset, density, stage)) in aux_g1.iter().enumerate() {
             let t = Instant::now();
             let (sum, w) = streamed_msm(
@@ -689,19 +914,19 @@ fn run_on(
     })
 }
 
-impl Backend for GpuBackend {
-    fn name(&self) -> &'static str {
-        "gpu"
-    }
-
-    fn compute(
+impl GpuBackend {
+    /// Runs one partition through the scheduler; `asg` comes back whatever happened. With
+    /// `compiled`, `asg` may hold only the witness (see [`GpuJob`]).
+    fn submit(
         &self,
         asg: &mut Assignment,
+        compiled: Option<Arc<CompiledCircuit>>,
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
         let job = Arc::new(GpuJob {
             asg: Mutex::new(std::mem::take(asg)),
+            compiled: compiled.clone(),
             srs: srs.clone(),
             reporter: ctx.reporter.clone(),
             partition: ctx.partition,
@@ -736,16 +961,85 @@ impl Backend for GpuBackend {
                 ctx.tier = Some(out.tier);
                 Ok(out.msm)
             }
-            Err(err) if self.allow_cpu => {
+            // An unsatisfied witness is not the device's fault: no fallback.
+            Err(err) if self.allow_cpu && !matches!(err, Error::Synthesis { .. }) => {
                 log::warn!(
                     "partition {}: GPU failed ({err}); CPU fallback allowed: proving on the CPU",
                     ctx.partition
                 );
+                if let Some(cc) = compiled.filter(|_| asg.a.is_empty()) {
+                    let w = Witness {
+                        input: std::mem::take(&mut asg.input),
+                        aux: std::mem::take(&mut asg.aux),
+                    };
+                    *asg =
+                        ctx.reporter
+                            .time(ctx.timings, Some(ctx.partition), Stage::Spmv, || {
+                                cc.evaluate(w)
+                            })?;
+                    super::check_satisfied(asg, ctx.partition)?;
+                }
                 let r = CpuBackend.compute(asg, srs, ctx)?;
                 ctx.tier = Some("cpu-fallback".into());
                 Ok(r)
             }
             Err(err) => Err(err),
         }
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn compute(
+        &self,
+        asg: &mut Assignment,
+        srs: &Arc<Srs>,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<MsmResults> {
+        self.submit(asg, None, srs, ctx)
+    }
+
+    /// The compiled path on the device: only z (inputs ‖ aux) is uploaded; a, b, c = A·z, B·z,
+    /// C·z are computed by the GPU SpMV into the H step's buffers from the circuit's matrices,
+    /// kept resident on the device while they fit beside the plans, and checked there
+    /// (a∘b = c) before any MSM. When the matrices or z do not fit, the worker runs the CPU
+    /// SpMV and check instead (logged; tier reported as `<tier>+cpu-spmv`, else
+    /// `<tier>+spmv`).
+    ///
+    /// # Errors
+    /// As [`Backend::compute`]; [`Error::Synthesis`] naming the first failing constraint;
+    /// [`Error::Internal`] for a witness of the wrong size.
+    fn compute_compiled(
+        &self,
+        w: Witness,
+        cc: &Arc<CompiledCircuit>,
+        srs: &Arc<Srs>,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<MsmResults> {
+        let l = &cc.layout;
+        if w.input.len() != l.num_inputs() || w.aux.len() != l.num_aux() {
+            return Err(Error::Internal(format!(
+                "witness of {} inputs and {} aux for a circuit of {} and {}",
+                w.input.len(),
+                w.aux.len(),
+                l.num_inputs(),
+                l.num_aux()
+            )));
+        }
+        if cc.layout.num_constraints() == 0 {
+            return Err(Error::InvalidInput("a circuit without constraints".into()));
+        }
+        let mut asg = Assignment {
+            input: w.input,
+            aux: w.aux,
+            a_aux_density: cc.a_aux_density.clone(),
+            b_input_density: cc.b_input_density.clone(),
+            b_aux_density: cc.b_aux_density.clone(),
+            ..Default::default()
+        };
+        self.submit(&mut asg, Some(cc.clone()), srs, ctx)
     }
 }

@@ -206,13 +206,16 @@ pub fn check_satisfied(asg: &Assignment, partition: usize) -> Result<()> {
         .position_first(|((a, b), c)| *a * b != *c);
     match bad {
         None => Ok(()),
-        Some(j) => Err(Error::Synthesis {
-            partition,
-            message: format!(
-                "the C1 output does not satisfy the circuit (constraint {j} of {})",
-                asg.a.len()
-            ),
-        }),
+        Some(j) => Err(unsatisfied(partition, j, asg.a.len())),
+    }
+}
+
+/// The error of an R1CS check that found constraint `j` of `n` unsatisfied in `partition` (the
+/// CPU check [`check_satisfied`] and the GPU backend's device check word it alike).
+pub fn unsatisfied(partition: usize, j: usize, n: usize) -> Error {
+    Error::Synthesis {
+        partition,
+        message: format!("the C1 output does not satisfy the circuit (constraint {j} of {n})"),
     }
 }
 
