@@ -16,6 +16,7 @@
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
 //! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
+//! | `CUZK_GPU_SPMV` | `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 //! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 
 use std::path::PathBuf;
@@ -72,6 +73,9 @@ pub struct EngineConfig {
     pub allow_cpu_fallback: bool,
     /// Where compiled circuits are cached ([`crate::circuit::cache`]).
     pub circuit_cache: CircuitCache,
+    /// GPU backend, compiled path: compute a, b, c on the CPU even when the matrices fit on the
+    /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
+    pub cpu_spmv_only: bool,
     /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
     /// fails with a timeout fault and the device is retired (`None`: [`DEFAULT_STAGE_TIMEOUT`]).
     pub stage_timeout: Option<Duration>,
@@ -177,6 +181,9 @@ impl EngineConfig {
         }
         if let Some(v) = var("CUZK_ALLOW_CPU") {
             c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
+        }
+        if let Some(v) = var("CUZK_GPU_SPMV") {
+            c.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
         if let Some(v) = var("CUZK_CIRCUIT_CACHE") {
             c.circuit_cache = match v.trim() {

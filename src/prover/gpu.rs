@@ -148,6 +148,8 @@ impl Slot {
 struct GpuJob {
     asg: Mutex<Assignment>,
     compiled: Option<Arc<CompiledCircuit>>,
+    /// Whether a, b, c may be computed on the device (`EngineConfig::gpu_spmv`).
+    gpu_spmv: bool,
     srs: Arc<Srs>,
     reporter: Reporter,
     partition: usize,
@@ -174,6 +176,7 @@ struct GpuExecutor {
 pub struct GpuBackend {
     scheduler: Scheduler<GpuExecutor>,
     allow_cpu: bool,
+    gpu_spmv: bool,
 }
 
 impl GpuBackend {
@@ -238,6 +241,7 @@ impl GpuBackend {
         Ok(GpuBackend {
             scheduler,
             allow_cpu: config.allow_cpu_fallback,
+            gpu_spmv: !config.cpu_spmv_only,
         })
     }
 }
@@ -299,7 +303,9 @@ impl PartitionExecutor for GpuExecutor {
         if let Some(cc) = pending {
             let need = h_step_bytes(shape.domain_log2, 3)
                 + spmv_work_bytes(asg.input.len() as u64, asg.aux.len() as u64);
-            let why = if need > plan.work.bytes() {
+            let why = if !job.gpu_spmv {
+                "CUZK_GPU_SPMV=0".to_string()
+            } else if need > plan.work.bytes() {
                 format!(
                     "z and the H step need {} of the plan's {}",
                     crate::gpu::alloc::fmt_gib(need),
@@ -927,6 +933,7 @@ impl GpuBackend {
         let job = Arc::new(GpuJob {
             asg: Mutex::new(std::mem::take(asg)),
             compiled: compiled.clone(),
+            gpu_spmv: self.gpu_spmv,
             srs: srs.clone(),
             reporter: ctx.reporter.clone(),
             partition: ctx.partition,
