@@ -8,11 +8,13 @@
 #   scale    32 GiB-shaped partitions (2^27): 1 vs 2 workers with parameters resident, then the
 #            two-worker scenario (16 GiB cap, 5 proofs of 10 partitions at concurrency 3)
 #   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
+#   gputests the GPU unit tests of `core` without its benches
 #   fixtures both real fixtures made there, side by side, into /tmp/fx2 and /tmp/fx8 (~5 min)
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
-#            CUZK_SYNTHESIS=reference and compiled, and the synthesis bench
+#            CUZK_SYNTHESIS=reference, compiled, and compiled with CUZK_GPU_SPMV=0, and the
+#            synthesis bench (SYNTH_SIZES="2KiB" for one size)
 #   alloc    the allocator on the device: gpu_alloc (MSM workspaces within their planned arena, 2^27),
 #            then a 2^27 synthetic partition on every tier and under a 16 GiB cap (batch exits 4 if a
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
@@ -75,10 +77,10 @@ fixtures)
   wait
   ;;
 synth)
-  for sz in 2KiB 8MiB; do
+  for sz in ${SYNTH_SIZES:-2KiB 8MiB}; do
     fx=/tmp/fx${sz:0:1}
     export CUZK_FIXTURE_DIR=$fx CUZK_CIRCUIT_CACHE=/tmp/cuzk-circuits
-    CUZK_TEST_SECTOR_SIZE=$sz CUZK_TEST_BOTH_PATHS=1 t cc_$sz timeout 400 $F/compiled_circuit --test-threads=1 --nocapture
+    RUST_LOG=info CUZK_TEST_SECTOR_SIZE=$sz CUZK_TEST_BOTH_PATHS=1 t cc_$sz timeout 400 $F/compiled_circuit --test-threads=1 --nocapture
     CUZK_TEST_SECTOR_SIZE=$sz CUZK_TEST_PROOFS=20 t gpu_prove_$sz timeout 240 $F/gpu_prove --nocapture
     CUZK_SYNTHESIS=reference t prove_ref_$sz timeout 120 $F/prove --sector-size $sz --backend gpu --repeat 4
     t prove_cc_$sz timeout 120 $F/prove --sector-size $sz --backend gpu --repeat 4
@@ -95,6 +97,12 @@ alloc)
     --phase name=alloc-partial,vram=partial,w=1,c=1,j=1,p=2 \
     --phase name=alloc-streaming,vram=streaming,w=1,c=1,j=1,p=2 \
     --phase name=alloc-cap16,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+gputests)
+  t gpu_field timeout 40 $F/gpu_field --test-threads=1
+  t gpu_ntt timeout 90 $F/gpu_ntt --test-threads=1
+  t gpu_curve timeout 30 $F/gpu_curve
+  t gpu_msm timeout 90 $F/gpu_msm --test-threads=3
   ;;
 spmv)
   # /tmp/fx2 is the `real` block's 2 KiB fixture; the test makes it (~2.5 min) when missing.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cuzk::circuit::{CoeffTable, Csr};
-use cuzk::fixture::{default_fixture_dir, ensure_2kib_fixture};
+use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
 use cuzk::gpu::alloc::Arena;
 use cuzk::gpu::device::{Device, DeviceBuffer};
 use cuzk::gpu::layout::circuit_device_bytes;

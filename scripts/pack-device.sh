@@ -1,0 +1,19 @@
+#!/bin/bash
+# Packs the binaries scripts/device-run.sh runs into $F (default .dev/final), stripped and gzipped,
+# from a build made here (see the header of device-run.sh for the cargo commands). Each test and
+# bench binary is the newest target/release/deps/<name>-<hash> executable.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+F=${F:-.dev/final}
+rm -rf "$F"; mkdir -p "$F"
+newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
+pack() { local src=$1 name=$2; [ -x "$src" ] || { echo "missing $name ($src)" >&2; exit 1; }
+  strip -o "$F/$name" "$src"; gzip -f "$F/$name"; }
+for t in gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc gpu_spmv compiled_circuit; do
+  pack "$(newest $t)" $t
+done
+pack "$(newest ntt)" bench_ntt
+pack "$(newest msm)" msm
+pack "$(newest synthesis)" synthesis
+for e in batch prove make_fixture; do pack target/release/examples/$e $e; done
+du -sh "$F"; ls -la "$F"
