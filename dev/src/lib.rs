@@ -1,6 +1,9 @@
 //! # cuzk-dev — test and bench tooling of cuzk, never part of a release build
 //!
 //! - [`c1gen`]: real-shape C1 outputs (`SealCommitPhase1Output`) without sealing a sector.
+//! - [`paramgen`]: Groth16 test parameters (`.params`, `.vk`) for a compiled circuit, on the CPU
+//!   or (feature `cuda`) the GPU.
 #![deny(missing_docs)]
 
 pub mod c1gen;
+pub mod paramgen;
