@@ -141,7 +141,13 @@ mod tests {
         let t1 = FixedBaseTable::new(g1);
         let t2 = FixedBaseTable::new(g2);
         let mut scalars: Vec<Fr> = (0..100).map(|_| Fr::random(&mut rng)).collect();
-        scalars.extend([Fr::ZERO, Fr::ONE, -Fr::ONE, Fr::from(65535), Fr::from(65536)]);
+        scalars.extend([
+            Fr::ZERO,
+            Fr::ONE,
+            -Fr::ONE,
+            Fr::from(65535),
+            Fr::from(65536),
+        ]);
         let mut o1 = vec![0u8; scalars.len() * 96];
         let mut o2 = vec![0u8; scalars.len() * 192];
         g1_encoded(&t1, &scalars, &mut o1);

@@ -175,16 +175,16 @@ impl FixedBase for Gpu {
 fn backend(device: Device, t: &Toxic) -> Result<Box<dyn FixedBase>> {
     match device {
         Device::Cpu => {
-            let (g1, g2) = rayon::join(
-                || FixedBaseTable::new(t.g1),
-                || FixedBaseTable::new(t.g2),
-            );
+            let (g1, g2) = rayon::join(|| FixedBaseTable::new(t.g1), || FixedBaseTable::new(t.g2));
             Ok(Box::new(Cpu { g1, g2 }))
         }
         #[cfg(feature = "cuda")]
-        Device::Gpu => Ok(Box::new(Gpu(cuzk::gpu::fixed_base::FixedBase::new(
-            0, &t.g1, &t.g2,
-        )?))),
+        Device::Gpu => {
+            let dev = cuzk::gpu::device::Device::get(0)?;
+            Ok(Box::new(Gpu(cuzk::gpu::fixed_base::FixedBase::new(
+                &dev, &t.g1, &t.g2,
+            )?)))
+        }
         #[cfg(not(feature = "cuda"))]
         Device::Gpu => bail!("the GPU path needs a build with --features cuda"),
     }
@@ -396,15 +396,40 @@ pub fn generate_params(
         log::info!("paramgen: L ({na} points) in {:.1} s", rep.secs[3]);
 
         let t0 = Instant::now();
-        write_query(w, rep.a, 96, var_chunks, |k| nonzero(&q.u, k), |s, o| fb.g1(s, o))?;
+        write_query(
+            w,
+            rep.a,
+            96,
+            var_chunks,
+            |k| nonzero(&q.u, k),
+            |s, o| fb.g1(s, o),
+        )?;
         rep.secs[4] = t0.elapsed().as_secs_f64();
         log::info!("paramgen: A ({} points) in {:.1} s", rep.a, rep.secs[4]);
 
         let t0 = Instant::now();
-        write_query(w, rep.b, 96, var_chunks, |k| nonzero(&q.v, k), |s, o| fb.g1(s, o))?;
-        write_query(w, rep.b, 192, var_chunks, |k| nonzero(&q.v, k), |s, o| fb.g2(s, o))?;
+        write_query(
+            w,
+            rep.b,
+            96,
+            var_chunks,
+            |k| nonzero(&q.v, k),
+            |s, o| fb.g1(s, o),
+        )?;
+        write_query(
+            w,
+            rep.b,
+            192,
+            var_chunks,
+            |k| nonzero(&q.v, k),
+            |s, o| fb.g2(s, o),
+        )?;
         rep.secs[5] = t0.elapsed().as_secs_f64();
-        log::info!("paramgen: B ({} points, G1 and G2) in {:.1} s", rep.b, rep.secs[5]);
+        log::info!(
+            "paramgen: B ({} points, G1 and G2) in {:.1} s",
+            rep.b,
+            rep.secs[5]
+        );
         Ok(())
     })?;
     write_atomic(vk_path, |w| Ok(w.write_all(&vk)?))?;
