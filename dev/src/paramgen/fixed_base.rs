@@ -32,7 +32,8 @@ where
 {
     /// Builds the table of `base` (16 windows × 65,535 points: 100 MB for G1, 200 MB for G2).
     pub fn new(base: G) -> Self {
-        let mut projective = vec![G::identity(); WINDOWS * DIGITS];
+        let mut projective = Vec::new();
+        projective.resize(WINDOWS * DIGITS, G::identity());
         // Window bases 2^(16k)·G, then each window's multiples in parallel.
         let mut bases = Vec::with_capacity(WINDOWS);
         let mut b = base;
@@ -130,6 +131,7 @@ pub fn encode_g1_affine(points: &[G1Affine], out: &mut [u8]) {
 mod tests {
     use super::*;
     use ff::Field;
+    use group::Group;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
