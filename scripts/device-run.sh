@@ -11,6 +11,11 @@
 #   alloc    the allocator on the device: gpu_alloc (MSM workspaces within their planned arena, 2^27),
 #            then a 2^27 synthetic partition on every tier and under a 16 GiB cap (batch exits 4 if a
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
+#   params   Groth16 test parameters on the GPU: gpu_fixed_base (GPU == blstrs), then
+#            `cuzk gen-params --device gpu` for 2 KiB with the fixture's seed == the bellperson
+#            fixture made there (cmp), then 32 GiB (time, peak RSS; files in /tmp/p32, 44 GiB:
+#            one size at a time on the device's 64 GiB disk). Binaries: gpu_fixed_base (test),
+#            cuzk (cargo build --release -p cuzk-cli --features cuda), make_fixture.
 # Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
 #   cargo test --release --features cuda --no-run      # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc
@@ -68,6 +73,19 @@ alloc)
     --phase name=alloc-partial,vram=partial,w=1,c=1,j=1,p=2 \
     --phase name=alloc-streaming,vram=streaming,w=1,c=1,j=1,p=2 \
     --phase name=alloc-cap16,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+params)
+  SEED2K=63757a6b20324b694220666978747572652067726f7468313620706172616d73  # fixture PARAMS_RNG_SEED
+  CUZK_FIXED_BASE_N=200000 t gpu_fixed_base timeout 120 $F/gpu_fixed_base --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 timeout 300 $F/make_fixture --sector-size 2KiB
+  RUST_LOG=info t genparams2 timeout 120 /usr/bin/time -v $F/cuzk gen-params --sector-size 2KiB \
+    --seed $SEED2K --device gpu /tmp/gp2
+  for f in /tmp/fx2/params/*; do cmp "$f" "/tmp/gp2/$(basename "$f")" && echo "IDENTICAL $(basename "$f")"; done \
+    2>&1 | tee -a "$S"
+  rm -rf /tmp/gp2
+  RUST_LOG=info t genparams32 timeout 590 /usr/bin/time -v $F/cuzk gen-params --sector-size 32GiB \
+    --seed bench-32g --device gpu /tmp/p32
+  grep -E "parameters in|Maximum resident|Elapsed" "$OUT/genparams32.log" | tee -a "$S"
   ;;
 *) echo "unknown block $block" | tee -a "$S" ;;
 esac; done
