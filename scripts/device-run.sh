@@ -20,6 +20,11 @@
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
 #   spmv     GPU SpMV == CPU SpMV (gpu_spmv: random matrices and edge cases for every scheme, the
 #            real 2 KiB compiled circuit, the device R1CS check); the 2 KiB fixture is made if missing
+#   params   Groth16 test parameters on the GPU: gpu_fixed_base (GPU == blstrs), then
+#            `cuzk gen-params --device gpu` for 2 KiB with the fixture's seed == the bellperson
+#            fixture made there (cmp), then 32 GiB (time, peak RSS; files in /tmp/p32, 44 GiB:
+#            one size at a time on the device's 64 GiB disk). Binaries: gpu_fixed_base (test),
+#            cuzk (cargo build --release -p cuzk-cli --features cuda), make_fixture.
 # Binaries are built on a machine with cargo (here: no cargo on the device machine):
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
 #   cargo test --release --features cuda,test-hooks --no-run   # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc gpu_spmv
@@ -107,6 +112,19 @@ gputests)
 spmv)
   # /tmp/fx2 is the `real` block's 2 KiB fixture; the test makes it (~2.5 min) when missing.
   CUZK_FIXTURE_DIR=/tmp/fx2 RUST_LOG=info t gpu_spmv timeout 420 $F/gpu_spmv --test-threads=1 --nocapture
+  ;;
+params)
+  SEED2K=63757a6b20324b694220666978747572652067726f7468313620706172616d73  # fixture PARAMS_RNG_SEED
+  CUZK_FIXED_BASE_N=200000 t gpu_fixed_base timeout 120 $F/gpu_fixed_base --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 timeout 300 $F/make_fixture --sector-size 2KiB
+  RUST_LOG=info t genparams2 timeout 120 /usr/bin/time -v $F/cuzk gen-params --sector-size 2KiB \
+    --seed $SEED2K --device gpu /tmp/gp2
+  for f in /tmp/fx2/params/*; do cmp "$f" "/tmp/gp2/$(basename "$f")" && echo "IDENTICAL $(basename "$f")"; done \
+    2>&1 | tee -a "$S"
+  rm -rf /tmp/gp2
+  [ -n "${PARAMS_32G:-}" ] && RUST_LOG=info t genparams32 timeout 590 /usr/bin/time -v $F/cuzk gen-params --sector-size 32GiB \
+    --seed bench-32g --device gpu /tmp/p32
+  [ -n "${PARAMS_32G:-}" ] && grep -E "parameters in|Maximum resident|Elapsed" "$OUT/genparams32.log" | tee -a "$S"
   ;;
 *) echo "unknown block $block" | tee -a "$S" ;;
 esac; done

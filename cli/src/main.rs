@@ -11,12 +11,12 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cuzk::c1::hex;
 use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProveOptions};
-use cuzk_dev::c1gen;
+use cuzk_dev::{c1gen, paramgen};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::SectorId;
 
 const EXIT_CODES: &str = "\
-Exit codes: 0 success; 2 bad command line; 3 not implemented yet; otherwise the library's
+Exit codes: 0 success; 2 bad command line; otherwise the library's
 status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 100:
   10 malformed input (100)       11 invalid input (101)        12 invalid prover id (102)
   13 unsupported proof (103)     14 invalid configuration (104)
@@ -26,9 +26,6 @@ status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 10
   50 synthesis failed (500)      51 verification failed (501; also: verify_seal rejected the
                                     proof, or could not read it, e.g. bytes that are not points)
   90 I/O error (900)             91 panic (901)                92 internal error (902)";
-
-/// Exit status of "not implemented yet".
-const EXIT_NOT_IMPLEMENTED: u8 = 3;
 
 #[derive(Parser)]
 #[command(
@@ -55,7 +52,8 @@ enum Command {
     /// c1.json, c1-wrapper.json and meta.json into DIR.
     #[command(name = "gen-c1", after_help = EXIT_CODES)]
     GenC1(GenC1Args),
-    /// Generate Groth16 test parameters for a sector size (not implemented yet).
+    /// Generate Groth16 test parameters (insecure: the seed gives the toxic waste) for a sector
+    /// size's PoRep circuit; writes the v28 .params, .vk and .meta files into DIR.
     #[command(name = "gen-params", after_help = EXIT_CODES)]
     GenParams(GenParamsArgs),
 }
@@ -124,11 +122,22 @@ struct GenParamsArgs {
     /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long)]
     sector_size: String,
-    /// Seed of the (test, insecure) toxic waste.
+    /// Seed of the (test, insecure) toxic waste: 64 hex digits are the ChaCha20 seed itself
+    /// (the 2 KiB fixture's: 63757a6b20324b694220666978747572652067726f7468313620706172616d73,
+    /// cuzk::fixture::PARAMS_RNG_SEED), any other text is hashed into one.
     #[arg(long)]
     seed: String,
-    /// Output directory of the .params / .vk files.
+    /// Where the fixed-base multiplications run (gpu needs a build with --features cuda).
+    #[arg(long, value_enum, default_value = "cpu")]
+    device: DeviceArg,
+    /// Output directory of the .params / .vk / .meta files (created if needed).
     dir: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DeviceArg {
+    Cpu,
+    Gpu,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -144,7 +153,6 @@ enum Failure {
     /// filecoin-proofs' `verify_seal` returned false, or an error for proof bytes it cannot read
     /// (e.g. not curve points): exit status 51, as for a proof that fails self-verification.
     Rejected(String),
-    NotImplemented(String),
 }
 
 impl From<Error> for Failure {
@@ -180,10 +188,6 @@ fn main() -> ExitCode {
             ExitCode::from(exit_status(
                 Error::VerificationFailed { partition: 0 }.code(),
             ))
-        }
-        Err(Failure::NotImplemented(m)) => {
-            eprintln!("cuzk: {m}");
-            ExitCode::from(EXIT_NOT_IMPLEMENTED)
         }
     }
 }
@@ -397,15 +401,43 @@ fn gen_c1(a: GenC1Args) -> Result<(), Failure> {
 }
 
 fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
-    c1gen::proof_type_for_size(&a.sector_size).map_err(|e| Error::InvalidConfig {
-        name: "--sector-size".into(),
-        value: a.sector_size.clone(),
-        reason: format!("{e:#}"),
-    })?;
-    let _ = (&a.seed, &a.dir);
-    Err(Failure::NotImplemented(
-        "gen-params: not implemented yet (issue 11: GPU parameter generation)".into(),
-    ))
+    let registered_proof =
+        c1gen::proof_type_for_size(&a.sector_size).map_err(|e| Error::InvalidConfig {
+            name: "--sector-size".into(),
+            value: a.sector_size.clone(),
+            reason: format!("{e:#}"),
+        })?;
+    let device = match a.device {
+        DeviceArg::Cpu => paramgen::Device::Cpu,
+        DeviceArg::Gpu => paramgen::Device::Gpu,
+    };
+    let t = Instant::now();
+    let files = paramgen::generate_porep(
+        registered_proof,
+        paramgen::seed_from_str(&a.seed),
+        &a.dir,
+        device,
+    )
+    .map_err(|e| Error::Internal(format!("gen-params: {e:#}")))?;
+    eprintln!(
+        "{registered_proof:?}: parameters in {:.1} s (circuit {:.1} s; {}), peak RSS {}\n  {}\n  {}\n  {}",
+        t.elapsed().as_secs_f64(),
+        files.compile_secs,
+        files.report,
+        peak_rss().map_or_else(|| "unknown".into(), |b| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)),
+        files.params.display(),
+        files.vk.display(),
+        files.meta.display()
+    );
+    Ok(())
+}
+
+/// Peak resident set size of this process (`VmHWM`, Linux), in bytes.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 #[cfg(test)]
@@ -419,7 +451,7 @@ mod tests {
         ];
         let s: std::collections::BTreeSet<u8> = codes.iter().map(|&c| exit_status(c)).collect();
         assert_eq!(s.len(), codes.len());
-        assert!(!s.contains(&0) && !s.contains(&2) && !s.contains(&EXIT_NOT_IMPLEMENTED));
+        assert!(!s.contains(&0) && !s.contains(&2));
         assert_eq!(exit_status(501), 51);
     }
 

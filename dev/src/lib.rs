@@ -3,7 +3,10 @@
 //! - [`c1gen`]: real-shape C1 outputs (`SealCommitPhase1Output`) without sealing a sector.
 //! - [`fixture`]: the deterministic 2 KiB / 8 MiB PoRep fixtures (a sealed sector's C1 output
 //!   and Groth16 test parameters) that the examples and tests prove.
+//! - [`paramgen`]: Groth16 test parameters (`.params`, `.vk`) for a compiled circuit, on the CPU
+//!   or (feature `cuda`) the GPU.
 #![deny(missing_docs)]
 
 pub mod c1gen;
 pub mod fixture;
+pub mod paramgen;

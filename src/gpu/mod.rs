@@ -13,6 +13,8 @@ pub mod pinned;
 #[cfg(feature = "cuda")]
 pub mod device;
 #[cfg(feature = "cuda")]
+pub mod fixed_base;
+#[cfg(feature = "cuda")]
 pub mod hostmem;
 #[cfg(feature = "cuda")]
 pub mod msm;
