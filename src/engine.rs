@@ -62,6 +62,31 @@ pub struct C2Output {
 type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
 type ParamSlot = Slot<Srs>;
 
+/// The value of `key` in `map`, made by `load` on first use. Concurrent callers of one key wait
+/// for the first; a failed load is not kept (a later call tries again).
+fn once_per_key<T>(
+    map: &Mutex<HashMap<PathBuf, Slot<T>>>,
+    key: &Path,
+    what: &str,
+    load: impl FnOnce() -> Result<T>,
+) -> Result<Arc<T>> {
+    let slot = {
+        let mut map = map
+            .lock()
+            .map_err(|_| Error::Internal(format!("{what} cache poisoned")))?;
+        map.entry(key.to_path_buf()).or_default().clone()
+    };
+    let mut slot = slot
+        .lock()
+        .map_err(|_| Error::Internal(format!("{what} slot poisoned")))?;
+    if let Some(v) = slot.as_ref() {
+        return Ok(v.clone());
+    }
+    let v = Arc::new(load()?);
+    *slot = Some(v.clone());
+    Ok(v)
+}
+
 /// A prover engine: keeps loaded Groth16 parameters (one handle per proof type, reused by every
 /// later call) and the backends. Thread-safe: share it behind an `Arc` and call
 /// [`Engine::prove_porep_c2`] from many threads.
@@ -151,26 +176,17 @@ impl Engine {
     /// names both files) or from the digest check (names the file). A failed load is not
     /// cached: a later call tries again (e.g. after the file was fetched).
     pub fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
-        let slot = {
-            let mut map = self
-                .params
-                .lock()
-                .map_err(|_| Error::internal("parameter cache poisoned"))?;
-            map.entry(path.to_path_buf()).or_default().clone()
-        };
-        let mut slot = slot
-            .lock()
-            .map_err(|_| Error::internal("parameter slot poisoned"))?;
-        if let Some(srs) = slot.as_ref() {
-            return Ok(srs.clone());
-        }
+        once_per_key(&self.params, path, "parameter", || self.read_params(path))
+    }
+
+    fn read_params(&self, path: &Path) -> Result<Srs> {
         let t = Instant::now();
         let vk_path = path.with_extension("vk");
         if self.config.verify_production_params {
             crate::digest::check_official(path)?;
             crate::digest::check_official(&vk_path)?;
         }
-        let srs = Arc::new(Srs::load_with_vk(path, &vk_path)?);
+        let srs = Srs::load_with_vk(path, &vk_path)?;
         log::info!(
             "loaded parameters {} ({:.2} GB) in {:.2} s",
             path.display(),
@@ -178,7 +194,6 @@ impl Engine {
             t.elapsed().as_secs_f64()
         );
         self.budget.add_params(srs.size_bytes());
-        *slot = Some(srs.clone());
         Ok(srs)
     }
 
@@ -193,19 +208,16 @@ impl Engine {
         params_path: &Path,
         pp: &circuit::porep::PublicParams<Tree>,
     ) -> Result<Arc<CompiledCircuit>> {
-        let slot = {
-            let mut map = self
-                .circuits
-                .lock()
-                .map_err(|_| Error::internal("circuit cache poisoned"))?;
-            map.entry(params_path.to_path_buf()).or_default().clone()
-        };
-        let mut slot = slot
-            .lock()
-            .map_err(|_| Error::internal("circuit slot poisoned"))?;
-        if let Some(cc) = slot.as_ref() {
-            return Ok(cc.clone());
-        }
+        once_per_key(&self.circuits, params_path, "circuit", || {
+            self.read_circuit(params_path, pp)
+        })
+    }
+
+    fn read_circuit<Tree: 'static + MerkleTreeTrait>(
+        &self,
+        params_path: &Path,
+        pp: &circuit::porep::PublicParams<Tree>,
+    ) -> Result<CompiledCircuit> {
         let file = params_path
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
@@ -238,8 +250,6 @@ impl Engine {
             dir.map(|d| format!(" (cache {})", d.display()))
                 .unwrap_or_default()
         );
-        let cc = Arc::new(cc);
-        *slot = Some(cc.clone());
         Ok(cc)
     }
 

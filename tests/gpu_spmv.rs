@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cuzk::circuit::{CoeffTable, Csr};
-use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
 use cuzk::gpu::alloc::Arena;
 use cuzk::gpu::device::{Device, DeviceBuffer};
 use cuzk::gpu::layout::circuit_device_bytes;
 use cuzk::gpu::spmv::{r1cs_check, spmv, DeviceCircuit, DeviceCsr, Scheme};
 use cuzk::{Backend, Engine, EngineConfig, Synthesis, Timings};
+use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
 use ff::Field;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;

@@ -124,7 +124,7 @@ struct GenParamsArgs {
     sector_size: String,
     /// Seed of the (test, insecure) toxic waste: 64 hex digits are the ChaCha20 seed itself
     /// (the 2 KiB fixture's: 63757a6b20324b694220666978747572652067726f7468313620706172616d73,
-    /// cuzk::fixture::PARAMS_RNG_SEED), any other text is hashed into one.
+    /// cuzk_dev::fixture::PARAMS_RNG_SEED), any other text is hashed into one.
     #[arg(long)]
     seed: String,
     /// Where the fixed-base multiplications run (gpu needs a build with --features cuda).

@@ -65,9 +65,9 @@ fn gen_params_rejects_unknown_sizes() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// The 2 KiB fixture's parameter seed (`cuzk::fixture::PARAMS_RNG_SEED`) in hex.
+/// The 2 KiB fixture's parameter seed (`cuzk_dev::fixture::PARAMS_RNG_SEED`) in hex.
 fn fixture_seed_hex() -> String {
-    cuzk::fixture::PARAMS_RNG_SEED
+    cuzk_dev::fixture::PARAMS_RNG_SEED
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
@@ -76,14 +76,11 @@ fn fixture_seed_hex() -> String {
 /// `cuzk gen-params` with the fixture's seed writes the fixture's (bellperson-generated)
 /// `.params`, `.vk` and `.meta` files byte for byte. `CUZK_GEN_PARAMS_DEVICE=gpu` runs the
 /// fixed-base multiplications on the GPU (a `--features cuda` build). Ignored by default: about
-/// 5 minutes on 2 cores (1.1 GB written); skipped (passes with a message) without the fixture.
+/// 5 minutes on 2 cores (1.1 GB written); the fixture is built first when missing.
 #[test]
 #[ignore = "about 5 minutes on 2 cores; run with --ignored"]
 fn gen_params_2kib_equals_the_fixture() {
-    let Some(params) = fixture_params() else {
-        eprintln!("SKIPPED: no 2 KiB fixture (fixture.json) in ~/.cache/cuzk/fixture-2kib-v1");
-        return;
-    };
+    let params = fixture_params();
     let device = std::env::var("CUZK_GEN_PARAMS_DEVICE").unwrap_or_else(|_| "cpu".into());
     let d = tmp_dir("gen-params-2kib");
     let out = cuzk(&[
