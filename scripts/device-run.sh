@@ -8,6 +8,7 @@
 #   scale    32 GiB-shaped partitions (2^27): 1 vs 2 workers with parameters resident, then the
 #            two-worker scenario (16 GiB cap, 5 proofs of 10 partitions at concurrency 3)
 #   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
+#   scaling32 witness of a real-shape 32 GiB partition on 16 and 1 threads (cuzk gen-c1 + synth_scaling)
 #   gputests the GPU unit tests of `core` without its benches
 #   fixtures both real fixtures made there, side by side, into /tmp/fx2 and /tmp/fx8 (~5 min)
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
@@ -102,6 +103,14 @@ alloc)
     --phase name=alloc-partial,vram=partial,w=1,c=1,j=1,p=2 \
     --phase name=alloc-streaming,vram=streaming,w=1,c=1,j=1,p=2 \
     --phase name=alloc-cap16,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+scaling32)
+  # A real-shape 32 GiB C1 (no sealing), then synthesis of its partition 0 on 16 and 1 threads
+  # (no parameter file needed). Binaries: cuzk, synth_scaling (cargo build --release --example
+  # synth_scaling).
+  t genc1_32 $F/cuzk gen-c1 --sector-size 32GiB --seed scaling-1 /tmp/c32
+  CUZK_CIRCUIT_CACHE=/tmp/cc32 FIL_PROOFS_PARAMETER_CACHE=/tmp/none t scaling32 timeout 300 \
+    $F/synth_scaling /tmp/c32/c1.json 1 1000 16 1
   ;;
 gputests)
   t gpu_field timeout 40 $F/gpu_field --test-threads=1

@@ -15,6 +15,6 @@ done
 pack "$(newest ntt)" bench_ntt
 pack "$(newest msm)" msm
 pack "$(newest synthesis)" synthesis
-for e in batch prove make_fixture; do pack target/release/examples/$e $e; done
+for e in batch prove make_fixture synth_scaling; do pack target/release/examples/$e $e; done
 pack target/release/cuzk cuzk
 du -sh "$F"; ls -la "$F"
