@@ -20,7 +20,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sector: u64 = args[1].parse()?;
     let prover = cuzk::c1::prover_id_from_actor_id(args[2].trim_start_matches("f0").parse()?);
     let threads: Vec<usize> = if args.len() > 3 {
-        args[3..].iter().map(|t| t.parse()).collect::<Result<_, _>>()?
+        args[3..]
+            .iter()
+            .map(|t| t.parse())
+            .collect::<Result<_, _>>()?
     } else {
         vec![16, 1]
     };

@@ -123,6 +123,12 @@ typedef enum cuzk_stage_t {
     CUZK_STAGE_VERIFY = 12,
     // The whole call.
     CUZK_STAGE_TOTAL = 13,
+    // Loading (or recording) the compiled circuit.
+    CUZK_STAGE_COMPILE = 14,
+    // Witness generation of one partition (part of `SYNTHESIS`).
+    CUZK_STAGE_WITNESS = 15,
+    // a, b, c by sparse matrix-vector products (part of `SYNTHESIS`).
+    CUZK_STAGE_SPMV = 16,
 } cuzk_stage_t;
 
 // An engine: loaded parameters and workers, reused by every proof made with it. Opaque; created

@@ -31,7 +31,7 @@
 #   cargo test --release --features cuda,test-hooks --no-run   # gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_alloc gpu_spmv
 #                                                    # (test-hooks: the test kernels of gpu_field, bench_ntt)
 #   cargo bench --features cuda,test-hooks --no-run    # ntt msm
-#   cargo build --release --features cuda --examples   # batch prove make_fixture
+#   cargo build --release --features cuda,test-hooks --examples   # batch prove make_fixture synth_scaling
 #   cargo bench --features cuda --no-run --bench synthesis  # synthesis (CPU; same binary kind)
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.
 F=${F:-.dev/final}; OUT=${OUT:-/tmp/cuzk-out}; mkdir -p "$OUT"; S=$OUT/summary.txt

@@ -103,6 +103,7 @@ pub trait MemInfo: Send + Sync {
     fn mem_get_info(&self, device: usize) -> Result<(u64, u64)>;
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 #[derive(Clone, Debug)]
 struct FakeDevice {
     free: u64,
@@ -111,6 +112,7 @@ struct FakeDevice {
     sticky: bool,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 /// A [`MemInfo`] for tests: per-device `(free, total)` figures that a test can change at any
 /// time, with simulated `cuMemAlloc`/`cuMemFree` ([`FakeMemInfo::allocate`],
 /// [`FakeMemInfo::release`]) and injected driver failures. Counts its calls so tests can check
@@ -121,6 +123,7 @@ pub struct FakeMemInfo {
     calls: AtomicU64,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 impl FakeMemInfo {
     /// One fake device per `(free, total)` pair, ordinals 0, 1, ….
     pub fn new(devices: &[(u64, u64)]) -> Self {
@@ -215,6 +218,7 @@ impl FakeMemInfo {
     }
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 impl MemInfo for FakeMemInfo {
     fn mem_get_info(&self, device: usize) -> Result<(u64, u64)> {
         self.calls.fetch_add(1, Ordering::SeqCst);

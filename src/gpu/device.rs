@@ -1393,6 +1393,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     }
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 /// Safe launchers for the test kernels of `cuda/test_kernels.cu` (used by tests/gpu_field.rs
 /// and benches/ntt.rs; not part of the prover).
 #[doc(hidden)]

@@ -1158,6 +1158,7 @@ pub fn msm_g2(
     MsmWorkspace::new(dev)?.msm_g2(points, scalars, None)
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 /// Point operations exposed for `tests/gpu_curve.rs` (kernel `cuzk_curve_test_g1` / `_g2`): each
 /// runs the device formulas of `cuda/curve.cuh` on affine inputs and returns Jacobian results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1174,6 +1175,7 @@ pub enum CurveOp {
     MixedDouble = 4,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 /// Runs `op` element-wise on `a` and `b` (same length) on `dev`; synchronous.
 ///
 /// Errors: [`Error::InvalidInput`] when the lengths differ, [`Error::Cuda`] /

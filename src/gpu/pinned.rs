@@ -33,9 +33,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+#[cfg(any(test, feature = "test-hooks"))]
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+#[cfg(any(test, feature = "test-hooks"))]
+use crate::error::Error;
+use crate::error::Result;
 
 /// Default host page size in bytes (4 KiB) used to detect ranges that share pages.
 pub const PAGE_SIZE: usize = 4096;
@@ -45,13 +48,13 @@ pub trait HostPinner: Send + Sync {
     /// Page-locks `len` bytes at address `ptr` for DMA (`cuMemHostRegister`, portable).
     ///
     /// # Errors
-    /// [`Error::Cuda`] with the driver's message (712 when already registered, 2 when out of
+    /// [`crate::Error::Cuda`] with the driver's message (712 when already registered, 2 when out of
     /// memory or over the memlock limit).
     fn register(&self, ptr: usize, len: usize) -> Result<()>;
     /// Releases the registration that starts at `ptr` (`cuMemHostUnregister`).
     ///
     /// # Errors
-    /// [`Error::Cuda`] (713 when `ptr` is not registered).
+    /// [`crate::Error::Cuda`] (713 when `ptr` is not registered).
     fn unregister(&self, ptr: usize) -> Result<()>;
 }
 
@@ -460,6 +463,7 @@ impl Drop for PinGuard {
     }
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 /// One call made to a [`FakePinner`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PinCall {
@@ -477,6 +481,7 @@ pub enum PinCall {
     },
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 #[derive(Debug, Default)]
 struct FakePinState {
     live: BTreeMap<usize, usize>,
@@ -487,6 +492,7 @@ struct FakePinState {
     max_live: usize,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 /// A [`HostPinner`] for tests: records every call, keeps the set of registered ranges, fails
 /// like the driver does — `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (712)` when a range shares
 /// a page with a registered one, `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED (713)` for an unknown
@@ -499,12 +505,14 @@ pub struct FakePinner {
     delay: Duration,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 impl Default for FakePinner {
     fn default() -> Self {
         FakePinner::new()
     }
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 impl FakePinner {
     /// A fake with [`PAGE_SIZE`] pages and no delay.
     pub fn new() -> Self {
@@ -572,6 +580,7 @@ impl FakePinner {
     }
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 impl HostPinner for FakePinner {
     fn register(&self, ptr: usize, len: usize) -> Result<()> {
         let err = |m: &str| Error::Cuda {
