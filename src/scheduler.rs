@@ -249,23 +249,16 @@ impl fmt::Debug for Attempt<'_> {
     }
 }
 
+/// A tier as a small number for an atomic (0 = none), by its place in [`TierKind::ALL`].
 fn tier_code(t: TierKind) -> u8 {
-    match t {
-        TierKind::Resident => 1,
-        TierKind::FullStaging => 2,
-        TierKind::Partial => 3,
-        TierKind::Streaming => 4,
-    }
+    TierKind::ALL
+        .iter()
+        .position(|&k| k == t)
+        .map_or(0, |i| i as u8 + 1)
 }
 
 fn tier_from_code(c: u8) -> Option<TierKind> {
-    match c {
-        1 => Some(TierKind::Resident),
-        2 => Some(TierKind::FullStaging),
-        3 => Some(TierKind::Partial),
-        4 => Some(TierKind::Streaming),
-        _ => None,
-    }
+    TierKind::ALL.get(usize::from(c).checked_sub(1)?).copied()
 }
 
 impl<'a> Attempt<'a> {

@@ -566,12 +566,8 @@ impl TierKind {
 
     /// The next kind to try after this one, `None` after `Streaming`.
     pub fn lower(self) -> Option<TierKind> {
-        match self {
-            TierKind::Resident => Some(TierKind::FullStaging),
-            TierKind::FullStaging => Some(TierKind::Partial),
-            TierKind::Partial => Some(TierKind::Streaming),
-            TierKind::Streaming => None,
-        }
+        let i = TierKind::ALL.iter().position(|&k| k == self)?;
+        TierKind::ALL.get(i + 1).copied()
     }
 
     /// Stable short name: `resident`, `full-staging`, `partial`, `streaming`.
