@@ -330,15 +330,8 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool> {
 /// # Errors
 /// A human-readable reason when the text is not a size.
 pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let num: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size like 16GiB"))?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+    let (num, unit) = number_and_unit(text, "a size like 16GiB")?;
+    let mult: f64 = match unit.as_str() {
         "" | "b" => 1.0,
         "k" | "kib" => 1024.0,
         "m" | "mib" => 1024.0 * 1024.0,
@@ -361,21 +354,25 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     Ok(v as u64)
 }
 
+/// Splits `12.5GiB` into (12.5, "gib"): the leading decimal number and the lower-cased unit.
+fn number_and_unit(text: &str, what: &str) -> std::result::Result<(f64, String), String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num: f64 = num.parse().map_err(|_| format!("{text:?} is not {what}"))?;
+    Ok((num, unit.trim().to_ascii_lowercase()))
+}
+
 /// Parses a duration above zero: a number with a unit `ms`, `s`, `m`/`min` or `h`
 /// (`600s`, `10m`, `1.5h`, `500ms`); a plain number is seconds.
 ///
 /// # Errors
 /// A human-readable reason when the text is not such a duration.
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let num: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 600s"))?;
-    let secs = match unit.trim().to_ascii_lowercase().as_str() {
+    let (num, unit) = number_and_unit(text, "a duration like 600s")?;
+    let secs = match unit.as_str() {
         "ms" => num / 1e3,
         "" | "s" | "sec" => num,
         "m" | "min" => num * 60.0,

@@ -334,15 +334,12 @@ impl Engine {
         timings: &mut Timings,
     ) -> Result<Assignment> {
         let reporter = Reporter::new(None);
-        let prover_id = c1::prover_id(prover_id)?;
-        let input = c1::parse(c1_output)?;
-        c1::validate(&input, sector_id, &prover_id)?;
-        let proof_type = input.output.registered_proof;
+        let output = checked_c1(c1_output, sector_id, prover_id)?;
         filecoin_proofs::with_shape!(
-            u64::from(proof_type.sector_size()),
+            u64::from(output.registered_proof.sector_size()),
             synthesize_shape,
             self,
-            input.output,
+            output,
             partition,
             synthesis,
             &reporter,
@@ -364,15 +361,12 @@ impl Engine {
     ) -> Result<Arc<CompiledCircuit>> {
         let reporter = Reporter::new(None);
         let mut timings = Timings::default();
-        let prover_id = c1::prover_id(prover_id)?;
-        let input = c1::parse(c1_output)?;
-        c1::validate(&input, sector_id, &prover_id)?;
-        let proof_type = input.output.registered_proof;
+        let output = checked_c1(c1_output, sector_id, prover_id)?;
         filecoin_proofs::with_shape!(
-            u64::from(proof_type.sector_size()),
+            u64::from(output.registered_proof.sector_size()),
             circuit_shape,
             self,
-            input.output,
+            output,
             &reporter,
             &mut timings,
         )
@@ -499,6 +493,19 @@ fn prepare<Tree: 'static + MerkleTreeTrait>(
         params_path,
         pub_params,
     })
+}
+
+/// The C1 output after the input checks of [`Engine::prove_porep_c2`] (prover id, JSON,
+/// sector and proof type), for the calls that stop before proving.
+fn checked_c1(
+    c1_output: &[u8],
+    sector_id: u64,
+    prover_id: &[u8],
+) -> Result<filecoin_proofs_api::seal::SealCommitPhase1Output> {
+    let prover_id = c1::prover_id(prover_id)?;
+    let input = c1::parse(c1_output)?;
+    c1::validate(&input, sector_id, &prover_id)?;
+    Ok(input.output)
 }
 
 fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
