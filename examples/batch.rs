@@ -677,6 +677,7 @@ fn run_partition(
             timings: &mut t,
             device: None,
             tier: None,
+            host_top_up: None,
         };
         CpuBackend.compute(&mut copy, srs, &mut ctx)
     });
@@ -687,6 +688,7 @@ fn run_partition(
         timings: &mut timings,
         device: None,
         tier: None,
+        host_top_up: None,
     };
     let t = Instant::now();
     let r = backend.compute(asg, srs, &mut ctx);
@@ -1224,6 +1226,7 @@ fn real_main() -> Result<ExitCode, Error> {
                 timings: &mut t,
                 device: None,
                 tier: None,
+                host_top_up: None,
             };
             let t0 = Instant::now();
             CpuBackend.compute(&mut a, &srs, &mut ctx)?;

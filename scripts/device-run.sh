@@ -21,6 +21,13 @@
 #            partition's arena high-water mark exceeds its plan or the driver's use exceeds the cap)
 #   spmv     GPU SpMV == CPU SpMV (gpu_spmv: random matrices and edge cases for every scheme, the
 #            real 2 KiB compiled circuit, the device R1CS check); the 2 KiB fixture is made if missing
+#   e2e-start  scripts/e2e.sh $E2E_STEPS (default "32GiB:5") started detached (setsid) from copies
+#            of the binaries and the script in /tmp/e2e-bin, so that it runs on across calls; then
+#   e2e-wait   waits until it has ended or $E2E_WAIT seconds (default 560) have passed, and copies
+#            /tmp/e2e's summary and logs into $OUT (issue the next e2e-wait call at once: the
+#            machine goes back 30 s after a call). The 32/64 GiB run: `E2E_STEPS="32GiB:5 64GiB:3
+#            tests" scripts/device-run.sh e2e-start e2e-wait`, then `scripts/device-run.sh
+#            e2e-wait` until summary.txt shows the last step.
 #   params   Groth16 test parameters on the GPU: gpu_fixed_base (GPU == blstrs), then
 #            `cuzk gen-params --device gpu` for 2 KiB with the fixture's seed == the bellperson
 #            fixture made there (cmp), then 32 GiB (time, peak RSS; files in /tmp/p32, 44 GiB:
@@ -111,6 +118,21 @@ scaling32)
   t genc1_32 $F/cuzk gen-c1 --sector-size 32GiB --seed scaling-1 /tmp/c32
   CUZK_CIRCUIT_CACHE=/tmp/cc32 FIL_PROOFS_PARAMETER_CACHE=/tmp/none t scaling32 timeout 300 \
     $F/synth_scaling /tmp/c32/c1.json 1 1000 16 1
+  ;;
+e2e-start)
+  rm -rf /tmp/e2e-bin; mkdir -p /tmp/e2e-bin /tmp/e2e; rm -f /tmp/e2e/done; cp "$F"/* scripts/e2e.sh /tmp/e2e-bin/
+  F=/tmp/e2e-bin setsid nohup bash /tmp/e2e-bin/e2e.sh ${E2E_STEPS:-32GiB:5} \
+    > /tmp/e2e/driver.log 2>&1 < /dev/null &
+  echo "e2e started: ${E2E_STEPS:-32GiB:5}" | tee -a "$S"
+  ;;
+e2e-wait)
+  w0=$(date +%s)
+  while [ ! -e /tmp/e2e/done ] && [ $(( $(date +%s) - w0 )) -lt "${E2E_WAIT:-560}" ]; do sleep 5; done
+  [ -e /tmp/e2e/done ] && echo "e2e ended" | tee -a "$S" || echo "e2e still running" | tee -a "$S"
+  cp /tmp/e2e/summary.txt /tmp/e2e/driver.log "$OUT/" 2>/dev/null
+  for d in /tmp/e2e/*/; do n=$(basename "$d"); [ "$n" = "*" ] && continue
+    for l in "$d"*.log; do [ -e "$l" ] && { echo "=== $l"; tail -n 300 "$l"; }; done > "$OUT/$n.txt"; done
+  cat /tmp/e2e/summary.txt
   ;;
 gputests)
   t gpu_field timeout 40 $F/gpu_field --test-threads=1

@@ -17,4 +17,6 @@ pack "$(newest msm)" msm
 pack "$(newest synthesis)" synthesis
 for e in batch prove make_fixture synth_scaling; do pack target/release/examples/$e $e; done
 pack target/release/cuzk cuzk
+# The SupraSeal anchor (bench-anchors/supraseal, built into this target dir), when built.
+[ -x target/release/supraseal-anchor ] && pack target/release/supraseal-anchor supraseal-anchor
 du -sh "$F"; ls -la "$F"

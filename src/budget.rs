@@ -8,7 +8,7 @@
 //! [`Error::OutOfHostMemory`] up front; with the machine's own figure the engine runs one
 //! partition at a time instead (logged), since that figure is an estimate.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::error::{Error, Result};
 
@@ -66,7 +66,7 @@ impl HostBudget {
         self.limit
     }
 
-    /// Counts `bytes` of loaded parameters (kept for the engine's life).
+    /// Counts `bytes` kept for the engine's life (loaded parameters, compiled circuits).
     pub fn add_params(&self, bytes: u64) {
         if let Ok(mut s) = self.state.lock() {
             s.params += bytes;
@@ -133,6 +133,76 @@ impl HostBudget {
     }
 }
 
+/// Bytes a partition may still need in host memory beyond its [`Permit`]: a, b, c of a compiled
+/// partition whose permit counted only its witness (the GPU SpMV was expected), taken when a
+/// GPU worker or a CPU fallback computes them on the host after all ([`HostTopUp::take`]).
+#[derive(Clone, Debug)]
+pub struct HostTopUp {
+    /// The engine's budget.
+    pub budget: Arc<HostBudget>,
+    /// Bytes of the host-side a, b, c (3 · 32 B per constraint).
+    pub bytes: u64,
+}
+
+impl HostTopUp {
+    /// Takes [`HostTopUp::bytes`] from the budget now, without waiting (a GPU worker must not
+    /// wait for memory that partitions queued for it hold). Under a caller's limit that cannot
+    /// give them, [`Error::OutOfHostMemory`]; under the machine's own estimate, a warning and
+    /// `None` (the partition proceeds: that figure is an estimate).
+    ///
+    /// # Errors
+    /// As above, for partition `partition`.
+    pub fn take(&self, partition: usize) -> Result<Option<Extra>> {
+        let b = &self.budget;
+        let mut s = b
+            .state
+            .lock()
+            .map_err(|_| Error::internal("host budget lock poisoned"))?;
+        match b.limit {
+            Some(limit) if s.params + s.partitions + self.bytes > limit => {
+                let needed = s.params + s.partitions + self.bytes;
+                drop(s);
+                if b.strict {
+                    return Err(Error::OutOfHostMemory {
+                        needed,
+                        budget: limit,
+                    });
+                }
+                log::warn!(
+                    "host memory: partition {partition} computes a, b, c on the host ({:.1} GB) \
+                     beyond the budget's {:.1} GB",
+                    self.bytes as f64 / 1e9,
+                    limit as f64 / 1e9
+                );
+                Ok(None)
+            }
+            _ => {
+                s.partitions += self.bytes;
+                Ok(Some(Extra {
+                    budget: self.budget.clone(),
+                    bytes: self.bytes,
+                }))
+            }
+        }
+    }
+}
+
+/// Bytes taken by [`HostTopUp::take`]; returned when dropped.
+#[derive(Debug)]
+pub struct Extra {
+    budget: Arc<HostBudget>,
+    bytes: u64,
+}
+
+impl Drop for Extra {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.budget.state.lock() {
+            s.partitions -= self.bytes;
+        }
+        self.budget.freed.notify_all();
+    }
+}
+
 /// `MemAvailable` of /proc/meminfo, in bytes (Linux), if readable.
 fn available_host_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -145,7 +215,6 @@ fn available_host_memory() -> Option<u64> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     #[test]
     fn a_strict_limit_that_cannot_hold_one_partition_is_an_error_up_front() {
@@ -162,6 +231,48 @@ mod tests {
             .code()
         );
         assert!(e.to_string().contains("101"), "{e}");
+    }
+
+    #[test]
+    fn a_top_up_is_taken_without_waiting_and_given_back() {
+        let b = Arc::new(HostBudget::new(Some(10)));
+        b.add_params(3);
+        let p = b.acquire(2).unwrap();
+        let up = HostTopUp {
+            budget: b.clone(),
+            bytes: 4,
+        };
+        let extra = up.take(0).unwrap().expect("4 of the 5 bytes left");
+        assert_eq!(b.used(), (3, 6));
+        // 1 byte left: a strict limit says so with a typed error, at once.
+        let e = up.take(1).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::OutOfHostMemory {
+                    needed: 13,
+                    budget: 10
+                }
+            ),
+            "{e}"
+        );
+        drop(extra);
+        drop(p);
+        assert_eq!(b.used(), (3, 0));
+        // The machine's own estimate: over it, a warning and no hold.
+        let loose = Arc::new(HostBudget {
+            limit: Some(10),
+            strict: false,
+            state: Mutex::new(State::default()),
+            freed: Condvar::new(),
+        });
+        loose.add_params(9);
+        let up = HostTopUp {
+            budget: loose.clone(),
+            bytes: 4,
+        };
+        assert!(up.take(0).unwrap().is_none());
+        assert_eq!(loose.used(), (9, 0));
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub struct Engine {
     config: EngineConfig,
     params: Mutex<HashMap<PathBuf, ParamSlot>>,
     /// Host memory: loaded parameters and partitions in flight, across all calls.
-    budget: HostBudget,
+    budget: Arc<HostBudget>,
     /// Compiled circuits, keyed by their parameter file (one per proof type).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     cpu: CpuBackend,
@@ -127,7 +127,7 @@ impl Engine {
             },
         };
         Ok(Arc::new(Engine {
-            budget: HostBudget::new(config.host_memory_limit),
+            budget: Arc::new(HostBudget::new(config.host_memory_limit)),
             config,
             params: Mutex::new(HashMap::new()),
             circuits: Mutex::new(HashMap::new()),
@@ -250,6 +250,8 @@ impl Engine {
             dir.map(|d| format!(" (cache {})", d.display()))
                 .unwrap_or_default()
         );
+        // Kept for the engine's life, like the parameters (~5.8 GB for 32 GiB).
+        self.budget.add_params(cc.matrix_bytes());
         Ok(cc)
     }
 
@@ -378,9 +380,12 @@ impl Engine {
     }
 }
 
-/// Estimated host bytes one partition needs while it is proved (assignment a, b, c, aux,
-/// density and the H vector: ≈ 170 B per constraint): 32 GiB → ~22 GB, 2 KiB → ~0.5 GB.
-pub fn partition_host_bytes(sector_size: u64) -> u64 {
+/// Estimated host bytes one partition needs while it is proved, per constraint:
+/// [`HOST_BYTES_ABC`] when a, b, c are in host memory (assignment a, b, c, aux, densities and
+/// the H vector), [`HOST_BYTES_WITNESS`] when only the witness z is (the compiled circuit with
+/// the GPU SpMV: 32 B of z per variable, densities, the walk's temporaries). 32 GiB: ~22 GB
+/// resp. ~5.2 GB; 2 KiB: ~0.46 GB resp. ~0.11 GB.
+pub fn partition_host_bytes(sector_size: u64, abc_on_host: bool) -> u64 {
     let constraints: u64 = match sector_size {
         s if s >= 64 << 30 => 131_000_000,
         s if s >= 32 << 30 => 130_300_000,
@@ -388,8 +393,18 @@ pub fn partition_host_bytes(sector_size: u64) -> u64 {
         s if s >= 8 << 20 => 3_900_000,
         _ => 2_700_000,
     };
-    constraints * 170
+    constraints
+        * if abc_on_host {
+            HOST_BYTES_ABC
+        } else {
+            HOST_BYTES_WITNESS
+        }
 }
+
+/// Host bytes per constraint of a partition with a, b, c in host memory.
+pub const HOST_BYTES_ABC: u64 = 170;
+/// Host bytes per constraint of a partition whose a, b, c are computed on the device.
+pub const HOST_BYTES_WITNESS: u64 = 40;
 
 #[cfg(feature = "cuda")]
 fn gpu_backend(config: &EngineConfig) -> Result<Arc<dyn Backend>> {
@@ -610,7 +625,17 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     };
 
     let partitions = vanilla.len();
-    let need = partition_host_bytes(u64::from(proof_type.sector_size()));
+    // The permit of a partition counts a, b, c only where they will be in host memory; if the
+    // GPU SpMV cannot run after all, its worker takes the difference (`HostTopUp`).
+    let sector_bytes = u64::from(proof_type.sector_size());
+    let abc_on_host = compiled
+        .as_ref()
+        .map_or(true, |cc| engine.backend().abc_on_host(cc));
+    let need = partition_host_bytes(sector_bytes, abc_on_host);
+    let host_top_up = (!abc_on_host).then(|| crate::budget::HostTopUp {
+        budget: engine.budget.clone(),
+        bytes: partition_host_bytes(sector_bytes, true) - need,
+    });
     let workers = engine.budget.fits(need)?.clamp(1, partitions);
     let next = AtomicUsize::new(0);
     type Slot = Option<Result<([u8; PROOF_BYTES], PartitionReport, Timings)>>;
@@ -649,6 +674,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     timings: &mut t,
                     device: None,
                     tier: None,
+                    host_top_up: host_top_up.clone(),
                 };
                 msm = backend.compute(&mut asg, &srs, &mut ctx)?;
                 (device, tier) = (ctx.device, ctx.tier.take());
@@ -669,6 +695,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     timings: &mut t,
                     device: None,
                     tier: None,
+                    host_top_up: host_top_up.clone(),
                 };
                 msm = backend.compute_compiled(w, cc, &srs, &mut ctx)?;
                 (device, tier) = (ctx.device, ctx.tier.take());
@@ -781,4 +808,18 @@ pub fn prove_porep_c2(
         }
     };
     engine.prove_porep_c2(c1_output, sector_id, prover_id, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_estimates_count_a_b_c_only_when_they_are_on_the_host() {
+        let gib32 = 32u64 << 30;
+        assert_eq!(partition_host_bytes(gib32, true), 130_300_000 * 170);
+        assert_eq!(partition_host_bytes(gib32, false), 130_300_000 * 40);
+        // z alone (32 B per variable, 130.17 M aux at 32 GiB) fits the witness-only figure.
+        assert!(partition_host_bytes(gib32, false) > 130_169_893 * 32 + (512 << 20));
+    }
 }

@@ -88,6 +88,15 @@ struct ProveArgs {
     /// gpu (default: $CUZK_BACKEND, else auto).
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
+    /// Prove the C1 output this many times on one engine (parameters and compiled circuit
+    /// loaded once), each proof checked with verify_seal: the first proof runs alone (the cold
+    /// one), then the rest --jobs at a time (the steady state).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+    /// Proofs in flight at once with --repeat (they share the engine's devices and host-memory
+    /// budget).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: u32,
 }
 
 #[derive(Args)]
@@ -305,36 +314,118 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
     }
     let engine = Engine::new(config)?;
     let partitions = c1.registered_proof.partitions();
+    let (repeat, jobs) = (a.repeat as usize, a.jobs.min(a.repeat) as usize);
     eprintln!(
-        "proving {:?}, sector {sector}, {partitions} partition(s) on {}; comm_r {}",
+        "proving {:?}, sector {sector}, {partitions} partition(s) on {}{}; comm_r {}",
         c1.registered_proof,
         engine.backend_name(),
+        if repeat > 1 {
+            format!(", {repeat} proofs, {jobs} in flight")
+        } else {
+            String::new()
+        },
         hex(&c1.comm_r)
     );
     let start = Instant::now();
-    let mut options = ProveOptions::from_env()?;
-    options.progress = Some(Arc::new(move |ev: &ProgressEvent| {
-        let who = ev
-            .partition
-            .map_or_else(|| "call".to_string(), |p| format!("partition {p}"));
+    let base = ProveOptions::from_env()?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    // (proof index, start, end, proof bytes) of every finished proof.
+    let done: std::sync::Mutex<Vec<(usize, f64, f64, Vec<u8>)>> = Default::default();
+    let one = |i: usize| -> Result<(), Failure> {
+        let who = if repeat > 1 {
+            format!("proof {i} ")
+        } else {
+            String::new()
+        };
+        let mut options = base.clone();
+        let tag = who.clone();
+        // (stage, seconds, of a partition?) of every event, for the per-stage line at the end.
+        let stages: Arc<std::sync::Mutex<Vec<(&'static str, f64, bool)>>> = Default::default();
+        let seen = stages.clone();
+        options.progress = Some(Arc::new(move |ev: &ProgressEvent| {
+            if let Ok(mut v) = seen.lock() {
+                v.push((
+                    ev.stage.name(),
+                    ev.elapsed.as_secs_f64(),
+                    ev.partition.is_some(),
+                ));
+            }
+            let part = ev
+                .partition
+                .map_or_else(|| "call".to_string(), |p| format!("partition {p}"));
+            eprintln!(
+                "[{:8.2} s] {tag}{part}: {} {:.3} s",
+                start.elapsed().as_secs_f64(),
+                ev.stage.name(),
+                ev.elapsed.as_secs_f64()
+            );
+        }));
+        let t0 = start.elapsed().as_secs_f64();
+        let out = engine.prove_porep_c2(&bytes, sector, &prover_id, &options)?;
+        let t1 = start.elapsed().as_secs_f64();
         eprintln!(
-            "[{:8.2} s] {who}: {} {:.3} s",
-            start.elapsed().as_secs_f64(),
-            ev.stage.name(),
-            ev.elapsed.as_secs_f64()
+            "{who}proof: {} bytes ({} partitions) in {:.3} s",
+            out.proof.len(),
+            out.partitions.len(),
+            t1 - t0
         );
-    }));
-    let out = engine.prove_porep_c2(&bytes, sector, &prover_id, &options)?;
-    eprintln!(
-        "proof: {} bytes ({} partitions) in {:.3} s",
-        out.proof.len(),
-        out.partitions.len(),
-        start.elapsed().as_secs_f64()
-    );
-    verify_seal(&c1, sector, prover_id, &out.proof)?;
+        if let Ok(v) = stages.lock() {
+            eprintln!("{who}stages: {}", stage_line(&v));
+        }
+        verify_seal(&c1, sector, prover_id, &out.proof)?;
+        if let Ok(mut d) = done.lock() {
+            d.push((i, t0, t1, out.proof));
+        }
+        Ok(())
+    };
+    // The first proof alone (the cold one: parameters and compiled circuit loaded), then the
+    // rest `jobs` at a time.
+    one(0)?;
+    next.store(1, std::sync::atomic::Ordering::SeqCst);
+    let failure: std::sync::Mutex<Option<Failure>> = Default::default();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= repeat || failure.lock().map_or(true, |f| f.is_some()) {
+                    break;
+                }
+                if let Err(e) = one(i) {
+                    if let Ok(mut f) = failure.lock() {
+                        f.get_or_insert(e);
+                    }
+                    break;
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    let mut done = done.into_inner().unwrap_or_default();
+    done.sort_by(|x, y| x.0.cmp(&y.0));
+    if repeat > 1 {
+        let ends: Vec<f64> = {
+            let mut e: Vec<f64> = done.iter().map(|d| d.2).collect();
+            e.sort_by(f64::total_cmp);
+            e
+        };
+        let per: Vec<String> = done.iter().map(|d| format!("{:.2}", d.2 - d.1)).collect();
+        eprintln!(
+            "{repeat} proofs, {jobs} in flight: {:.2} s in all; per proof (start to end) {} s; \
+             steady state (after the first proof) {:.2} s per proof; peak RSS {}",
+            ends[ends.len() - 1],
+            per.join(" "),
+            (ends[ends.len() - 1] - ends[0]) / (repeat - 1) as f64,
+            peak_rss_text()
+        );
+    } else {
+        eprintln!("peak RSS {}", peak_rss_text());
+    }
+    let proof = &done.first().ok_or_else(|| Error::internal("no proof"))?.3;
     match &a.out {
-        Some(path) => write_file(path, &out.proof)?,
-        None => println!("{}", hex(&out.proof)),
+        Some(path) => write_file(path, proof)?,
+        None => println!("{}", hex(proof)),
     }
     Ok(())
 }
@@ -424,12 +515,54 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
         t.elapsed().as_secs_f64(),
         files.compile_secs,
         files.report,
-        peak_rss().map_or_else(|| "unknown".into(), |b| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)),
+        peak_rss_text(),
         files.params.display(),
         files.vk.display(),
         files.meta.display()
     );
     Ok(())
+}
+
+/// One line of per-stage times from progress events `(stage, seconds, of a partition?)`, stages
+/// in the order they first occur: a call-level stage as its seconds, a partition-level one as
+/// "mean × partitions (max)" (the partitions run concurrently, so these are not wall times).
+fn stage_line(events: &[(&'static str, f64, bool)]) -> String {
+    let mut order: Vec<(&'static str, bool)> = Vec::new();
+    for &(name, _, part) in events {
+        if !order.contains(&(name, part)) {
+            order.push((name, part));
+        }
+    }
+    order
+        .iter()
+        .map(|&(name, part)| {
+            let v: Vec<f64> = events
+                .iter()
+                .filter(|e| e.0 == name && e.2 == part)
+                .map(|e| e.1)
+                .collect();
+            let sum: f64 = v.iter().sum();
+            if part {
+                let max = v.iter().copied().fold(0.0, f64::max);
+                format!(
+                    "{name} {:.3} s × {} (max {max:.3})",
+                    sum / v.len() as f64,
+                    v.len()
+                )
+            } else {
+                format!("{name} {sum:.3} s")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// [`peak_rss`] in GiB, or "unknown".
+fn peak_rss_text() -> String {
+    peak_rss().map_or_else(
+        || "unknown".into(),
+        |b| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
+    )
 }
 
 /// Peak resident set size of this process (`VmHWM`, Linux), in bytes.
@@ -453,6 +586,20 @@ mod tests {
         assert_eq!(s.len(), codes.len());
         assert!(!s.contains(&0) && !s.contains(&2));
         assert_eq!(exit_status(501), 51);
+    }
+
+    #[test]
+    fn stage_lines() {
+        let ev = [
+            ("load_params", 2.0, false),
+            ("witness", 1.0, true),
+            ("witness", 3.0, true),
+            ("msm_h", 0.5, true),
+        ];
+        assert_eq!(
+            stage_line(&ev),
+            "load_params 2.000 s, witness 2.000 s × 2 (max 3.000), msm_h 0.500 s × 1 (max 0.500)"
+        );
     }
 
     #[test]

@@ -154,7 +154,8 @@ fn fixture_params() -> PathBuf {
 }
 
 /// A generated 2 KiB C1 output proves on the CPU with the 2 KiB fixture's parameters (the same
-/// circuit), verify_seal accepts the proof, and rejects it with one byte flipped (exit 51).
+/// circuit), twice on one engine with both proofs in flight (`--repeat 2 --jobs 2`), verify_seal
+/// accepts both proofs, and rejects it with one byte flipped (exit 51).
 /// The fixture is built on first use (cuzk_dev::fixture).
 #[test]
 fn prove_generated_2kib_on_the_cpu() {
@@ -185,13 +186,22 @@ fn prove_generated_2kib_on_the_cpu() {
         s(&params),
         "--backend",
         "cpu",
+        "--repeat",
+        "2",
+        "--jobs",
+        "2",
         "--out",
         s(&proof),
     ]);
-    assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("partition 0: synthesis"));
-    assert!(stderr.contains("verify_seal: OK"));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("proof 1 partition 0: synthesis"),
+        "{stderr}"
+    );
+    // Both proofs of the engine checked by verify_seal, then the steady-state summary.
+    assert_eq!(stderr.matches("verify_seal: OK").count(), 2, "{stderr}");
+    assert!(stderr.contains("2 proofs, 2 in flight:"), "{stderr}");
     assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
     // The wrapper form, its SectorNum standing in for --sector-num.
     let out = cuzk(&[

@@ -153,6 +153,27 @@ struct GpuJob {
     srs: Arc<Srs>,
     reporter: Reporter,
     partition: usize,
+    /// Host memory to take if a, b, c are computed on the host (see `PartitionCtx`).
+    host_top_up: Option<crate::budget::HostTopUp>,
+    /// What was taken of it; held until the job is dropped (after the partition).
+    host_extra: Mutex<Option<crate::budget::Extra>>,
+}
+
+impl GpuJob {
+    /// Takes the job's host top-up (once) before a, b, c are computed in host memory.
+    fn take_host_top_up(&self) -> Result<()> {
+        let Some(t) = &self.host_top_up else {
+            return Ok(());
+        };
+        let mut held = self
+            .host_extra
+            .lock()
+            .map_err(|_| Error::internal("host top-up lock poisoned"))?;
+        if held.is_none() {
+            *held = t.take(self.partition)?;
+        }
+        Ok(())
+    }
 }
 
 /// What a GPU worker returns for one partition.
@@ -177,6 +198,8 @@ pub struct GpuBackend {
     scheduler: Scheduler<GpuExecutor>,
     allow_cpu: bool,
     gpu_spmv: bool,
+    /// Bytes each device may use: its memory, or the configured cap when lower.
+    capacities: Vec<u64>,
 }
 
 impl GpuBackend {
@@ -196,6 +219,7 @@ impl GpuBackend {
             .clone()
             .unwrap_or_else(|| (0..count).collect());
         let mut slots = Vec::new();
+        let mut capacities = Vec::new();
         for &o in &ordinals {
             if o >= count {
                 return Err(Error::NoDevice(format!(
@@ -206,6 +230,7 @@ impl GpuBackend {
             let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit)
                 .with_sm_count(dev.sm_count());
             let (free, total) = dev.mem_get_info()?;
+            capacities.push(config.vram_limit.map_or(total, |l| l.min(total)));
             log::info!(
                 "GPU {o}: {} MiB free of {} MiB{}, {} workers",
                 free >> 20,
@@ -242,6 +267,7 @@ impl GpuBackend {
             scheduler,
             allow_cpu: config.allow_cpu_fallback,
             gpu_spmv: !config.cpu_spmv_only,
+            capacities,
         })
     }
 }
@@ -328,6 +354,7 @@ impl PartitionExecutor for GpuExecutor {
             } else {
                 path = "+cpu-spmv";
                 log::info!("partition {}: SpMV on the CPU: {why}", job.partition);
+                job.take_host_top_up()?;
                 let w = Witness {
                     input: std::mem::take(&mut asg.input),
                     aux: std::mem::take(&mut asg.aux),
@@ -354,6 +381,7 @@ impl PartitionExecutor for GpuExecutor {
             timings: &mut timings,
             device: Some(attempt.device),
             tier: Some(tier_name.clone()),
+            host_top_up: None,
         };
         let msm = run_on(
             slot,
@@ -937,6 +965,8 @@ impl GpuBackend {
             srs: srs.clone(),
             reporter: ctx.reporter.clone(),
             partition: ctx.partition,
+            host_top_up: ctx.host_top_up.clone(),
+            host_extra: Mutex::new(None),
         });
         let mut outcomes = self.scheduler.submit(vec![job.clone()]).wait_outcomes();
         // The assignment comes back whatever happened (a CPU fallback needs it).
@@ -975,6 +1005,7 @@ impl GpuBackend {
                     ctx.partition
                 );
                 if let Some(cc) = compiled.filter(|_| asg.a.is_empty()) {
+                    job.take_host_top_up()?;
                     let w = Witness {
                         input: std::mem::take(&mut asg.input),
                         aux: std::mem::take(&mut asg.aux),
@@ -998,6 +1029,18 @@ impl GpuBackend {
 impl Backend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"
+    }
+
+    fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {
+        let l = &cc.layout;
+        let domain_log2 = (l.num_constraints().max(1) as u64)
+            .next_power_of_two()
+            .trailing_zeros();
+        let need = DeviceCircuit::bytes_for(cc)
+            + h_step_bytes(domain_log2, 3)
+            + spmv_work_bytes(l.num_inputs() as u64, l.num_aux() as u64)
+            + crate::gpu::alloc::SAFETY_MARGIN;
+        !self.gpu_spmv || self.capacities.iter().any(|&c| c < need)
     }
 
     fn compute(

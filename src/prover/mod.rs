@@ -59,12 +59,25 @@ pub struct PartitionCtx<'a> {
     pub device: Option<usize>,
     /// Allocator tier that ran (GPU backend).
     pub tier: Option<String>,
+    /// Host memory for a, b, c beyond the partition's permit, when that permit counted only
+    /// the witness ([`Backend::abc_on_host`] was false): taken if they are computed on the host
+    /// after all. `None`: nothing to take (already counted, or no budget involved).
+    pub host_top_up: Option<crate::budget::HostTopUp>,
 }
 
 /// A prover backend: computes the H polynomial and the MSMs of one partition.
 pub trait Backend: Send + Sync {
     /// `"cpu"` or `"gpu"`.
     fn name(&self) -> &'static str;
+
+    /// Whether a compiled partition's a, b, c end up in host memory (the CPU SpMV), which sizes
+    /// the partition's host-memory permit (`engine::partition_host_bytes`): always on the CPU
+    /// backend; on the GPU backend unless the GPU SpMV is on and every device can hold the
+    /// circuit's matrices, z and the H step's three domain buffers.
+    fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {
+        let _ = cc;
+        true
+    }
 
     /// Computes the MSM results of `asg` against `srs`. The backend may take `a`, `b`, `c` out of
     /// the assignment (they are not needed afterwards).

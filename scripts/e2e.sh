@@ -1,0 +1,91 @@
+#!/bin/bash
+# Real-shape sectors end to end on the device, no sealing and no downloaded parameters:
+#   cuzk gen-c1 (C1 output of a consistent sparse sector) → cuzk gen-params --device gpu (Groth16
+#   test parameters from the compiled circuit) → cuzk prove --repeat R --jobs 2 (the first proof
+#   alone and cold — parameters loaded in the process — then R − 1 proofs two in flight, every
+#   proof checked by filecoin-proofs' verify_seal) → cuzk verify of the proof (exit 0) and of it
+#   with one byte flipped (exit 51 expected).
+# Peak host RSS from /usr/bin/time -v, device memory sampled by nvidia-smi every 0.5 s, a
+# cold-cache disk read of the parameter file measured with dd (the cold proof reads from disk
+# when the disk does ≥ 1 GB/s, else from the page cache that gen-params left: said in summary).
+#
+# Usage: scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
+#   unit tests of device-run.sh's `gputests` plus gpu_fixed_base and gpu_alloc) or `anchors`
+#   (ours beside SupraSeal on 2 KiB and 8 MiB; binary supraseal-anchor from bench-anchors/supraseal)
+# Everything goes to $E (default /tmp/e2e): $E/summary.txt, $E/<size>/*.log, $E/done when the
+# last step has ended. One size's parameters at a time (the device's disk is 64 GiB): a size's
+# step deletes the files of the sizes before it. Run detached so that it outlives the device call
+# (device-run.sh block `e2e-start`, then `e2e-wait` calls back to back).
+F=${F:-.dev/final}; E=${E:-/tmp/e2e}; mkdir -p "$E"; S=$E/summary.txt
+rm -f "$E/done"; trap 'date +%s > "$E/done"' EXIT
+export RUST_BACKTRACE=1 CUZK_REQUIRE_GPU=1
+# /usr/bin/time -v where the device has it (cuzk prints its own peak RSS too).
+TV=; [ -x /usr/bin/time ] && TV="/usr/bin/time -v"
+t(){ local n=$1; shift; local t0; t0=$(date +%s); "$@" > "$L/$n.log" 2>&1; local rc=$?
+  echo "$(date +%T) $n rc=$rc $(( $(date +%s)-t0 ))s" | tee -a "$S"; return $rc; }
+{ date; nproc; free -g; df -h /tmp; nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv; } >> "$S" 2>&1
+# Device memory in use (MiB) every 0.5 s, as "epoch-seconds MiB"; peak between two epochs.
+( while :; do echo "$(date +%s) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
+  sleep 0.5; done ) > "$E/smi.txt" 2>&1 &
+SMI=$!; trap 'kill $SMI 2>/dev/null; date +%s > "$E/done"' EXIT
+peak(){ awk -v a="$1" -v b="$2" '$1 >= a && $1 <= b && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' "$E/smi.txt"; }
+for step in "$@"; do
+  if [ "$step" = tests ]; then
+    L=$E/tests; mkdir -p "$L"
+    t gpu_field timeout 40 $F/gpu_field --test-threads=1
+    t gpu_ntt timeout 90 $F/gpu_ntt --test-threads=1
+    t gpu_curve timeout 30 $F/gpu_curve
+    t gpu_msm timeout 90 $F/gpu_msm --test-threads=3
+    CUZK_FIXED_BASE_N=200000 t gpu_fixed_base timeout 120 $F/gpu_fixed_base
+    CUZK_TEST_ALLOC_LOG2=27 t gpu_alloc timeout 120 $F/gpu_alloc --nocapture
+    continue
+  fi
+  if [ "$step" = anchors ]; then
+    # SupraSeal side by side (bench-anchors/supraseal): real-shape C1 outputs and GPU-generated
+    # parameters of 2 KiB and 8 MiB, then `cuzk prove --repeat 4` and the SupraSeal anchor
+    # `--repeat 4` on the same files, one after the other (the first proof of each is cold).
+    L=$E/anchors; mkdir -p "$L"
+    [ -x $F/supraseal-anchor ] || { echo "anchors: no supraseal-anchor binary" | tee -a "$S"; continue; }
+    for sz in 2KiB 8MiB; do d=$L/$sz
+      CUZK_CIRCUIT_CACHE=$d/cc t genc1_$sz $F/cuzk gen-c1 --sector-size $sz --seed anchor --sector-num 3 $d/c1
+      CUZK_CIRCUIT_CACHE=$d/cc t genparams_$sz $F/cuzk gen-params --sector-size $sz --seed anchor --device gpu $d/p
+      CUZK_CIRCUIT_CACHE=$d/cc t cuzk_$sz timeout 150 $F/cuzk prove $d/c1/c1.json --sector-num 3 \
+        --prover-id f01000 --params $d/p --backend gpu --repeat 4 --out $d/proof.bin
+      t supraseal_$sz timeout 240 $F/supraseal-anchor $d/c1/c1.json --sector-num 3 --prover-id f01000 \
+        --params $d/p --repeat 4
+      grep -h -E "in flight|supraseal .*proofs" "$L/cuzk_$sz.log" "$L/supraseal_$sz.log" | tee -a "$S"
+    done
+    continue
+  fi
+  size=${step%%:*}; repeat=${step#*:}; [ "$repeat" = "$step" ] && repeat=3
+  for old in "$E"/*/params "$E"/*/cc; do case $old in "$E/$size/"*) ;; *) rm -rf "$old" ;; esac; done
+  L=$E/$size; mkdir -p "$L"; P=$L/params; C1=$L/c1
+  export CUZK_CIRCUIT_CACHE=$L/cc
+  t genc1 $TV $F/cuzk gen-c1 --sector-size "$size" --seed "e2e-$size" --sector-num 7 "$C1" || continue
+  grep -E "generated in|comm_r" "$L/genc1.log" | tee -a "$S"
+  a=$(date +%s)
+  RUST_LOG=info t genparams $TV $F/cuzk gen-params --sector-size "$size" \
+    --seed "e2e-$size" --device gpu "$P" || continue
+  echo "gen-params peak device memory $(peak "$a" "$(date +%s)") MiB" | tee -a "$S"
+  grep -E "parameters in|Maximum resident|Elapsed" "$L/genparams.log" | tee -a "$S"
+  ls -l "$P" >> "$S"
+  pf=$(ls "$P"/*.params | head -1)
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  mbs=$(dd if="$pf" of=/dev/null bs=64M count=48 iflag=direct 2>&1 | awk '/copied/ { print int($(NF-1) * ($NF ~ /GB/ ? 1000 : 1)) }')
+  echo "parameter file read from disk (dd, 3 GiB, O_DIRECT): ${mbs:-?} MB/s" | tee -a "$S"
+  if [ "${mbs:-0}" -ge 1000 ]; then echo "cold proof: page cache dropped" | tee -a "$S"
+  else cat "$pf" > /dev/null; echo "cold proof: parameter file in the page cache (disk too slow)" | tee -a "$S"; fi
+  a=$(date +%s)
+  RUST_LOG=warn,cuzk::prover::gpu=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
+    --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
+  echo "prove peak device memory $(peak "$a" "$(date +%s)") MiB" | tee -a "$S"
+  grep -E "proofs, |proof: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
+  t verify $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/proof.bin"
+  cp "$L/proof.bin" "$L/bad.bin"
+  b=$(od -An -tu1 -j 1000 -N1 "$L/proof.bin" | tr -d ' ')
+  printf "\\x$(printf %02x $(( b ^ 1 )))" | dd of="$L/bad.bin" bs=1 seek=1000 conv=notrunc 2>/dev/null
+  cmp -l "$L/proof.bin" "$L/bad.bin" | tee -a "$S"
+  $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/bad.bin" \
+    > "$L/verify-bad.log" 2>&1
+  echo "flipped byte 1000: cuzk verify exit $? (51 = rejected)" | tee -a "$S"
+done
