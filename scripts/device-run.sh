@@ -40,6 +40,8 @@
 #   cargo bench --features cuda,test-hooks --no-run    # ntt msm
 #   cargo build --release --features cuda,test-hooks --examples   # batch prove make_fixture synth_scaling
 #   cargo bench --features cuda --no-run --bench synthesis  # synthesis (CPU; same binary kind)
+#   (cd bench-anchors/supraseal && CARGO_TARGET_DIR=../../target cargo build --release)  # the
+#                                                    # SupraSeal anchor of `e2e.sh anchors` (optional)
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.
 F=${F:-.dev/final}; OUT=${OUT:-/tmp/cuzk-out}; mkdir -p "$OUT"; S=$OUT/summary.txt
 (cd "$F" && for z in *.gz; do [ -e "$z" ] && gunzip -f "$z"; done; chmod +x ./*)
@@ -120,16 +122,23 @@ scaling32)
     $F/synth_scaling /tmp/c32/c1.json 1 1000 16 1
   ;;
 e2e-start)
-  rm -rf /tmp/e2e-bin; mkdir -p /tmp/e2e-bin /tmp/e2e; rm -f /tmp/e2e/done; cp "$F"/* scripts/e2e.sh /tmp/e2e-bin/
+  if [ -e /tmp/e2e/pid ] && [ ! -e /tmp/e2e/done ] && kill -0 "$(cat /tmp/e2e/pid)" 2>/dev/null; then
+    echo "e2e already running (pid $(cat /tmp/e2e/pid)): not started again" | tee -a "$S"; continue
+  fi
+  rm -rf /tmp/e2e-bin; mkdir -p /tmp/e2e-bin /tmp/e2e; rm -f /tmp/e2e/done /tmp/e2e/pid; cp "$F"/* scripts/e2e.sh /tmp/e2e-bin/
   F=/tmp/e2e-bin setsid nohup bash /tmp/e2e-bin/e2e.sh ${E2E_STEPS:-32GiB:5} \
     > /tmp/e2e/driver.log 2>&1 < /dev/null &
   echo "e2e started: ${E2E_STEPS:-32GiB:5}" | tee -a "$S"
   ;;
 e2e-wait)
   w0=$(date +%s)
-  while [ ! -e /tmp/e2e/done ] && [ $(( $(date +%s) - w0 )) -lt "${E2E_WAIT:-560}" ]; do sleep 5; done
-  [ -e /tmp/e2e/done ] && echo "e2e ended" | tee -a "$S" || echo "e2e still running" | tee -a "$S"
-  cp /tmp/e2e/summary.txt /tmp/e2e/driver.log "$OUT/" 2>/dev/null
+  sleep 2  # the driver writes its pid first
+  alive(){ [ -e /tmp/e2e/pid ] && kill -0 "$(cat /tmp/e2e/pid)" 2>/dev/null; }
+  while [ ! -e /tmp/e2e/done ] && alive && [ $(( $(date +%s) - w0 )) -lt "${E2E_WAIT:-560}" ]; do sleep 5; done
+  if [ -e /tmp/e2e/done ]; then echo "e2e ended" | tee -a "$S"
+  elif alive; then echo "e2e still running" | tee -a "$S"
+  else echo "e2e not running (no driver on this machine)" | tee -a "$S"; fi
+  cp /tmp/e2e/summary.txt "$OUT/e2e-summary.txt" 2>/dev/null; cp /tmp/e2e/driver.log "$OUT/" 2>/dev/null
   for d in /tmp/e2e/*/; do n=$(basename "$d"); [ "$n" = "*" ] && continue
     for l in "$d"*.log; do [ -e "$l" ] && { echo "=== $l"; tail -n 300 "$l"; }; done > "$OUT/$n.txt"; done
   cat /tmp/e2e/summary.txt

@@ -17,7 +17,7 @@
 # step deletes the files of the sizes before it. Run detached so that it outlives the device call
 # (device-run.sh block `e2e-start`, then `e2e-wait` calls back to back).
 F=${F:-.dev/final}; E=${E:-/tmp/e2e}; mkdir -p "$E"; S=$E/summary.txt
-rm -f "$E/done"; trap 'date +%s > "$E/done"' EXIT
+rm -f "$E/done" "$S"; echo $$ > "$E/pid"; trap 'date +%s > "$E/done"' EXIT
 export RUST_BACKTRACE=1 CUZK_REQUIRE_GPU=1
 # /usr/bin/time -v where the device has it (cuzk prints its own peak RSS too).
 TV=; [ -x /usr/bin/time ] && TV="/usr/bin/time -v"
@@ -70,16 +70,19 @@ for step in "$@"; do
   grep -E "parameters in|Maximum resident|Elapsed" "$L/genparams.log" | tee -a "$S"
   ls -l "$P" >> "$S"
   pf=$(ls "$P"/*.params | head -1)
-  sync; echo 3 > /proc/sys/vm/drop_caches
   mbs=$(dd if="$pf" of=/dev/null bs=64M count=48 iflag=direct 2>&1 | awk '/copied/ { print int($(NF-1) * ($NF ~ /GB/ ? 1000 : 1)) }')
   echo "parameter file read from disk (dd, 3 GiB, O_DIRECT): ${mbs:-?} MB/s" | tee -a "$S"
-  if [ "${mbs:-0}" -ge 1000 ]; then echo "cold proof: page cache dropped" | tee -a "$S"
-  else cat "$pf" > /dev/null; echo "cold proof: parameter file in the page cache (disk too slow)" | tee -a "$S"; fi
+  if [ "${mbs:-0}" -ge 1000 ] && sync && echo 3 > /proc/sys/vm/drop_caches; then
+    echo "cold proof: page cache dropped" | tee -a "$S"
+  else cat "$pf" > /dev/null; echo "cold proof: parameter file in the page cache (disk too slow, or no drop_caches)" | tee -a "$S"; fi
+  rm -f "$L/proof.bin" "$L/bad.bin"
   a=$(date +%s)
   RUST_LOG=warn,cuzk::prover::gpu=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
     --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
+  rc=$?
   echo "prove peak device memory $(peak "$a" "$(date +%s)") MiB" | tee -a "$S"
-  grep -E "proofs, |proof: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
+  grep -E "proofs, |proof: |stages: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
+  [ $rc -eq 0 ] && [ -s "$L/proof.bin" ] || { echo "no proof: verify steps skipped" | tee -a "$S"; continue; }
   t verify $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/proof.bin"
   cp "$L/proof.bin" "$L/bad.bin"
   b=$(od -An -tu1 -j 1000 -N1 "$L/proof.bin" | tr -d ' ')

@@ -66,6 +66,12 @@ impl HostBudget {
         self.limit
     }
 
+    /// Whether the limit is the caller's (`EngineConfig::host_memory_limit`): then a
+    /// partition's permit must cover all it may hold, since nothing may go over it.
+    pub fn is_strict(&self) -> bool {
+        self.strict
+    }
+
     /// Counts `bytes` kept for the engine's life (loaded parameters, compiled circuits).
     pub fn add_params(&self, bytes: u64) {
         if let Ok(mut s) = self.state.lock() {
@@ -134,25 +140,29 @@ impl HostBudget {
 }
 
 /// Bytes a partition may still need in host memory beyond its [`Permit`]: a, b, c of a compiled
-/// partition whose permit counted only its witness (the GPU SpMV was expected), taken when a
-/// GPU worker or a CPU fallback computes them on the host after all ([`HostTopUp::take`]).
+/// partition whose permit counted only its witness (the GPU SpMV was expected; only under the
+/// machine's own estimate, never under a caller's limit), taken when a GPU worker or a CPU
+/// fallback computes them on the host after all ([`HostTopUp::take`]).
 #[derive(Clone, Debug)]
 pub struct HostTopUp {
     /// The engine's budget.
     pub budget: Arc<HostBudget>,
-    /// Bytes of the host-side a, b, c (3 · 32 B per constraint).
+    /// Bytes of the host-side a, b, c (the difference of the engine's two per-partition
+    /// estimates: 130 B per constraint).
     pub bytes: u64,
 }
 
 impl HostTopUp {
     /// Takes [`HostTopUp::bytes`] from the budget now, without waiting (a GPU worker must not
-    /// wait for memory that partitions queued for it hold). Under a caller's limit that cannot
-    /// give them, [`Error::OutOfHostMemory`]; under the machine's own estimate, a warning and
-    /// `None` (the partition proceeds: that figure is an estimate).
+    /// wait for memory that partitions queued for it hold). Over the machine's own estimate
+    /// the bytes are still counted (with a warning), so that no further partition is admitted
+    /// until they are returned: at most one top-up per GPU worker is held at a time. Under a
+    /// caller's limit that cannot give them, [`Error::OutOfHostMemory`] (the engine does not
+    /// hand out top-ups under such a limit: its permits count a, b, c up front).
     ///
     /// # Errors
     /// As above, for partition `partition`.
-    pub fn take(&self, partition: usize) -> Result<Option<Extra>> {
+    pub fn take(&self, partition: usize) -> Result<Extra> {
         let b = &self.budget;
         let mut s = b
             .state
@@ -161,29 +171,28 @@ impl HostTopUp {
         match b.limit {
             Some(limit) if s.params + s.partitions + self.bytes > limit => {
                 let needed = s.params + s.partitions + self.bytes;
-                drop(s);
                 if b.strict {
                     return Err(Error::OutOfHostMemory {
                         needed,
                         budget: limit,
                     });
                 }
+                s.partitions += self.bytes;
+                drop(s);
                 log::warn!(
-                    "host memory: partition {partition} computes a, b, c on the host ({:.1} GB) \
-                     beyond the budget's {:.1} GB",
+                    "host memory: partition {partition} computes a, b, c on the host ({:.1} GB), \
+                     {:.1} GB in all beyond the estimated {:.1} GB available",
                     self.bytes as f64 / 1e9,
+                    needed as f64 / 1e9,
                     limit as f64 / 1e9
                 );
-                Ok(None)
             }
-            _ => {
-                s.partitions += self.bytes;
-                Ok(Some(Extra {
-                    budget: self.budget.clone(),
-                    bytes: self.bytes,
-                }))
-            }
+            _ => s.partitions += self.bytes,
         }
+        Ok(Extra {
+            budget: self.budget.clone(),
+            bytes: self.bytes,
+        })
     }
 }
 
@@ -242,7 +251,7 @@ mod tests {
             budget: b.clone(),
             bytes: 4,
         };
-        let extra = up.take(0).unwrap().expect("4 of the 5 bytes left");
+        let extra = up.take(0).unwrap();
         assert_eq!(b.used(), (3, 6));
         // 1 byte left: a strict limit says so with a typed error, at once.
         let e = up.take(1).unwrap_err();
@@ -259,7 +268,8 @@ mod tests {
         drop(extra);
         drop(p);
         assert_eq!(b.used(), (3, 0));
-        // The machine's own estimate: over it, a warning and no hold.
+        // The machine's own estimate: over it, a warning, and the bytes still counted until
+        // returned (no further partition is admitted meanwhile).
         let loose = Arc::new(HostBudget {
             limit: Some(10),
             strict: false,
@@ -271,7 +281,9 @@ mod tests {
             budget: loose.clone(),
             bytes: 4,
         };
-        assert!(up.take(0).unwrap().is_none());
+        let over = up.take(0).unwrap();
+        assert_eq!(loose.used(), (9, 4));
+        drop(over);
         assert_eq!(loose.used(), (9, 0));
     }
 

@@ -626,11 +626,13 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 
     let partitions = vanilla.len();
     // The permit of a partition counts a, b, c only where they will be in host memory; if the
-    // GPU SpMV cannot run after all, its worker takes the difference (`HostTopUp`).
+    // GPU SpMV cannot run after all, its worker takes the difference (`HostTopUp`). Under a
+    // caller's limit, which nothing may exceed, the permit counts them always.
     let sector_bytes = u64::from(proof_type.sector_size());
-    let abc_on_host = compiled
-        .as_ref()
-        .map_or(true, |cc| engine.backend().abc_on_host(cc));
+    let abc_on_host = engine.budget.is_strict()
+        || compiled
+            .as_ref()
+            .map_or(true, |cc| engine.backend().abc_on_host(cc));
     let need = partition_host_bytes(sector_bytes, abc_on_host);
     let host_top_up = (!abc_on_host).then(|| crate::budget::HostTopUp {
         budget: engine.budget.clone(),

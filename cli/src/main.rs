@@ -93,8 +93,8 @@ struct ProveArgs {
     /// one), then the rest --jobs at a time (the steady state).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
-    /// Proofs in flight at once with --repeat (they share the engine's devices and host-memory
-    /// budget).
+    /// Proofs in flight at once after the first with --repeat (they share the engine's devices
+    /// and host-memory budget; at most --repeat − 1).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
 }
@@ -314,7 +314,9 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
     }
     let engine = Engine::new(config)?;
     let partitions = c1.registered_proof.partitions();
-    let (repeat, jobs) = (a.repeat as usize, a.jobs.min(a.repeat) as usize);
+    // The first proof runs alone: at most repeat − 1 are ever in flight.
+    let repeat = a.repeat as usize;
+    let jobs = (a.jobs as usize).min(repeat - 1).max(1);
     eprintln!(
         "proving {:?}, sector {sector}, {partitions} partition(s) on {}{}; comm_r {}",
         c1.registered_proof,
@@ -405,18 +407,17 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
     let mut done = done.into_inner().unwrap_or_default();
     done.sort_by(|x, y| x.0.cmp(&y.0));
     if repeat > 1 {
-        let ends: Vec<f64> = {
-            let mut e: Vec<f64> = done.iter().map(|d| d.2).collect();
-            e.sort_by(f64::total_cmp);
-            e
-        };
+        // Steady state: proofs 1 … R − 1, from the first one's start to the last one's end.
+        let rest = &done[1..];
+        let first_start = rest.iter().map(|d| d.1).fold(f64::INFINITY, f64::min);
+        let last_end = rest.iter().map(|d| d.2).fold(0.0, f64::max);
         let per: Vec<String> = done.iter().map(|d| format!("{:.2}", d.2 - d.1)).collect();
         eprintln!(
-            "{repeat} proofs, {jobs} in flight: {:.2} s in all; per proof (start to end) {} s; \
-             steady state (after the first proof) {:.2} s per proof; peak RSS {}",
-            ends[ends.len() - 1],
+            "{repeat} proofs, {jobs} in flight: {last_end:.2} s in all; per proof (start to end) \
+             {} s; steady state (proofs 1 to {}) {:.2} s per proof; peak RSS {}",
             per.join(" "),
-            (ends[ends.len() - 1] - ends[0]) / (repeat - 1) as f64,
+            repeat - 1,
+            (last_end - first_start) / (repeat - 1) as f64,
             peak_rss_text()
         );
     } else {

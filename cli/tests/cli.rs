@@ -154,8 +154,8 @@ fn fixture_params() -> PathBuf {
 }
 
 /// A generated 2 KiB C1 output proves on the CPU with the 2 KiB fixture's parameters (the same
-/// circuit), twice on one engine with both proofs in flight (`--repeat 2 --jobs 2`), verify_seal
-/// accepts both proofs, and rejects it with one byte flipped (exit 51).
+/// circuit), three times on one engine (`--repeat 3 --jobs 2`: the first alone, then two in
+/// flight), verify_seal accepts every proof, and rejects it with one byte flipped (exit 51).
 /// The fixture is built on first use (cuzk_dev::fixture).
 #[test]
 fn prove_generated_2kib_on_the_cpu() {
@@ -187,7 +187,7 @@ fn prove_generated_2kib_on_the_cpu() {
         "--backend",
         "cpu",
         "--repeat",
-        "2",
+        "3",
         "--jobs",
         "2",
         "--out",
@@ -196,12 +196,12 @@ fn prove_generated_2kib_on_the_cpu() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
-        stderr.contains("proof 1 partition 0: synthesis"),
+        stderr.contains("proof 2 partition 0: synthesis"),
         "{stderr}"
     );
-    // Both proofs of the engine checked by verify_seal, then the steady-state summary.
-    assert_eq!(stderr.matches("verify_seal: OK").count(), 2, "{stderr}");
-    assert!(stderr.contains("2 proofs, 2 in flight:"), "{stderr}");
+    // All three proofs of the engine checked by verify_seal, then the steady-state summary.
+    assert_eq!(stderr.matches("verify_seal: OK").count(), 3, "{stderr}");
+    assert!(stderr.contains("3 proofs, 2 in flight:"), "{stderr}");
     assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
     // The wrapper form, its SectorNum standing in for --sector-num.
     let out = cuzk(&[

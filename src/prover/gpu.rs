@@ -170,7 +170,7 @@ impl GpuJob {
             .lock()
             .map_err(|_| Error::internal("host top-up lock poisoned"))?;
         if held.is_none() {
-            *held = t.take(self.partition)?;
+            *held = Some(t.take(self.partition)?);
         }
         Ok(())
     }
@@ -200,6 +200,8 @@ pub struct GpuBackend {
     gpu_spmv: bool,
     /// Bytes each device may use: its memory, or the configured cap when lower.
     capacities: Vec<u64>,
+    /// Workers per device.
+    workers_per_device: u64,
 }
 
 impl GpuBackend {
@@ -268,6 +270,7 @@ impl GpuBackend {
             allow_cpu: config.allow_cpu_fallback,
             gpu_spmv: !config.cpu_spmv_only,
             capacities,
+            workers_per_device: config.workers_per_device() as u64,
         })
     }
 }
@@ -1032,13 +1035,18 @@ impl Backend for GpuBackend {
     }
 
     fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {
+        // Conservative: the circuit once, and for every worker of the device the H step's three
+        // domain buffers and z (what a worker's plan must hold for the GPU SpMV), beside the
+        // safety margin; resident parameters are left out (a plan without them is a lower tier
+        // with the same H-step room).
         let l = &cc.layout;
         let domain_log2 = (l.num_constraints().max(1) as u64)
             .next_power_of_two()
             .trailing_zeros();
+        let per_worker = h_step_bytes(domain_log2, 3)
+            + spmv_work_bytes(l.num_inputs() as u64, l.num_aux() as u64);
         let need = DeviceCircuit::bytes_for(cc)
-            + h_step_bytes(domain_log2, 3)
-            + spmv_work_bytes(l.num_inputs() as u64, l.num_aux() as u64)
+            + self.workers_per_device * per_worker
             + crate::gpu::alloc::SAFETY_MARGIN;
         !self.gpu_spmv || self.capacities.iter().any(|&c| c < need)
     }
