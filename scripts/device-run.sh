@@ -25,9 +25,10 @@
 #            of the binaries and the script in /tmp/e2e-bin, so that it runs on across calls; then
 #   e2e-wait   waits until it has ended or $E2E_WAIT seconds (default 560) have passed, and copies
 #            /tmp/e2e's summary and logs into $OUT (issue the next e2e-wait call at once: the
-#            machine goes back 30 s after a call). The 32/64 GiB run: `E2E_STEPS="32GiB:5 64GiB:3
-#            tests" scripts/device-run.sh e2e-start e2e-wait`, then `scripts/device-run.sh
-#            e2e-wait` until summary.txt shows the last step.
+#            machine goes back 30 s after a call; e2e-wait returns early when no driver runs).
+#            The run behind BENCHMARKS.md (*run E*, ~24 device-minutes): `E2E_STEPS="32GiB:4
+#            64GiB:3 anchors tests" scripts/device-run.sh e2e-start e2e-wait`, then
+#            `scripts/device-run.sh e2e-wait` until it says "e2e ended" (twice there).
 #   params   Groth16 test parameters on the GPU: gpu_fixed_base (GPU == blstrs), then
 #            `cuzk gen-params --device gpu` for 2 KiB with the fixture's seed == the bellperson
 #            fixture made there (cmp), then 32 GiB (time, peak RSS; files in /tmp/p32, 44 GiB:

@@ -5,7 +5,8 @@
 #   alone and cold — parameters loaded in the process — then R − 1 proofs two in flight, every
 #   proof checked by filecoin-proofs' verify_seal) → cuzk verify of the proof (exit 0) and of it
 #   with one byte flipped (exit 51 expected).
-# Peak host RSS from /usr/bin/time -v, device memory sampled by nvidia-smi every 0.5 s, a
+# Peak host RSS from /usr/bin/time -v, device memory (nvidia-smi) and host memory in use
+# (MemTotal − MemAvailable) sampled every 0.5 s, a
 # cold-cache disk read of the parameter file measured with dd (the cold proof reads from disk
 # when the disk does ≥ 1 GB/s, else from the page cache that gen-params left: said in summary).
 #
@@ -24,11 +25,15 @@ TV=; [ -x /usr/bin/time ] && TV="/usr/bin/time -v"
 t(){ local n=$1; shift; local t0; t0=$(date +%s); "$@" > "$L/$n.log" 2>&1; local rc=$?
   echo "$(date +%T) $n rc=$rc $(( $(date +%s)-t0 ))s" | tee -a "$S"; return $rc; }
 { date; nproc; free -g; df -h /tmp; nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv; } >> "$S" 2>&1
-# Device memory in use (MiB) every 0.5 s, as "epoch-seconds MiB"; peak between two epochs.
-( while :; do echo "$(date +%s) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
-  sleep 0.5; done ) > "$E/smi.txt" 2>&1 &
+# Every 0.5 s: "epoch-seconds device-MiB-in-use host-MemAvailable-KiB"; peak device use and
+# peak host use (MemTotal − lowest MemAvailable, page cache not counted) between two epochs.
+( while :; do echo "$(date +%s) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1) \
+$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"; sleep 0.5; done ) > "$E/smi.txt" 2>&1 &
 SMI=$!; trap 'kill $SMI 2>/dev/null; date +%s > "$E/done"' EXIT
 peak(){ awk -v a="$1" -v b="$2" '$1 >= a && $1 <= b && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' "$E/smi.txt"; }
+hpeak(){ local tot; tot=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+  awk -v a="$1" -v b="$2" -v t="$tot" '$1 >= a && $1 <= b && $3 != "" && (m == "" || $3 < m) { m = $3 }
+    END { printf "%.1f", (t - m) / 1048576 }' "$E/smi.txt"; }
 for step in "$@"; do
   if [ "$step" = tests ]; then
     L=$E/tests; mkdir -p "$L"
@@ -80,7 +85,7 @@ for step in "$@"; do
   RUST_LOG=warn,cuzk::prover::gpu=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
     --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
   rc=$?
-  echo "prove peak device memory $(peak "$a" "$(date +%s)") MiB" | tee -a "$S"
+  echo "prove peak device memory $(peak "$a" "$(date +%s)") MiB, peak host memory in use $(hpeak "$a" "$(date +%s)") GiB" | tee -a "$S"
   grep -E "proofs, |proof: |stages: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
   [ $rc -eq 0 ] && [ -s "$L/proof.bin" ] || { echo "no proof: verify steps skipped" | tee -a "$S"; continue; }
   t verify $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/proof.bin"

@@ -374,6 +374,26 @@ pub fn read_vk_file(path: &Path) -> Result<VerifyingKey<Bls12>> {
     Ok(vk)
 }
 
+/// [`porep_param_paths`] of a registered PoRep proof type (its v1.1 public parameters).
+///
+/// # Errors
+/// [`Error::UnsupportedProof`] for a proof type whose public parameters filecoin-proofs cannot
+/// build (e.g. non-interactive PoRep).
+pub fn porep_param_paths_of(
+    proof: filecoin_proofs_api::RegisteredSealProof,
+    dir: &Path,
+) -> Result<(PathBuf, PathBuf)> {
+    fn of<Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait>(
+        proof: filecoin_proofs_api::RegisteredSealProof,
+        dir: &Path,
+    ) -> Result<(PathBuf, PathBuf)> {
+        let pp = filecoin_proofs::parameters::public_params::<Tree>(&proof.as_v1_config())
+            .map_err(|e| Error::UnsupportedProof(format!("{proof:?}: {e:#}")))?;
+        Ok(porep_param_paths::<Tree>(dir, &pp))
+    }
+    filecoin_proofs::with_shape!(u64::from(proof.sector_size()), of, proof, dir,)
+}
+
 /// Paths of the `.params` and `.vk` files of a PoRep circuit in `dir`, under the standard v28
 /// names of filecoin-proofs (`v28-stacked-proof-of-replication-<tree>-<hasher>-<sha256 of the
 /// public parameters' identifier>.params`).

@@ -80,8 +80,9 @@ struct SectorArgs {
 struct ProveArgs {
     #[command(flatten)]
     sector: SectorArgs,
-    /// Write the proof (192 bytes per partition) to this file (default: print it in hex on
-    /// stdout).
+    /// Write the proof (192 bytes per partition; with --repeat, the first proof's) to this file
+    /// (default: print it in hex on stdout). Opened before proving; if writing fails at the end,
+    /// the proof is printed in hex on stdout instead.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Where partitions run: auto (GPU if built with CUDA and a device exists, else CPU), cpu or
@@ -312,11 +313,54 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
             BackendArg::Gpu => Backend::Gpu,
         };
     }
+    // The output file is opened (created, not truncated) before proving, so that a bad path
+    // fails now, not after minutes of proving; removed again if this call created it and fails.
+    let out_created = match &a.out {
+        Some(path) => {
+            let existed = path.exists();
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .map_err(|e| {
+                    Error::Io(std::io::Error::new(
+                        e.kind(),
+                        format!("opening --out {}: {e}", path.display()),
+                    ))
+                })?;
+            (!existed).then(|| path.clone())
+        }
+        None => None,
+    };
+    let r = prove_with(&a, config, &bytes, &c1, sector, prover_id);
+    if r.is_err() {
+        if let Some(p) = out_created {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    r
+}
+
+/// The proving part of [`prove`]: the engine, R proofs, the summary, the output.
+fn prove_with(
+    a: &ProveArgs,
+    config: EngineConfig,
+    bytes: &[u8],
+    c1: &SealCommitPhase1Output,
+    sector: u64,
+    prover_id: [u8; 32],
+) -> Result<(), Failure> {
     let engine = Engine::new(config)?;
     let partitions = c1.registered_proof.partitions();
     // The first proof runs alone: at most repeat − 1 are ever in flight.
     let repeat = a.repeat as usize;
     let jobs = (a.jobs as usize).min(repeat - 1).max(1);
+    if a.jobs as usize > jobs {
+        eprintln!(
+            "note: --jobs {} with --repeat {repeat}: at most {jobs} in flight (the first proof runs alone)",
+            a.jobs
+        );
+    }
     eprintln!(
         "proving {:?}, sector {sector}, {partitions} partition(s) on {}{}; comm_r {}",
         c1.registered_proof,
@@ -363,10 +407,15 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
             );
         }));
         let t0 = start.elapsed().as_secs_f64();
-        let out = engine.prove_porep_c2(&bytes, sector, &prover_id, &options)?;
+        let out = engine.prove_porep_c2(bytes, sector, &prover_id, &options)?;
         let t1 = start.elapsed().as_secs_f64();
         eprintln!(
-            "{who}proof: {} bytes ({} partitions) in {:.3} s",
+            "{}: {} bytes ({} partitions) in {:.3} s",
+            if repeat > 1 {
+                format!("proof {i}")
+            } else {
+                "proof".into()
+            },
             out.proof.len(),
             out.partitions.len(),
             t1 - t0
@@ -374,7 +423,7 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
         if let Ok(v) = stages.lock() {
             eprintln!("{who}stages: {}", stage_line(&v));
         }
-        verify_seal(&c1, sector, prover_id, &out.proof)?;
+        verify_seal(c1, sector, prover_id, &out.proof)?;
         if let Ok(mut d) = done.lock() {
             d.push((i, t0, t1, out.proof));
         }
@@ -425,14 +474,20 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
     }
     let proof = &done.first().ok_or_else(|| Error::internal("no proof"))?.3;
     match &a.out {
-        Some(path) => write_file(path, proof)?,
+        Some(path) => {
+            if let Err(e) = write_file(path, proof) {
+                // Not lost: the verified proof goes to stdout instead.
+                println!("{}", hex(proof));
+                return Err(e.into());
+            }
+        }
         None => println!("{}", hex(proof)),
     }
     Ok(())
 }
 
 fn verify(a: VerifyArgs) -> Result<(), Failure> {
-    parameter_dir(&a.sector)?;
+    let dir = parameter_dir(&a.sector)?;
     let prover_id = parse_prover_id(&a.sector.prover_id)?;
     let (_, c1, sector) = read_c1(&a.sector)?;
     let input = cuzk::c1::C1Input {
@@ -440,6 +495,11 @@ fn verify(a: VerifyArgs) -> Result<(), Failure> {
         wrapper_sector_num: None,
     };
     cuzk::c1::validate(&input, sector, &prover_id)?;
+    // The verifying key must be there and readable: a parameter problem is 20/201, not a
+    // rejected proof, and filecoin-proofs would otherwise derive a missing .vk from the
+    // .params file and write it into the directory.
+    let (_, vk) = cuzk::srs::porep_param_paths_of(c1.registered_proof, &dir)?;
+    cuzk::srs::read_vk_file(&vk)?;
     let proof = std::fs::read(&a.proof).map_err(|e| {
         Error::Io(std::io::Error::new(
             e.kind(),
@@ -501,6 +561,12 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
         })?;
     let device = match a.device {
         DeviceArg::Cpu => paramgen::Device::Cpu,
+        DeviceArg::Gpu if !cfg!(feature = "cuda") => {
+            return Err(Error::NoDevice(
+                "gen-params --device gpu: cuzk was built without the cuda feature".into(),
+            )
+            .into())
+        }
         DeviceArg::Gpu => paramgen::Device::Gpu,
     };
     let t = Instant::now();

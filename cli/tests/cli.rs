@@ -145,6 +145,73 @@ fn gen_c1_writes_three_files() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Problems with paths fail before any proving, with their own codes: an `--out` that cannot be
+/// created (90, and no file left behind), a parameter directory without the verifying key
+/// (`verify`: 20, not a rejected proof; nothing written there), an unreadable verifying key (21).
+#[test]
+fn bad_paths_fail_before_any_work() {
+    let d = tmp_dir("paths");
+    assert!(cuzk(&[
+        "gen-c1",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "p",
+        s(&d.join("c1"))
+    ])
+    .status
+    .success());
+    let c1 = d.join("c1").join("c1-wrapper.json");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let t = std::time::Instant::now();
+    let out = cuzk(&[
+        "prove",
+        s(&c1),
+        "--prover-id",
+        "f01000",
+        "--params",
+        s(&empty),
+        "--backend",
+        "cpu",
+        "--out",
+        s(&d.join("no-such-dir").join("proof.bin")),
+    ]);
+    assert_eq!(out.status.code(), Some(90));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("opening --out"));
+    assert!(t.elapsed().as_secs() < 60, "failed only after proving");
+    let proof = d.join("proof.bin");
+    std::fs::write(&proof, [0u8; 192]).unwrap();
+    let verify = |params: &Path| {
+        cuzk(&[
+            "verify",
+            s(&c1),
+            "--prover-id",
+            "f01000",
+            "--params",
+            s(params),
+            "--proof",
+            s(&proof),
+        ])
+    };
+    assert_eq!(verify(&empty).status.code(), Some(20));
+    assert_eq!(
+        std::fs::read_dir(&empty).unwrap().count(),
+        0,
+        "verify wrote into --params"
+    );
+    // A truncated verifying key under the right name.
+    let out = verify(&empty);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let vk = stderr
+        .split_whitespace()
+        .find(|w| w.ends_with(".vk"))
+        .expect("the missing .vk is named");
+    std::fs::write(vk, [1u8; 100]).unwrap();
+    assert_eq!(verify(&empty).status.code(), Some(21));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// The 2 KiB fixture's parameters (built by the fixture code, not here): `None` when absent.
 fn fixture_params() -> PathBuf {
     let size = cuzk_dev::fixture::FixtureSize::Kib2;
