@@ -671,12 +671,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     return Err(inputs_differ());
                 }
                 let mut ctx = PartitionCtx {
-                    partition: k,
-                    reporter,
-                    timings: &mut t,
-                    device: None,
-                    tier: None,
                     host_top_up: host_top_up.clone(),
+                    ..PartitionCtx::new(k, reporter, &mut t)
                 };
                 msm = backend.compute(&mut asg, &srs, &mut ctx)?;
                 (device, tier) = (ctx.device, ctx.tier.take());
@@ -692,12 +688,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     return Err(inputs_differ());
                 }
                 let mut ctx = PartitionCtx {
-                    partition: k,
-                    reporter,
-                    timings: &mut t,
-                    device: None,
-                    tier: None,
                     host_top_up: host_top_up.clone(),
+                    ..PartitionCtx::new(k, reporter, &mut t)
                 };
                 msm = backend.compute_compiled(w, cc, &srs, &mut ctx)?;
                 (device, tier) = (ctx.device, ctx.tier.take());

@@ -522,13 +522,17 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// The proof type of a `--sector-size` value (2KiB … 64GiB).
+fn sector_size_arg(size: &str) -> Result<filecoin_proofs_api::RegisteredSealProof, Error> {
+    c1gen::proof_type_for_size(size).map_err(|e| Error::InvalidConfig {
+        name: "--sector-size".into(),
+        value: size.into(),
+        reason: format!("{e:#}"),
+    })
+}
+
 fn gen_c1(a: GenC1Args) -> Result<(), Failure> {
-    let registered_proof =
-        c1gen::proof_type_for_size(&a.sector_size).map_err(|e| Error::InvalidConfig {
-            name: "--sector-size".into(),
-            value: a.sector_size.clone(),
-            reason: format!("{e:#}"),
-        })?;
+    let registered_proof = sector_size_arg(&a.sector_size)?;
     let spec = c1gen::C1Spec {
         registered_proof,
         seed: c1gen::seed_from_str(&a.seed),
@@ -553,12 +557,7 @@ fn gen_c1(a: GenC1Args) -> Result<(), Failure> {
 }
 
 fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
-    let registered_proof =
-        c1gen::proof_type_for_size(&a.sector_size).map_err(|e| Error::InvalidConfig {
-            name: "--sector-size".into(),
-            value: a.sector_size.clone(),
-            reason: format!("{e:#}"),
-        })?;
+    let registered_proof = sector_size_arg(&a.sector_size)?;
     let device = match a.device {
         DeviceArg::Cpu => paramgen::Device::Cpu,
         DeviceArg::Gpu if !cfg!(feature = "cuda") => {

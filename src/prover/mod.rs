@@ -65,6 +65,21 @@ pub struct PartitionCtx<'a> {
     pub host_top_up: Option<crate::budget::HostTopUp>,
 }
 
+impl<'a> PartitionCtx<'a> {
+    /// The context of partition `partition` before a backend ran it (no device, tier or
+    /// host top-up yet).
+    pub fn new(partition: usize, reporter: &'a Reporter, timings: &'a mut Timings) -> Self {
+        PartitionCtx {
+            partition,
+            reporter,
+            timings,
+            device: None,
+            tier: None,
+            host_top_up: None,
+        }
+    }
+}
+
 /// A prover backend: computes the H polynomial and the MSMs of one partition.
 pub trait Backend: Send + Sync {
     /// `"cpu"` or `"gpu"`.
