@@ -181,7 +181,7 @@ fn sweep<G: MsmGroup>(dev: &Arc<Device>, k: u32, run: &mut dyn FnMut(&mut MsmWor
         };
         sweep_one(&format!("sweep {} 2^{k} mb={mb}", G::SUFFIX), run, dev, cfg);
     }
-    let c0 = window_bits_for(1 << k);
+    let c0 = window_bits_for(1 << k, G::LAYOUT);
     for c in c0 - 2..=c0 + 1 {
         let cfg = MsmConfig {
             window_bits: Some(c),

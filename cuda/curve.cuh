@@ -42,80 +42,104 @@ namespace cuzk_curve {
 
 #if defined(__CUDACC__)
 // ---------------------------------------------------------------------------------------------
-// Field wrappers for the point code: cuzk::Fp / cuzk::Fp2 (field.cuh) with the Montgomery product
-// kept out of line. One product is ~1,250 SASS instructions on sm_90 (each madc becomes IMAD +
-// IADD3.X); a mixed addition has 10 of them, so inlining made the accumulation loop ~200 KB of
-// straight-line code, far more than the instruction cache: warps then stall on instruction fetch
-// (measured: IPC 1.09 on an H200). With one shared copy the hot code stays cached. Same layout as
-// the wrapped types, so device buffers of blstrs points can be read as affine_t<FpX> / <Fp2X>.
+// Field wrappers for the point code: cuzk::Fp / cuzk::Fp2 (field.cuh) plus `select`, in two kinds
+// that differ only in where the Fp Montgomery product lives:
+//   FpX / Fp2X  the product out of line (one shared copy, `fp_mul_ool`): small code for the
+//               kernels that run few additions (window sums, partials, tests);
+//   FpI / Fp2I  the product inlined into every point formula: the bucket-accumulation kernels.
+// History (H200, sm_90): with the 1,280-instruction `mul_cios`, inlining made the accumulation
+// loop ~200 KB of straight-line code and warps stalled on instruction fetch (IPC 1.09), so the
+// product went out of line. With the 480-instruction `mul_split` the inlined mixed addition is
+// ~80 KB and avoids the call's argument moves and callee-saved spills: G2 accumulation 1.19 ->
+// 0.72 s at 2^24, G1 2^26 -6 %; the window sums, inlined too, got 2x slower (10.5 -> 23.8 ms),
+// hence the two kinds (BENCHMARKS.md, MSM section). Fp2 products and squares stay out of line
+// in both kinds (three Fp products each). Same layout as the wrapped types, so device buffers of
+// blstrs points can be read as affine_t of either kind.
 
-/// Out-of-line Montgomery product in Fp (the one copy every point operation calls).
+/// Out-of-line Montgomery product in Fp (the one copy FpX's point operations call).
 __device__ __noinline__ cuzk::Fp fp_mul_ool(cuzk::Fp a, cuzk::Fp b) { return cuzk::Fp::mul(a, b); }
 
-/// cuzk::Fp with an out-of-line product.
-struct alignas(16) FpX {
+/// The Fp product of the wrapper kind: out of line (`INL` = false) or inlined.
+template <bool INL> __device__ __forceinline__ cuzk::Fp fp_mul_k(const cuzk::Fp& a, const cuzk::Fp& b) {
+    if constexpr (INL)
+        return cuzk::Fp::mul(a, b);
+    else
+        return fp_mul_ool(a, b);
+}
+
+/// cuzk::Fp with the product of kind `INL` (see above).
+template <bool INL> struct alignas(16) FpT {
     cuzk::Fp v;
-    __device__ __forceinline__ static FpX zero() { return {cuzk::Fp::zero()}; }
-    __device__ __forceinline__ static FpX one() { return {cuzk::Fp::one()}; }
-    __device__ __forceinline__ static FpX load(const FpX* p) { return {cuzk::Fp::load(&p->v)}; }
-    __device__ __forceinline__ void store(FpX* p) const { v.store(&p->v); }
+    __device__ __forceinline__ static FpT zero() { return {cuzk::Fp::zero()}; }
+    __device__ __forceinline__ static FpT one() { return {cuzk::Fp::one()}; }
+    __device__ __forceinline__ static FpT load(const FpT* p) { return {cuzk::Fp::load(&p->v)}; }
+    __device__ __forceinline__ void store(FpT* p) const { v.store(&p->v); }
     __device__ __forceinline__ bool is_zero() const { return v.is_zero(); }
-    __device__ __forceinline__ static FpX sqr(const FpX& a) { return {fp_mul_ool(a.v, a.v)}; }
-    __device__ __forceinline__ static FpX dbl(const FpX& a) { return {cuzk::Fp::dbl(a.v)}; }
-    __device__ __forceinline__ friend FpX operator+(const FpX& a, const FpX& b) { return {a.v + b.v}; }
-    __device__ __forceinline__ friend FpX operator-(const FpX& a, const FpX& b) { return {a.v - b.v}; }
-    __device__ __forceinline__ friend FpX operator*(const FpX& a, const FpX& b) { return {fp_mul_ool(a.v, b.v)}; }
-    __device__ __forceinline__ FpX operator-() const { return {-v}; }
+    __device__ __forceinline__ static FpT sqr(const FpT& a) { return {fp_mul_k<INL>(a.v, a.v)}; }
+    __device__ __forceinline__ static FpT dbl(const FpT& a) { return {cuzk::Fp::dbl(a.v)}; }
+    __device__ __forceinline__ friend FpT operator+(const FpT& a, const FpT& b) { return {a.v + b.v}; }
+    __device__ __forceinline__ friend FpT operator-(const FpT& a, const FpT& b) { return {a.v - b.v}; }
+    __device__ __forceinline__ friend FpT operator*(const FpT& a, const FpT& b) { return {fp_mul_k<INL>(a.v, b.v)}; }
+    __device__ __forceinline__ FpT operator-() const { return {-v}; }
     /// c ? a : b, limb by limb without a branch.
-    __device__ __forceinline__ static FpX select(bool c, const FpX& a, const FpX& b) {
-        FpX r;
+    __device__ __forceinline__ static FpT select(bool c, const FpT& a, const FpT& b) {
+        FpT r;
 #pragma unroll
         for (int i = 0; i < cuzk::Fp::N; i++) r.v.l[i] = c ? a.v.l[i] : b.v.l[i];
         return r;
     }
 };
-static_assert(sizeof(FpX) == 48, "FpX must match blst_fp");
+/// Fp, out-of-line product.
+typedef FpT<false> FpX;
+/// Fp, inlined product.
+typedef FpT<true> FpI;
+static_assert(sizeof(FpX) == 48 && sizeof(FpI) == 48, "FpX / FpI must match blst_fp");
 
-struct Fp2X;
-__device__ __noinline__ Fp2X fp2_mul_ool(Fp2X a, Fp2X b);
-__device__ __noinline__ Fp2X fp2_sqr_ool(Fp2X a);
+template <bool INL> struct Fp2T;
+template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_ool(Fp2T<INL> a, Fp2T<INL> b);
+template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_sqr_ool(Fp2T<INL> a);
 
 /// cuzk::Fp2 arithmetic (same formulas as field.cuh: Karatsuba product, complex squaring) on top
-/// of the out-of-line Fp product; the Fp2 product and square are out of line too.
-struct alignas(16) Fp2X {
-    FpX c0, c1;
-    __device__ __forceinline__ static Fp2X zero() { return {FpX::zero(), FpX::zero()}; }
-    __device__ __forceinline__ static Fp2X one() { return {FpX::one(), FpX::zero()}; }
-    __device__ __forceinline__ static Fp2X load(const Fp2X* p) { return {FpX::load(&p->c0), FpX::load(&p->c1)}; }
-    __device__ __forceinline__ void store(Fp2X* p) const {
+/// of FpT<INL>; the Fp2 product and square are out of line in both kinds.
+template <bool INL> struct alignas(16) Fp2T {
+    typedef FpT<INL> B;
+    B c0, c1;
+    __device__ __forceinline__ static Fp2T zero() { return {B::zero(), B::zero()}; }
+    __device__ __forceinline__ static Fp2T one() { return {B::one(), B::zero()}; }
+    __device__ __forceinline__ static Fp2T load(const Fp2T* p) { return {B::load(&p->c0), B::load(&p->c1)}; }
+    __device__ __forceinline__ void store(Fp2T* p) const {
         c0.store(&p->c0);
         c1.store(&p->c1);
     }
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
-    __device__ __forceinline__ static Fp2X sqr(const Fp2X& a) { return fp2_sqr_ool(a); }
-    __device__ __forceinline__ static Fp2X dbl(const Fp2X& a) { return {FpX::dbl(a.c0), FpX::dbl(a.c1)}; }
-    __device__ __forceinline__ friend Fp2X operator+(const Fp2X& a, const Fp2X& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
-    __device__ __forceinline__ friend Fp2X operator-(const Fp2X& a, const Fp2X& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
-    __device__ __forceinline__ friend Fp2X operator*(const Fp2X& a, const Fp2X& b) { return fp2_mul_ool(a, b); }
-    __device__ __forceinline__ Fp2X operator-() const { return {-c0, -c1}; }
+    __device__ __forceinline__ static Fp2T sqr(const Fp2T& a) { return fp2_sqr_ool<INL>(a); }
+    __device__ __forceinline__ static Fp2T dbl(const Fp2T& a) { return {B::dbl(a.c0), B::dbl(a.c1)}; }
+    __device__ __forceinline__ friend Fp2T operator+(const Fp2T& a, const Fp2T& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
+    __device__ __forceinline__ friend Fp2T operator-(const Fp2T& a, const Fp2T& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
+    __device__ __forceinline__ friend Fp2T operator*(const Fp2T& a, const Fp2T& b) { return fp2_mul_ool<INL>(a, b); }
+    __device__ __forceinline__ Fp2T operator-() const { return {-c0, -c1}; }
     /// c ? a : b without a branch.
-    __device__ __forceinline__ static Fp2X select(bool c, const Fp2X& a, const Fp2X& b) {
-        return {FpX::select(c, a.c0, b.c0), FpX::select(c, a.c1, b.c1)};
+    __device__ __forceinline__ static Fp2T select(bool c, const Fp2T& a, const Fp2T& b) {
+        return {B::select(c, a.c0, b.c0), B::select(c, a.c1, b.c1)};
     }
 };
-static_assert(sizeof(Fp2X) == 96, "Fp2X must match blst_fp2");
+/// Fp2 over FpX.
+typedef Fp2T<false> Fp2X;
+/// Fp2 over FpI.
+typedef Fp2T<true> Fp2I;
+static_assert(sizeof(Fp2X) == 96 && sizeof(Fp2I) == 96, "Fp2X / Fp2I must match blst_fp2");
 
 /// Karatsuba: (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u (u^2 = -1).
-__device__ __noinline__ Fp2X fp2_mul_ool(Fp2X a, Fp2X b) {
-    FpX v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
-    FpX s = (a.c0 + a.c1) * (b.c0 + b.c1);
+template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_ool(Fp2T<INL> a, Fp2T<INL> b) {
+    FpT<INL> v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+    FpT<INL> s = (a.c0 + a.c1) * (b.c0 + b.c1);
     return {v0 - v1, s - v0 - v1};
 }
 
 /// (a0 + a1)(a0 - a1) + 2 a0 a1 u.
-__device__ __noinline__ Fp2X fp2_sqr_ool(Fp2X a) {
-    FpX t = a.c0 * a.c1;
-    return {(a.c0 + a.c1) * (a.c0 - a.c1), FpX::dbl(t)};
+template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_sqr_ool(Fp2T<INL> a) {
+    FpT<INL> t = a.c0 * a.c1;
+    return {(a.c0 + a.c1) * (a.c0 - a.c1), FpT<INL>::dbl(t)};
 }
 #endif
 

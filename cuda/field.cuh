@@ -28,6 +28,15 @@
 #pragma once
 #include <stdint.h>
 
+// Montgomery product variant of Field::mul (see there): 0 split, 1 wide, 2 cios.
+#ifndef CUZK_MUL
+#if defined(CUZK_MUL_CIOS) && CUZK_MUL_CIOS
+#define CUZK_MUL 2
+#else
+#define CUZK_MUL 0
+#endif
+#endif
+
 namespace cuzk {
 
 // ---------------------------------------------------------------------------------------------
@@ -296,6 +305,82 @@ struct alignas(16) Field {
         return reduce_once(r);
     }
 
+    /// acc[s + 2k, s + 2k + 1] += x * y(j0 + 2k) for k = 0 .. N/2 - 1, one carry chain, its carry
+    /// added into acc[s + N] (a limb no earlier chain has filled past a few carries, so the
+    /// addition cannot overflow). Every product lands on a pair starting at s + 2k, so within one
+    /// array the pairs keep the same alignment for the whole product (no register moves).
+    template <int S, int J0, class Y>
+    __device__ __forceinline__ static void mac_pairs(uint32_t (&acc)[2 * N + 2], uint32_t x, Y y) {
+        acc[S] = ptx::mad_lo_cc(x, y(J0), acc[S]);
+        acc[S + 1] = ptx::madc_hi_cc(x, y(J0), acc[S + 1]);
+#pragma unroll
+        for (int k = 1; k < N / 2; k++) {
+            acc[S + 2 * k] = ptx::madc_lo_cc(x, y(J0 + 2 * k), acc[S + 2 * k]);
+            acc[S + 2 * k + 1] = ptx::madc_hi_cc(x, y(J0 + 2 * k), acc[S + 2 * k + 1]);
+        }
+        acc[S + N] = ptx::addc(acc[S + N], 0);
+    }
+
+    /// One FIOS step of `mul_split` for row I (templated so that every index is a constant).
+    template <int I, class Y, class P>
+    __device__ __forceinline__ static void split_step(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
+                                                      uint32_t& c, uint32_t x, Y y, P p) {
+        // Products x * y_j land on position I + j: even j on pairs starting at I's parity, odd
+        // j on the other parity. Pairs starting at even positions live in E, odd ones in O.
+        uint32_t(&A0)[2 * N + 2] = (I % 2 == 0) ? E : O;
+        uint32_t(&A1)[2 * N + 2] = (I % 2 == 0) ? O : E;
+        mac_pairs<I, 0>(A0, x, y);
+        mac_pairs<I + 1, 1>(A1, x, y);
+        // Limb I of T = E[I] + O[I] + c (positions below I are zero, their carries in c).
+        const uint32_t m = (E[I] + O[I] + c) * C::M0;
+        mac_pairs<I, 0>(A0, m, p);
+        mac_pairs<I + 1, 1>(A1, m, p);
+        // Limb I is now 0 mod 2^32; its carry (at most 2) moves up.
+        const uint64_t s = (uint64_t)E[I] + O[I] + c;
+        c = (uint32_t)(s >> 32);
+    }
+
+    template <int I, class Y, class P>
+    __device__ __forceinline__ static void split_rows(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
+                                                      uint32_t& c, const Field& b, Y y, P p) {
+        if constexpr (I < N) {
+            split_step<I>(E, O, c, b.l[I], y, p);
+            split_rows<I + 1>(E, O, c, b, y, p);
+        }
+    }
+
+    /// Montgomery product a * b * R^-1 mod p, "split" variant: FIOS (finely integrated operand
+    /// scanning, Koc, Acar and Kaliski 1996: row i adds b_i * a and then m_i * p) over a
+    /// 2N+2-limb accumulator that is never shifted, kept as two arrays E and O: E receives the
+    /// 64-bit partial products whose pair starts at an even position, O those starting at an odd
+    /// one, so T = E + O and every pair stays register-aligned (the even/odd split of Emmart, Luo
+    /// and Weems, ARITH 2016, applied to the accumulator instead of the operand). Limb i of T,
+    /// needed for m_i = t_i * (-p^-1), is E[i] + O[i] + c, with c the carry (<= 2) of the limbs
+    /// already reduced to zero. `mul_wide` shifts its accumulator each row, which flips the pair
+    /// alignment and costs ~390 register moves per Fp product (sm_90); this one has 2N^2
+    /// IMAD.WIDE and a few additions per row. Result = T / R < 2p, then one subtraction.
+    __device__ __forceinline__ static Field mul_split(const Field& a, const Field& b) {
+        uint32_t E[2 * N + 2], O[2 * N + 2];
+#pragma unroll
+        for (int k = 0; k < 2 * N + 2; k++) {
+            E[k] = 0;
+            O[k] = 0;
+        }
+        uint32_t c = 0;
+        struct A { const Field& a; __device__ __forceinline__ uint32_t operator()(int j) const { return a.l[j]; } };
+        struct P { __device__ __forceinline__ uint32_t operator()(int j) const { return C::p(j); } };
+        split_rows<0>(E, O, c, b, A{a}, P());
+        // T / R = limbs N .. 2N - 1 of E + O, plus c at limb N (limbs 2N, 2N+1 are zero as T / R < 2p).
+        Field r;
+        r.l[0] = ptx::add_cc(E[N], c);
+#pragma unroll
+        for (int k = 1; k < N; k++) r.l[k] = ptx::addc_cc(E[N + k], 0);
+        r.l[0] = ptx::add_cc(r.l[0], O[N]);
+#pragma unroll
+        for (int k = 1; k < N; k++) r.l[k] = ptx::addc_cc(r.l[k], O[N + k]);
+        return reduce_once(r);
+    }
+
     /// Montgomery product a * b * R^-1 mod p, "cios" variant: CIOS with each row as separate
     /// carry chains over the low and the high halves of the partial products, N+2-limb
     /// accumulator. The variant verified on the H200 first (tests/gpu_field.rs).
@@ -338,15 +423,18 @@ struct alignas(16) Field {
         return reduce_once(r);
     }
 
-    /// Montgomery product a * b * R^-1 mod p: `mul_wide`, unless CUZK_MUL_CIOS is defined
-    /// non-zero at compile time (`CUZK_NVCC_FLAGS=-DCUZK_MUL_CIOS=1`), then `mul_cios`.
-    /// On the H200 the wide product made G1 MSMs 10-13 % faster (2^27: 2.25 -> 1.98 s,
-    /// BENCHMARKS.md); both are checked against blstrs by tests/gpu_field.rs.
+    /// Montgomery product a * b * R^-1 mod p. The variant is chosen at compile time by
+    /// CUZK_MUL (`CUZK_NVCC_FLAGS=-DCUZK_MUL=1`): 0 (default) `mul_split`, 1 `mul_wide`,
+    /// 2 `mul_cios`. All three are checked against blstrs by tests/gpu_field.rs (ops 11-13).
+    /// Instructions per Fp product on sm_90 (ptxas 13.0): split 480 (287 IMAD.WIDE, no moves),
+    /// wide 776 (276 IMAD.WIDE, 387 moves), cios 1280; BENCHMARKS.md has the MSM effect.
     __device__ __forceinline__ static Field mul(const Field& a, const Field& b) {
-#if defined(CUZK_MUL_CIOS) && CUZK_MUL_CIOS
+#if CUZK_MUL == 2
         return mul_cios(a, b);
-#else
+#elif CUZK_MUL == 1
         return mul_wide(a, b);
+#else
+        return mul_split(a, b);
 #endif
     }
     /// a^2 (Montgomery).

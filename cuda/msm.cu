@@ -13,9 +13,12 @@
 #include "msm.cuh"
 
 using namespace cuzk_msm;
-// Point kernels use the wrappers of curve.cuh (one out-of-line Fp product, see there).
+// Point kernels use the wrappers of curve.cuh: the bucket accumulation the inlined Fp product
+// (FpI / Fp2I), every other kernel the out-of-line one (FpX / Fp2X); same layouts (see there).
 typedef cuzk_curve::FpX Fp;
 typedef cuzk_curve::Fp2X Fp2;
+typedef cuzk_curve::FpI FpAcc;
+typedef cuzk_curve::Fp2I Fp2Acc;
 
 #define FULL_MASK 0xffffffffu
 
@@ -177,11 +180,11 @@ static __device__ __forceinline__ void reduce_block(const xyzz_t<F>* in, u32 seg
         if (s < S) body_accumulate<F, PF>(s, S, list, offsets, K, points, buckets, part_keys, part_pts, fresh != 0); \
     }
 
-CUZK_MSM_ACCUMULATE(g1, Fp, PT_THREADS_G1, false, 3)
-CUZK_MSM_ACCUMULATE(g1, Fp, PT_THREADS_G1, false, 4)
-CUZK_MSM_ACCUMULATE(g1, Fp, PT_THREADS_G1, false, 5)
-CUZK_MSM_ACCUMULATE(g2, Fp2, PT_THREADS_G2, false, 4)
-CUZK_MSM_ACCUMULATE(g2, Fp2, PT_THREADS_G2, false, 6)
+CUZK_MSM_ACCUMULATE(g1, FpAcc, PT_THREADS_G1, false, 3)
+CUZK_MSM_ACCUMULATE(g1, FpAcc, PT_THREADS_G1, false, 4)
+CUZK_MSM_ACCUMULATE(g1, FpAcc, PT_THREADS_G1, false, 5)
+CUZK_MSM_ACCUMULATE(g2, Fp2Acc, PT_THREADS_G2, false, 4)
+CUZK_MSM_ACCUMULATE(g2, Fp2Acc, PT_THREADS_G2, false, 6)
 
 #define CUZK_MSM_KERNELS(SUF, F, PT, RT, OB)                                                                 \
     /** Level-n accumulation of key-sorted partials in segments of L; S = ceil(count / L) threads. */      \

@@ -1,7 +1,8 @@
 // cuzk — small kernels that expose single field operations, for tests/gpu_field.rs.
 // One thread per element; `op` selects the operation (codes below, mirrored in the test):
 //   0 add  1 sub  2 mul  3 sqr  4 neg  5 inverse  6 to_mont  7 from_mont  8 eq (out = 1 or 0)
-//   9 dbl  10 is_zero (out = 1 or 0)  11 mul_cios (Fr and Fp only; `mul`, op 2, is mul_wide)
+//   9 dbl  10 is_zero (out = 1 or 0)  11 mul_cios  12 mul_wide  13 mul_split (11-13: Fr and Fp
+//   only; `mul`, op 2, is the variant CUZK_MUL selects, mul_split by default)
 // For Fp2, to_mont/from_mont (6, 7) are not defined and leave the output untouched.
 #include "field.cuh"
 
@@ -23,6 +24,8 @@ __device__ __forceinline__ F field_op(int op, const F& a, const F& b) {
         case 9: return F::dbl(a);
         case 10: return a.is_zero() ? F::one() : F::zero();
         case 11: return F::mul_cios(a, b);
+        case 12: return F::mul_wide(a, b);
+        case 13: return F::mul_split(a, b);
         default: return a;
     }
 }

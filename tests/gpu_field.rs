@@ -25,7 +25,8 @@ const FROM_MONT: i32 = 7;
 const EQ: i32 = 8;
 const DBL: i32 = 9;
 const IS_ZERO: i32 = 10;
-const MUL_CIOS: i32 = 11;
+/// The three Montgomery product variants, each whatever `mul` (op 2) defaults to.
+const MUL_VARIANTS: [(i32, &str); 3] = [(11, "mul_cios"), (12, "mul_wide"), (13, "mul_split")];
 
 use common::gpu_device as device;
 
@@ -252,34 +253,24 @@ fn fp_montgomery_conversions() {
     assert_eq!(back, plain, "Fp from_mont");
 }
 
-/// The CIOS Montgomery multiplication (Fr::mul_cios / Fp::mul_cios; `mul`, op 2, checked by
-/// every other test here, is the wide one by default).
+/// Every Montgomery product variant (`Fr`/`Fp` `mul_cios`, `mul_wide`, `mul_split`; `mul`, op 2,
+/// checked by every other test here, is the one `CUZK_MUL` selects) against blstrs.
 #[test]
-fn mul_cios_matches_blstrs() {
+fn mul_variants_match_blstrs() {
     let Some(dev) = device() else { return };
-    let vals = fr_values();
-    let (a, b) = pairs(&vals, 7);
-    let got: Vec<Scalar> = run(&dev, TestField::Fr, MUL_CIOS, &a, &b, a.len(), a.len());
-    for i in 0..a.len() {
-        assert_eq!(
-            got[i],
-            a[i] * b[i],
-            "Fr mul_cios #{i}: a={:?} b={:?}",
-            a[i],
-            b[i]
-        );
+    for (op, name) in MUL_VARIANTS {
+        let vals = fr_values();
+        let (a, b) = pairs(&vals, 7);
+        let got: Vec<Scalar> = run(&dev, TestField::Fr, op, &a, &b, a.len(), a.len());
+        for i in 0..a.len() {
+            assert_eq!(got[i], a[i] * b[i], "Fr {name} #{i}: a={:?} b={:?}", a[i], b[i]);
+        }
+        let vals = fp_values();
+        let (a, b) = pairs(&vals, 7);
+        let got: Vec<Fp> = run(&dev, TestField::Fp, op, &a, &b, a.len(), a.len());
+        for i in 0..a.len() {
+            assert_eq!(got[i], a[i] * b[i], "Fp {name} #{i}: a={:?} b={:?}", a[i], b[i]);
+        }
+        eprintln!("{name}: Fr and Fp ok ({} products each)", a.len());
     }
-    let vals = fp_values();
-    let (a, b) = pairs(&vals, 7);
-    let got: Vec<Fp> = run(&dev, TestField::Fp, MUL_CIOS, &a, &b, a.len(), a.len());
-    for i in 0..a.len() {
-        assert_eq!(
-            got[i],
-            a[i] * b[i],
-            "Fp mul_cios #{i}: a={:?} b={:?}",
-            a[i],
-            b[i]
-        );
-    }
-    eprintln!("mul_cios: Fr and Fp ok");
 }

@@ -39,14 +39,19 @@ pub struct GroupLayout {
     pub red_threads: u32,
     /// Occupancy variants of the accumulation kernel compiled in `cuda/msm.cu`.
     pub min_blocks: &'static [u32],
-    /// The default variant below 2^25 Pippenger scalars, and from 2^25 on.
+    /// The default variant below 2^`min_blocks_switch_log2` Pippenger scalars, and from there on.
     pub default_min_blocks: (u32, u32),
+    /// Where the default occupancy variant switches (log2 of the Pippenger scalars).
+    pub min_blocks_switch_log2: u32,
+    /// Cost of one bucket (its flush in the accumulation, its share of the running sums), in
+    /// tenths of one mixed addition: the window cost model of [`window_bits_for`].
+    pub bucket_cost_tenths: u32,
 }
 
 impl GroupLayout {
     /// The accumulation variant used by default for `m` Pippenger scalars.
     pub fn default_min_blocks(&self, m: u64) -> u32 {
-        if m >= 1 << 25 {
+        if m >= 1 << self.min_blocks_switch_log2 {
             self.default_min_blocks.1
         } else {
             self.default_min_blocks.0
@@ -63,7 +68,12 @@ pub const G1_LAYOUT: GroupLayout = GroupLayout {
     pt_threads: 128,
     red_threads: 128,
     min_blocks: &[3, 4, 5],
+    // H200, BENCHMARKS.md: 4 blocks fastest at 2^24, 5 at 2^26 and 2^27.
     default_min_blocks: (4, 5),
+    min_blocks_switch_log2: 25,
+    // H200 sweeps of c - 2 ..= c + 1: c = 20 fastest at 2^24, 2^26 and 2^27 (c = 18 within 0.5 %
+    // at 2^26).
+    bucket_cost_tenths: 44,
 };
 
 /// G2 (points over Fp2): 192 B affine, 288 B Jacobian, 384 B XYZZ.
@@ -75,22 +85,29 @@ pub const G2_LAYOUT: GroupLayout = GroupLayout {
     pt_threads: 64,
     red_threads: 64,
     min_blocks: &[4, 6],
-    default_min_blocks: (6, 6),
+    // H200, BENCHMARKS.md: 4 blocks fastest at 2^22 (144 vs 161 ms), 6 at 2^24 (788 vs 886 ms).
+    default_min_blocks: (4, 6),
+    min_blocks_switch_log2: 23,
+    // H200 sweeps: c = 16 fastest at 2^22, c = 19 at 2^24 (733 ms vs 780 at c = 20), which a
+    // bucket cost between 5.4 and 9.9 mixed additions selects (the G2 flush moves 384 B).
+    bucket_cost_tenths: 75,
 };
 
 /// Largest window the cost model picks (bits).
 pub const MAX_AUTO_WINDOW_BITS: u32 = 21;
 
-/// Window size (bits) for `m` Pippenger scalars: minimises `m W + 4.4 W 2^(c-1)` (bucket
-/// additions plus ~3 full additions per bucket for the running sums and the run flushes, in units
-/// of one mixed addition), `W = floor(255 / c) + 1`, for c in 2..=21. The cap keeps the bucket
-/// array at most 13 x 2^20 XYZZ points (2.6 GB for G1): on an H200, c = 22 at n = 2^27 cost a
-/// 48-156 ms window stage, more than it saved in the accumulation. Non-decreasing in `m`.
-pub fn window_bits_for(m: usize) -> u32 {
+/// Window size (bits) for `m` Pippenger scalars of group `g`: minimises `m W + k W 2^(c-1)`
+/// (bucket additions plus the cost of each bucket, `k` = `g.bucket_cost_tenths / 10` mixed
+/// additions: its flush in the accumulation and its share of the running sums), with
+/// `W = floor(255 / c) + 1`, for c in 2..=21. The cap keeps the bucket array at most 13 x 2^20
+/// XYZZ points (2.6 GB for G1): on an H200, c = 22 at n = 2^27 cost a 48-156 ms window stage,
+/// more than it saved in the accumulation. Non-decreasing in `m`.
+pub fn window_bits_for(m: usize, g: &GroupLayout) -> u32 {
+    let k = g.bucket_cost_tenths as f64 / 10.0;
     let mut best = (f64::MAX, 2u32);
     for c in 2..=MAX_AUTO_WINDOW_BITS {
         let w = (255 / c + 1) as f64;
-        let cost = m as f64 * w + 4.4 * w * (1u64 << (c - 1)) as f64;
+        let cost = m as f64 * w + k * w * (1u64 << (c - 1)) as f64;
         if cost < best.0 {
             best = (cost, c);
         }
@@ -239,7 +256,7 @@ impl MsmSizes {
             0
         } else {
             lim.window_bits
-                .unwrap_or_else(|| window_bits_for(m as usize))
+                .unwrap_or_else(|| window_bits_for(m as usize, g))
         };
         let nw: u32 = if m == 0 { 0 } else { 255 / c + 1 };
         let half: u64 = if m == 0 { 0 } else { 1u64 << (c - 1) };
@@ -331,24 +348,24 @@ impl MsmSizes {
 /// The `m` values at which an MSM of `n` scalars needs the most memory for each window the cost
 /// model can pick (the largest `m ≤ n` of each window; with a fixed window, `n` alone). Buffer
 /// sizes grow with `m` for a fixed window, so these bound every `m ≤ n`.
-fn worst_m(n: u64, lim: &MsmLimits) -> Vec<u64> {
+fn worst_m(n: u64, g: &GroupLayout, lim: &MsmLimits) -> Vec<u64> {
     if n == 0 {
         return vec![0];
     }
     if lim.window_bits.is_some() {
         return vec![n];
     }
-    let (lo, hi) = (window_bits_for(1), window_bits_for(n as usize));
+    let (lo, hi) = (window_bits_for(1, g), window_bits_for(n as usize, g));
     (lo..=hi)
         .filter_map(|c| {
             // largest m in 1..=n with window_bits_for(m) <= c (non-decreasing in m)
             let (mut a, mut b) = (1u64, n);
-            if window_bits_for(1) > c {
+            if window_bits_for(1, g) > c {
                 return None;
             }
             while a < b {
                 let mid = a + (b - a).div_ceil(2);
-                if window_bits_for(mid as usize) <= c {
+                if window_bits_for(mid as usize, g) <= c {
                     a = mid;
                 } else {
                     b = mid - 1;
@@ -378,7 +395,7 @@ pub fn msm_workspace_bytes(shapes: &[MsmShape], lim: &MsmLimits) -> Result<u64> 
 pub fn msm_workspace_slots(shapes: &[MsmShape], lim: &MsmLimits) -> Result<[u64; MSM_SLOTS + 2]> {
     let mut out = [0u64; MSM_SLOTS + 2];
     for s in shapes {
-        for m in worst_m(s.n, lim) {
+        for m in worst_m(s.n, s.group, lim) {
             // ones: the most the partial-sum buffer can take is when every other scalar is 1
             let z = MsmSizes::new(s, m, s.n, lim)?;
             for (o, b) in out.iter_mut().zip(z.slots) {
@@ -447,19 +464,38 @@ mod tests {
 
     #[test]
     fn window_bits_are_non_decreasing_and_worst_m_covers_each_window() {
-        let mut last = 0;
-        for k in 0..31 {
-            let c = window_bits_for(1usize << k);
-            assert!(c >= last);
-            last = c;
+        for g in [&G1_LAYOUT, &G2_LAYOUT] {
+            let mut last = 0;
+            for k in 0..31 {
+                let c = window_bits_for(1usize << k, g);
+                assert!(c >= last);
+                last = c;
+            }
+            let lim = MsmLimits::defaults(132);
+            let ms = worst_m(1 << 27, g, &lim);
+            assert_eq!(*ms.last().unwrap(), 1 << 27);
+            for &m in &ms {
+                // m is the last of its window
+                assert!(
+                    m == 1 << 27
+                        || window_bits_for(m as usize + 1, g) > window_bits_for(m as usize, g)
+                );
+            }
         }
-        let lim = MsmLimits::defaults(132);
-        let ms = worst_m(1 << 27, &lim);
-        assert_eq!(*ms.last().unwrap(), 1 << 27);
-        for &m in &ms {
-            // m is the last of its window
-            assert!(m == 1 << 27 || window_bits_for(m as usize + 1) > window_bits_for(m as usize));
-        }
+    }
+
+    /// The windows the H200 sweeps found fastest (BENCHMARKS.md, MSM section).
+    #[test]
+    fn window_model_picks_the_measured_best() {
+        assert_eq!(window_bits_for(1 << 24, &G1_LAYOUT), 20);
+        assert_eq!(window_bits_for(1 << 26, &G1_LAYOUT), 20);
+        assert_eq!(window_bits_for(1 << 27, &G1_LAYOUT), 20);
+        assert_eq!(window_bits_for(1 << 22, &G2_LAYOUT), 16);
+        assert_eq!(window_bits_for(1 << 24, &G2_LAYOUT), 19);
+        assert_eq!(G2_LAYOUT.default_min_blocks(1 << 22), 4);
+        assert_eq!(G2_LAYOUT.default_min_blocks(1 << 24), 6);
+        assert_eq!(G1_LAYOUT.default_min_blocks(1 << 24), 4);
+        assert_eq!(G1_LAYOUT.default_min_blocks(1 << 26), 5);
     }
 
     #[test]

@@ -232,11 +232,12 @@ pub trait MsmGroup: Send + Sync + 'static {
     /// Threads per block of the tree reduction (must match cuda/msm.cu).
     const RED_THREADS: u32;
     /// Occupancy variants of `cuzk_msm_accumulate_<suffix>_mb<B>` compiled in cuda/msm.cu
-    /// (ptxas on sm_90: G1 3 -> 162 registers, 4 -> 128, 5 -> 96 with spills; G2 4 -> 255,
-    /// 6 -> 168 with spills).
+    /// (ptxas 13.0 on sm_90, inlined `mul_split` product: G1 3 -> 168 registers, 4 -> 128,
+    /// 5 -> 96 with spills; G2 4 -> 255, 6 -> 168 with spills).
     const MIN_BLOCKS: &'static [u32];
     /// The variant used when [`MsmConfig::accumulate_min_blocks`] is `None`, for m scalars that
-    /// are neither 0 nor 1 (measured on an H200: G1 4 blocks fastest at 2^24, 5 at 2^26; G2 6).
+    /// are neither 0 nor 1 ([`GroupLayout::default_min_blocks`], measured on an H200: G1 4 blocks
+    /// fastest at 2^24, 5 at 2^26 and 2^27; G2 4 at 2^22, 6 at 2^24).
     fn default_min_blocks(m: usize) -> u32;
 }
 
@@ -1225,7 +1226,7 @@ mod tests {
     fn window_bits_grow_with_m() {
         let mut last = 0;
         for k in [0usize, 1, 10, 1 << 10, 1 << 16, 1 << 20, 1 << 24, 1 << 26] {
-            let c = window_bits_for(k);
+            let c = window_bits_for(k, &G1_LAYOUT);
             assert!((2..=21).contains(&c));
             assert!(c >= last, "c({k}) = {c} < {last}");
             last = c;
