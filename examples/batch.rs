@@ -678,6 +678,7 @@ fn run_partition(
             device: None,
             tier: None,
             host_top_up: None,
+            host_buffers_busy: false,
         };
         CpuBackend.compute(&mut copy, srs, &mut ctx)
     });
@@ -689,6 +690,7 @@ fn run_partition(
         device: None,
         tier: None,
         host_top_up: None,
+        host_buffers_busy: false,
     };
     let t = Instant::now();
     let r = backend.compute(asg, srs, &mut ctx);
@@ -1227,6 +1229,7 @@ fn real_main() -> Result<ExitCode, Error> {
                 device: None,
                 tier: None,
                 host_top_up: None,
+                host_buffers_busy: false,
             };
             let t0 = Instant::now();
             CpuBackend.compute(&mut a, &srs, &mut ctx)?;

@@ -10,6 +10,9 @@
 #   scale-short  a few 2^27 partitions resident and capped (timings of a changed build)
 #   scaling32 witness of a real-shape 32 GiB partition on 16 and 1 threads (cuzk gen-c1 + synth_scaling)
 #   gputests the GPU unit tests of `core` without its benches
+#   kernels-a, kernels-b  issue 13's correctness set in two back-to-back calls of one warm lease:
+#            (a) fixtures in the background beside gpu_field, gpu_curve, gpu_msm and `check`;
+#            (b) gpu_prove on both fixtures, then 2^27 partitions resident (`scale-short`'s first phase)
 #   fixtures both real fixtures made there, side by side, into /tmp/fx2 and /tmp/fx8 (~5 min)
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
@@ -86,6 +89,29 @@ scale-short)
   t b27s timeout 240 $F/batch --log2 27 --reuse \
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
     --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+kernels-a)
+  # Issue 13's correctness set, first half (one warm lease, then `kernels-b` at once): both
+  # fixtures built in the background while the fixture-free GPU tests and the GPU == CPU check
+  # of all five MSMs on three tiers run (longer timeouts: they share the CPU with the fixtures).
+  CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &
+  CUZK_FIXTURE_DIR=/tmp/fx8 t fixture8 $F/make_fixture --sector-size 8MiB &
+  t gpu_field timeout 120 $F/gpu_field --test-threads=1
+  t gpu_curve timeout 120 $F/gpu_curve
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  t check timeout 400 $F/batch --log2 20 --check \
+    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
+    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
+    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
+  wait
+  ;;
+kernels-b)
+  # Second half: GPU proof == CPU proof and verify_seal on both real fixtures, then 2^27
+  # partitions with the parameters resident (GPU time per stage).
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  RUST_LOG=warn,cuzk::prover::gpu=debug t b27s timeout 240 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   ;;
 fixtures)
   CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &

@@ -7,6 +7,18 @@
 //! caller's limit that cannot hold one partition (beside the loaded parameters) is an
 //! [`Error::OutOfHostMemory`] up front; with the machine's own figure the engine runs one
 //! partition at a time instead (logged), since that figure is an estimate.
+//!
+//! # Pooled host buffers
+//! The engine's pool of witness buffers ([`crate::gpu::hostpool`], page-locked once and reused)
+//! keeps real memory between partitions, so it is counted — but in two places, by the buffer's
+//! state, never twice: a buffer a partition holds is inside that partition's [`Permit`] (the
+//! per-partition estimate already counts z, 32 B per variable), and an idle one is counted
+//! here as *pooled* bytes ([`HostBudget::add_pooled`]). Counting idle bytes in permits instead
+//! would leave them uncounted between calls, or hold a permit for memory no partition uses.
+//! Pooled bytes do not hold back [`HostBudget::acquire`]: they are reclaimable, either reused
+//! by the partition admitted (they then move into its permit) or freed by the pool as soon as
+//! what is counted exceeds the limit ([`HostBudget::over_limit`], checked at every take and
+//! return); a buffer comes back into the pool only where [`HostBudget::pooled_fits`].
 
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -26,6 +38,8 @@ struct State {
     params: u64,
     partitions: u64,
     in_flight: usize,
+    /// Idle buffers of the engine's host pool (see the module docs).
+    pooled: u64,
 }
 
 /// Bytes of one partition held while it is proved; returned when dropped.
@@ -79,7 +93,50 @@ impl HostBudget {
         }
     }
 
-    /// (parameters, partitions in flight) bytes now counted.
+    /// Counts `bytes` of idle pooled host buffers (see the module docs).
+    pub fn add_pooled(&self, bytes: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.pooled += bytes;
+        }
+    }
+
+    /// Stops counting `bytes` of pooled buffers (taken by a partition, or freed).
+    pub fn sub_pooled(&self, bytes: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.pooled = s.pooled.saturating_sub(bytes);
+        }
+        self.freed.notify_all();
+    }
+
+    /// Bytes of idle pooled buffers now counted.
+    pub fn pooled(&self) -> u64 {
+        self.state.lock().map(|s| s.pooled).unwrap_or(0)
+    }
+
+    /// Whether `bytes` more of idle pooled buffers fit under the limit beside everything
+    /// counted (parameters, permits, pooled); always without a limit.
+    pub fn pooled_fits(&self, bytes: u64) -> bool {
+        let Some(limit) = self.limit else { return true };
+        self.state
+            .lock()
+            .map(|s| s.params + s.partitions + s.pooled + bytes <= limit)
+            .unwrap_or(false)
+    }
+
+    /// Whether what is counted (parameters, permits, top-ups, pooled buffers) exceeds the
+    /// limit: the pool then frees idle buffers. Never without a limit.
+    pub fn over_limit(&self) -> bool {
+        let Some(limit) = self.limit else {
+            return false;
+        };
+        self.state
+            .lock()
+            .map(|s| s.params + s.partitions + s.pooled > limit)
+            .unwrap_or(false)
+    }
+
+    /// (parameters, partitions in flight) bytes now counted (pooled buffers:
+    /// [`HostBudget::pooled`]).
     pub fn used(&self) -> (u64, u64) {
         self.state
             .lock()
@@ -116,7 +173,9 @@ impl HostBudget {
         Ok((room / need) as usize)
     }
 
-    /// Waits until `need` bytes fit (or nothing else is in flight), then holds them.
+    /// Waits until `need` bytes fit beside the parameters and the permits in flight (or nothing
+    /// else is in flight), then holds them. Idle pooled buffers do not make it wait (see the
+    /// module docs).
     ///
     /// # Errors
     /// As [`HostBudget::fits`]; [`Error::Internal`] if the account's lock is poisoned.

@@ -20,6 +20,7 @@ use crate::c1;
 use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
+use crate::gpu::hostpool::HostPool;
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, Backend, CpuBackend, PartitionCtx, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Srs};
@@ -95,6 +96,11 @@ pub struct Engine {
     params: Mutex<HashMap<PathBuf, ParamSlot>>,
     /// Host memory: loaded parameters and partitions in flight, across all calls.
     budget: Arc<HostBudget>,
+    /// Buffers of the compiled path's witness (aux), page-locked once and reused by every
+    /// partition and call (see [`crate::gpu::hostpool`]); idle bytes counted in `budget`.
+    /// Declared before `gpu`: fields drop in order, so idle buffers are unregistered while the
+    /// devices are still open.
+    host_pool: HostPool,
     /// Compiled circuits, keyed by their parameter file (one per proof type).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     cpu: CpuBackend,
@@ -126,8 +132,14 @@ impl Engine {
                 Err(e) => return Err(e),
             },
         };
+        let budget = Arc::new(HostBudget::new(config.host_memory_limit));
+        // The GPU backend pins the pool's buffers and keeps one idle per worker; without a
+        // device the buffers are plain `Vec`s, freed after their partition as before.
+        let (registry, max_idle) = gpu.as_ref().map_or((None, 0), |g| g.host_pool_config());
+        let host_pool = HostPool::new(registry, max_idle, Some(budget.clone()));
         Ok(Arc::new(Engine {
-            budget: Arc::new(HostBudget::new(config.host_memory_limit)),
+            budget,
+            host_pool,
             config,
             params: Mutex::new(HashMap::new()),
             circuits: Mutex::new(HashMap::new()),
@@ -374,9 +386,15 @@ impl Engine {
         )
     }
 
-    /// The engine-wide host-memory budget (loaded parameters + partitions in flight).
+    /// The engine-wide host-memory budget (loaded parameters + partitions in flight + idle
+    /// pooled buffers).
     pub fn host_budget(&self) -> &HostBudget {
         &self.budget
+    }
+
+    /// The engine's pool of witness buffers (see [`crate::gpu::hostpool`]).
+    pub fn host_pool(&self) -> &HostPool {
+        &self.host_pool
     }
 }
 
@@ -681,18 +699,43 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 // Witness here; a, b, c, the R1CS check and the MSMs in the backend (on the
                 // device when it can): only z travels.
                 srs.check_counts(&cc.shape_counts())?;
-                let w = reporter.time(&mut t, p, Stage::Witness, || {
-                    circuit::porep::witness(cc, public_inputs, &vanilla[k], vanilla_params, k)
-                })?;
-                if w.input[1..] != inputs[..] {
-                    return Err(inputs_differ());
-                }
+                // aux is written into a buffer of the engine's pool (page-locked once, reused
+                // by later partitions: the GPU upload finds it registered) lent to `w`; the
+                // backend gives it back in `w`, then it returns to the pool. `w` is declared
+                // before the buffer so that the buffer drops first on every path, unwinding
+                // included: its registration goes before the memory can.
+                let mut w = circuit::Witness::default();
+                let mut aux_buf = engine.host_pool.take(cc.layout.num_aux())?;
+                w.aux = aux_buf.lend();
+                let made = reporter.time(&mut t, p, Stage::Witness, || {
+                    circuit::porep::witness_into(
+                        cc,
+                        public_inputs,
+                        &vanilla[k],
+                        vanilla_params,
+                        k,
+                        &mut w,
+                    )
+                });
                 let mut ctx = PartitionCtx {
                     host_top_up: host_top_up.clone(),
                     ..PartitionCtx::new(k, reporter, &mut t)
                 };
-                msm = backend.compute_compiled(w, cc, &srs, &mut ctx)?;
+                let r = made.and_then(|()| {
+                    if w.input.get(1..) != Some(&inputs[..]) {
+                        return Err(inputs_differ());
+                    }
+                    backend.compute_compiled(&mut w, cc, &srs, &mut ctx)
+                });
                 (device, tier) = (ctx.device, ctx.tier.take());
+                let busy = ctx.host_buffers_busy;
+                aux_buf.restore(std::mem::take(&mut w.aux));
+                if busy {
+                    aux_buf.retire();
+                } else {
+                    drop(aux_buf); // back to the pool: no copy from it is running
+                }
+                msm = r?;
                 let synth = [Stage::Witness, Stage::Spmv]
                     .iter()
                     .map(|&s| {

@@ -263,13 +263,25 @@ fn mul_variants_match_blstrs() {
         let (a, b) = pairs(&vals, 7);
         let got: Vec<Scalar> = run(&dev, TestField::Fr, op, &a, &b, a.len(), a.len());
         for i in 0..a.len() {
-            assert_eq!(got[i], a[i] * b[i], "Fr {name} #{i}: a={:?} b={:?}", a[i], b[i]);
+            assert_eq!(
+                got[i],
+                a[i] * b[i],
+                "Fr {name} #{i}: a={:?} b={:?}",
+                a[i],
+                b[i]
+            );
         }
         let vals = fp_values();
         let (a, b) = pairs(&vals, 7);
         let got: Vec<Fp> = run(&dev, TestField::Fp, op, &a, &b, a.len(), a.len());
         for i in 0..a.len() {
-            assert_eq!(got[i], a[i] * b[i], "Fp {name} #{i}: a={:?} b={:?}", a[i], b[i]);
+            assert_eq!(
+                got[i],
+                a[i] * b[i],
+                "Fp {name} #{i}: a={:?} b={:?}",
+                a[i],
+                b[i]
+            );
         }
         eprintln!("{name}: Fr and Fp ok ({} products each)", a.len());
     }

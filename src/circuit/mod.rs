@@ -215,12 +215,12 @@ impl CompiledCircuit {
         self.a.bytes() + self.b.bytes() + self.c.bytes() + 32 * self.coeffs.len() as u64
     }
 
-    /// a = A·z, b = B·z, c = C·z on the CPU (rayon), into the proving assignment the backends
-    /// take, with the circuit's densities. Takes the witness (its vectors move into the result).
+    /// Checks that `w` has the layout's numbers of inputs and aux values (before a caller
+    /// moves its vectors anywhere: [`CompiledCircuit::evaluate`] drops a witness it rejects).
     ///
     /// # Errors
-    /// [`Error::Internal`] when the witness does not have the layout's sizes.
-    pub fn evaluate(&self, w: Witness) -> Result<Assignment> {
+    /// [`Error::Internal`] naming both shapes.
+    pub fn check_witness(&self, w: &Witness) -> Result<()> {
         if w.input.len() != self.layout.num_inputs() || w.aux.len() != self.layout.num_aux() {
             return Err(Error::Internal(format!(
                 "witness of {} inputs and {} aux for a circuit of {} and {}",
@@ -230,6 +230,16 @@ impl CompiledCircuit {
                 self.layout.num_aux()
             )));
         }
+        Ok(())
+    }
+
+    /// a = A·z, b = B·z, c = C·z on the CPU (rayon), into the proving assignment the backends
+    /// take, with the circuit's densities. Takes the witness (its vectors move into the result).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the witness does not have the layout's sizes.
+    pub fn evaluate(&self, w: Witness) -> Result<Assignment> {
+        self.check_witness(&w)?;
         let (a, (b, c)) = rayon::join(
             || self.a.spmv(&self.coeffs, &w.input, &w.aux),
             || {
@@ -325,7 +335,7 @@ fn assemble(l: &Layout, m: &Csr, input_rows: bool) -> Result<Csr> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use bellperson::{Circuit, ConstraintSystem, SynthesisError};
     use ff::Field;
@@ -333,9 +343,9 @@ mod tests {
     /// A circuit shaped like the PoRep one: a prefix (x public, x² private), then `n` challenge
     /// namespaces each proving y_i = (x + c_i + 7)·x² with c_i private and y_i public.
     #[derive(Clone)]
-    struct Toy {
-        x: Option<u64>,
-        c: Vec<u64>,
+    pub(crate) struct Toy {
+        pub(crate) x: Option<u64>,
+        pub(crate) c: Vec<u64>,
     }
 
     impl Circuit<Fr> for Toy {
@@ -385,7 +395,7 @@ mod tests {
         }
     }
 
-    fn blank(n: usize) -> Toy {
+    pub(crate) fn blank(n: usize) -> Toy {
         Toy {
             x: None,
             c: vec![0; n],
@@ -490,6 +500,62 @@ mod tests {
         );
         // B and C of the toy have no per-input entries but A has: the sizes differ per matrix
         assert!(cc.a.nnz() > cc.c.nnz());
+    }
+
+    #[test]
+    fn a_witness_written_into_used_buffers_keeps_them_and_equals_a_fresh_one() {
+        use crate::gpu::hostpool::HostPool;
+        use crate::gpu::pinned::{FakePinner, PinState, PinnedRegistry};
+        let cc = CompiledCircuit::compile(blank(1), 3).unwrap();
+        let l = cc.layout;
+        let make = |i: usize| {
+            Ok(Toy {
+                x: Some(5),
+                c: vec![[7, 11, 13][i]],
+            })
+        };
+        let fresh = witness::generate(&l, 0, make).unwrap();
+        assert_eq!((fresh.input.len(), fresh.aux.len()), (5, 11));
+        // Longer than needed and full of another partition's values (truncated in place), and
+        // empty with room (extended in place).
+        let mut w = Witness {
+            input: Vec::with_capacity(8),
+            aux: vec![Fr::from(99); 20],
+        };
+        let ptrs = (w.input.as_ptr(), w.aux.as_ptr());
+        witness::generate_into(&l, 0, make, &mut w).unwrap();
+        assert_eq!(w, fresh);
+        assert_eq!((w.input.as_ptr(), w.aux.as_ptr()), ptrs);
+        assert_eq!((w.input.capacity(), w.aux.capacity()), (8, 20));
+        // Too little room: an error, the buffer untouched (never reallocated).
+        let mut small = Witness {
+            input: Vec::with_capacity(5),
+            aux: vec![Fr::ONE; 10],
+        };
+        let e = witness::generate_into(&l, 0, make, &mut small).unwrap_err();
+        assert!(matches!(e, Error::Internal(_)), "{e}");
+        assert!(e.to_string().contains("holds 10 values"), "{e}");
+        assert_eq!((small.input.len(), small.aux), (0, vec![Fr::ONE; 10]));
+        // From the pool: written in the registered range, which the upload's pin then shares.
+        let f = std::sync::Arc::new(FakePinner::new());
+        let reg = PinnedRegistry::new(f.clone());
+        let pool = HostPool::new(Some(reg.clone()), 1, None);
+        for round in 0..3 {
+            let mut buf = pool.take(l.num_aux()).unwrap();
+            let mut w = Witness {
+                aux: buf.lend(),
+                ..Witness::default()
+            };
+            witness::generate_into(&l, 0, make, &mut w).unwrap();
+            assert_eq!(w, fresh, "round {round}");
+            assert_eq!(w.aux.as_ptr() as usize, buf.ptr());
+            let up = reg.pin_slice(&w.aux);
+            assert_eq!(up.state(), &PinState::Pinned { shared: true });
+            drop(up);
+            assert!(buf.restore(std::mem::take(&mut w.aux)));
+        }
+        assert_eq!(f.register_calls(), 1);
+        assert_eq!(pool.stats().reused, 2);
     }
 
     #[test]

@@ -18,6 +18,12 @@ type Vanilla<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 /// Public parameters of one PoRep proof type.
 pub type PublicParams<Tree> = stacked::PublicParams<Tree>;
 
+/// Public inputs of one PoRep sector (replica id, comm_d, comm_r, seed).
+pub type PublicInputs<Tree> = stacked::PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as filecoin_hashers::Hasher>::Domain,
+    <DefaultPieceHasher as filecoin_hashers::Hasher>::Domain,
+>;
+
 /// Cache name and key of the compiled circuit of `pp`: the name of its parameter file (whose
 /// suffix is filecoin-proofs' digest of the public parameters' identifier: graph, challenges,
 /// layers, tree shape) and its challenges per partition.
@@ -57,21 +63,36 @@ pub fn compile<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// The witness of partition `k` from its vanilla proofs (one per challenge), generated one
-/// challenge per task in parallel.
+/// challenge per task in parallel, in new vectors ([`witness_into`] writes into given ones).
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when the vanilla proofs do not make a circuit (inconsistent
 /// commitments) or their count is not the layout's; [`Error::Synthesis`] from the witness.
 pub fn witness<Tree: 'static + MerkleTreeTrait>(
     cc: &CompiledCircuit,
-    public_inputs: &stacked::PublicInputs<
-        <Tree::Hasher as filecoin_hashers::Hasher>::Domain,
-        <DefaultPieceHasher as filecoin_hashers::Hasher>::Domain,
-    >,
+    public_inputs: &PublicInputs<Tree>,
     vanilla: &[Vanilla<Tree>],
     pp: &PublicParams<Tree>,
     k: usize,
 ) -> Result<Witness> {
+    let mut w = Witness::default();
+    witness_into(cc, public_inputs, vanilla, pp, k, &mut w)?;
+    Ok(w)
+}
+
+/// [`witness`] into `w`'s vectors, in their own allocations when they have capacity (a pooled
+/// host buffer keeps its address: see [`witness::generate_into`]).
+///
+/// # Errors
+/// As [`witness`]; [`Error::Internal`] when a vector of `w` has capacity but too little.
+pub fn witness_into<Tree: 'static + MerkleTreeTrait>(
+    cc: &CompiledCircuit,
+    public_inputs: &PublicInputs<Tree>,
+    vanilla: &[Vanilla<Tree>],
+    pp: &PublicParams<Tree>,
+    k: usize,
+    w: &mut Witness,
+) -> Result<()> {
     if vanilla.len() != cc.layout.challenges {
         return Err(Error::InvalidInput(format!(
             "partition {k}: {} vanilla proofs for {} challenges",
@@ -79,7 +100,7 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
             cc.layout.challenges
         )));
     }
-    witness::generate(
+    witness::generate_into(
         &cc.layout,
         k,
         |i| -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
@@ -87,5 +108,6 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
             <Compound<Tree> as CompoundProof<_, _>>::circuit(public_inputs, (), &one, pp, Some(k))
                 .map_err(|e| Error::InvalidInput(format!("partition {k}, challenge {i}: {e:#}")))
         },
+        w,
     )
 }

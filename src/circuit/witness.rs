@@ -126,7 +126,7 @@ impl ConstraintSystem<Fr> for WitnessWriter<'_> {
 /// (prefix + block `i`); the tasks run in parallel on the rayon pool.
 ///
 /// Output: `layout.num_inputs()` inputs and `layout.num_aux()` aux values (a 32 GiB partition:
-/// 328 and 130,169,893, 4.2 GB).
+/// 328 and 130,169,893, 4.2 GB), in new vectors ([`generate_into`] writes into given ones).
 ///
 /// # Errors
 /// [`Error::Synthesis`] naming the challenge when its circuit fails (e.g. a missing value), or
@@ -137,11 +137,79 @@ where
     C: bellperson::Circuit<Fr>,
     F: Fn(usize) -> Result<C> + Sync,
 {
+    let mut w = Witness::default();
+    generate_into(layout, partition, make, &mut w)?;
+    Ok(w)
+}
+
+/// Makes `v` hold exactly `n` initialised values without moving an allocation it already has:
+/// a vector without capacity gets a new zeroed one; one with capacity ≥ `n` is truncated, or
+/// extended with zeros in parallel (its values are otherwise left: the witness tasks overwrite
+/// every slot).
+///
+/// # Errors
+/// [`Error::Internal`] when `v` has capacity but less than `n` (growing it would reallocate a
+/// buffer that may be page-locked), or if its address moved all the same.
+fn size_in_place(v: &mut Vec<Fr>, n: usize, what: &str) -> Result<()> {
+    if v.capacity() == 0 {
+        *v = vec![Fr::ZERO; n];
+        return Ok(());
+    }
+    if v.capacity() < n {
+        return Err(Error::Internal(format!(
+            "witness {what} buffer holds {} values, the circuit has {n}",
+            v.capacity()
+        )));
+    }
+    let ptr = v.as_ptr();
+    if v.len() >= n {
+        v.truncate(n);
+    } else {
+        let more = n - v.len();
+        v.par_extend(rayon::iter::repeat_n(Fr::ZERO, more));
+    }
+    if v.as_ptr() != ptr {
+        return Err(Error::Internal(format!(
+            "witness {what} buffer moved while sized to {n} values"
+        )));
+    }
+    Ok(())
+}
+
+/// [`generate`] into `w`'s vectors: each is made to hold exactly the layout's count **in its
+/// own allocation** when it has one (a pooled, page-locked buffer of
+/// [`crate::gpu::hostpool`] keeps its address, so its registration still covers it); a vector
+/// without capacity gets a new one. Every slot is written by the tasks (each allocates exactly
+/// its block's variables, checked), so a reused buffer is not cleared first: on success the
+/// values equal [`generate`]'s whatever the buffer held.
+///
+/// # Errors
+/// As [`generate`]; [`Error::Internal`] when a vector has capacity but less than the layout's
+/// count (it is left as it was).
+pub fn generate_into<C, F>(
+    layout: &Layout,
+    partition: usize,
+    make: F,
+    w: &mut Witness,
+) -> Result<()>
+where
+    C: bellperson::Circuit<Fr>,
+    F: Fn(usize) -> Result<C> + Sync,
+{
     let (p, b) = (layout.prefix, layout.block);
-    let mut w = Witness {
-        input: vec![Fr::ZERO; layout.num_inputs()],
-        aux: vec![Fr::ZERO; layout.num_aux()],
-    };
+    for (v, n, what) in [
+        (&w.input, layout.num_inputs(), "input"),
+        (&w.aux, layout.num_aux(), "aux"),
+    ] {
+        if v.capacity() != 0 && v.capacity() < n {
+            return Err(Error::Internal(format!(
+                "witness {what} buffer holds {} values, the circuit has {n}",
+                v.capacity()
+            )));
+        }
+    }
+    size_in_place(&mut w.input, layout.num_inputs(), "input")?;
+    size_in_place(&mut w.aux, layout.num_aux(), "aux")?;
     let (prefix_in, blocks_in) = w.input.split_at_mut(p.inputs);
     let (prefix_aux, blocks_aux) = w.aux.split_at_mut(p.aux);
     let mut prefix = Some((prefix_in, prefix_aux));
@@ -192,6 +260,5 @@ where
                 )));
             }
             Ok(())
-        })?;
-    Ok(w)
+        })
 }

@@ -1,11 +1,12 @@
 //! GPU side of the prover.
 //!
-//! The planning parts (the VRAM-aware allocator's tiers, the pinned-range registry) are plain
-//! Rust, compiled and unit-tested without CUDA; the parts that call the CUDA driver are behind
-//! the `cuda` feature.
+//! The planning parts (the VRAM-aware allocator's tiers, the pinned-range registry, the pool of
+//! pinned witness buffers) are plain Rust, compiled and unit-tested without CUDA; the parts that
+//! call the CUDA driver are behind the `cuda` feature.
 
 pub mod alloc;
 pub mod fault;
+pub mod hostpool;
 pub mod layout;
 
 pub mod pinned;

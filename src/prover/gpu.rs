@@ -13,23 +13,29 @@
 //! Host buffers are page-locked through the process-wide [`PinnedRegistry`] (one registration
 //! per range however many workers use it; pageable copies if pinning fails): the parameters'
 //! bases once per parameter file, the first time a partition uses them, kept while the backend
-//! lives; a, b, c and aux per partition. When the bases are not resident (every tier below
-//! `Resident`) each MSM streams them in passes through two device buffers, the next pass
-//! uploading on a copy stream while the current one computes ([`crate::gpu::upload`]); the
-//! scalars (h, then aux) stay on the device.
+//! lives; the compiled path's aux once per buffer of the engine's host pool
+//! ([`crate::gpu::hostpool`], one idle buffer per worker: [`Backend::host_pool_config`]), so its
+//! uploads find it registered (a shared hit, no driver call); a, b, c (when computed on the
+//! host) and the reference path's aux per partition. The inputs (≤ a few hundred values) are
+//! copied pageable: a registration would cost more than the copy.
+//!
+//! When the bases are not resident (every tier below `Resident`) each MSM streams them in
+//! passes through two device buffers, the next pass uploading on a copy stream while the
+//! current one computes ([`crate::gpu::upload`]); the scalars (h, then aux) stay on the device.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
 use group::Group;
 
 use super::cpu::CpuBackend;
-use super::{Backend, MsmResults, PartitionCtx};
+use super::{Backend, LentAssignment, MsmResults, PartitionCtx};
 use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
-use crate::error::{Error, Result};
+use crate::error::{DeviceFault, Error, Result};
 use crate::gpu::alloc::{
     Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind,
 };
@@ -157,6 +163,9 @@ struct GpuJob {
     host_top_up: Option<crate::budget::HostTopUp>,
     /// What was taken of it; held until the job is dropped (after the partition).
     host_extra: Mutex<Option<crate::budget::Extra>>,
+    /// Set when an attempt failed with a stage timeout: a copy from the job's host vectors may
+    /// still be running on the retired device (reported as `PartitionCtx::host_buffers_busy`).
+    host_busy: AtomicBool,
 }
 
 impl GpuJob {
@@ -385,6 +394,7 @@ impl PartitionExecutor for GpuExecutor {
             device: Some(attempt.device),
             tier: Some(tier_name.clone()),
             host_top_up: None,
+            host_buffers_busy: false,
         };
         let msm = run_on(
             slot,
@@ -396,7 +406,20 @@ impl PartitionExecutor for GpuExecutor {
             &mut ctx,
             attempt,
             Some(self.stage_timeout),
-        )?;
+        )
+        .inspect_err(|e| {
+            // A wait that timed out left the device's work (a copy from asg's vectors among
+            // it, possibly) running: they must not be reused or freed.
+            if matches!(
+                e,
+                Error::Cuda {
+                    fault: Some(DeviceFault::Timeout),
+                    ..
+                }
+            ) {
+                job.host_busy.store(true, Ordering::SeqCst);
+            }
+        })?;
         Ok(GpuOutput {
             msm,
             timings,
@@ -709,11 +732,25 @@ fn run_on(
         let mut dc = dev.alloc_in::<Fr>(Some(&arena), n)?;
         plan.work.note_allocated(3 * 32 * n as u64);
         if spmv.is_some() {
-            let up = |v: &[Fr]| -> Result<DeviceBuffer<Fr>> {
-                let _pin = pinned_registry().pin_slice(v);
-                upload_in(dev, &arena, v)
+            // The inputs (a few hundred values) are copied pageable. aux is normally in a buffer
+            // of the engine's host pool, registered once for its whole capacity: this pin is a
+            // shared hit (no driver call) that holds the registration during the copy; any
+            // other aux is registered here, for this copy. Both copies are synchronous: none
+            // is running from the host vectors when this returns.
+            let din = upload_in(dev, &arena, &asg.input)?;
+            let daux = {
+                let pin = pinned_registry().pin_slice(&asg.aux);
+                log::debug!(
+                    "partition {}: z upload, aux {}",
+                    ctx.partition,
+                    match pin.state() {
+                        crate::gpu::pinned::PinState::Pinned { shared: true } => "pinned (pooled)",
+                        crate::gpu::pinned::PinState::Pinned { shared: false } => "pinned now",
+                        crate::gpu::pinned::PinState::Pageable(_) => "pageable",
+                    }
+                );
+                upload_in(dev, &arena, &asg.aux)?
             };
-            let (din, daux) = (up(&asg.input)?, up(&asg.aux)?);
             plan.work
                 .note_allocated(32 * (din.len() + daux.len()) as u64);
             dz = Some((din, daux));
@@ -970,15 +1007,15 @@ impl GpuBackend {
             partition: ctx.partition,
             host_top_up: ctx.host_top_up.clone(),
             host_extra: Mutex::new(None),
+            host_busy: AtomicBool::new(false),
         });
         let mut outcomes = self.scheduler.submit(vec![job.clone()]).wait_outcomes();
-        // The assignment comes back whatever happened (a CPU fallback needs it).
-        *asg = std::mem::take(
-            &mut *job
-                .asg
-                .lock()
-                .map_err(|_| Error::internal("assignment lock poisoned"))?,
-        );
+        // The assignment comes back whatever happened (a CPU fallback needs it, and its
+        // vectors may be a pooled buffer the caller lent), even from a poisoned lock.
+        *asg = std::mem::take(&mut *job.asg.lock().unwrap_or_else(PoisonError::into_inner));
+        if job.host_busy.load(Ordering::SeqCst) {
+            ctx.host_buffers_busy = true;
+        }
         let outcome = outcomes
             .pop()
             .ok_or_else(|| Error::internal("scheduler returned no outcome"))?;
@@ -1009,6 +1046,8 @@ impl GpuBackend {
                 );
                 if let Some(cc) = compiled.filter(|_| asg.a.is_empty()) {
                     job.take_host_top_up()?;
+                    // Sizes were checked by `compute_compiled`: `evaluate` moves the vectors
+                    // into the new assignment (same allocations).
                     let w = Witness {
                         input: std::mem::take(&mut asg.input),
                         aux: std::mem::take(&mut asg.aux),
@@ -1032,6 +1071,15 @@ impl GpuBackend {
 impl Backend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"
+    }
+
+    /// The process-wide registry, and one idle buffer per worker (devices × workers per
+    /// device): as many as can upload at once.
+    fn host_pool_config(&self) -> (Option<PinnedRegistry>, usize) {
+        (
+            Some(pinned_registry().clone()),
+            self.capacities.len() * self.workers_per_device as usize,
+        )
     }
 
     fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {
@@ -1065,39 +1113,32 @@ impl Backend for GpuBackend {
     /// kept resident on the device while they fit beside the plans, and checked there
     /// (a∘b = c) before any MSM. When the matrices or z do not fit, the worker runs the CPU
     /// SpMV and check instead (logged; tier reported as `<tier>+cpu-spmv`, else
-    /// `<tier>+spmv`).
+    /// `<tier>+spmv`). `w`'s vectors come back into it on return (see the trait); a stage
+    /// timeout on any attempt sets `ctx.host_buffers_busy`.
     ///
     /// # Errors
     /// As [`Backend::compute`]; [`Error::Synthesis`] naming the first failing constraint;
     /// [`Error::Internal`] for a witness of the wrong size.
     fn compute_compiled(
         &self,
-        w: Witness,
+        w: &mut Witness,
         cc: &Arc<CompiledCircuit>,
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
-        let l = &cc.layout;
-        if w.input.len() != l.num_inputs() || w.aux.len() != l.num_aux() {
-            return Err(Error::Internal(format!(
-                "witness of {} inputs and {} aux for a circuit of {} and {}",
-                w.input.len(),
-                w.aux.len(),
-                l.num_inputs(),
-                l.num_aux()
-            )));
-        }
+        cc.check_witness(w)?;
         if cc.layout.num_constraints() == 0 {
             return Err(Error::InvalidInput("a circuit without constraints".into()));
         }
-        let mut asg = Assignment {
-            input: w.input,
-            aux: w.aux,
+        let asg = Assignment {
+            input: std::mem::take(&mut w.input),
+            aux: std::mem::take(&mut w.aux),
             a_aux_density: cc.a_aux_density.clone(),
             b_input_density: cc.b_input_density.clone(),
             b_aux_density: cc.b_aux_density.clone(),
             ..Default::default()
         };
-        self.submit(&mut asg, Some(cc.clone()), srs, ctx)
+        let mut lent = LentAssignment { w, asg };
+        self.submit(&mut lent.asg, Some(cc.clone()), srs, ctx)
     }
 }

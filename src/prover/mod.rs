@@ -63,6 +63,11 @@ pub struct PartitionCtx<'a> {
     /// the witness ([`Backend::abc_on_host`] was false): taken if they are computed on the host
     /// after all. `None`: nothing to take (already counted, or no budget involved).
     pub host_top_up: Option<crate::budget::HostTopUp>,
+    /// Set by a backend when a device copy from the partition's host buffers (its witness)
+    /// may still be running after it returned: a stage timed out during an upload and the
+    /// device was retired with the copy pending. The engine then neither reuses nor frees
+    /// them ([`crate::gpu::hostpool::PooledBuf::retire`]).
+    pub host_buffers_busy: bool,
 }
 
 impl<'a> PartitionCtx<'a> {
@@ -76,6 +81,7 @@ impl<'a> PartitionCtx<'a> {
             device: None,
             tier: None,
             host_top_up: None,
+            host_buffers_busy: false,
         }
     }
 }
@@ -106,29 +112,63 @@ pub trait Backend: Send + Sync {
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults>;
 
+    /// How the engine's pool of witness buffers ([`crate::gpu::hostpool::HostPool`]) serves
+    /// this backend: the registry that page-locks them (`None`: plain pageable `Vec`s) and the
+    /// most idle buffers kept between partitions (0: each is freed after its partition). The
+    /// default (the CPU backend): `(None, 0)`, as plain `Vec`s behave.
+    fn host_pool_config(&self) -> (Option<crate::gpu::pinned::PinnedRegistry>, usize) {
+        (None, 0)
+    }
+
     /// The compiled path: a = A·z, b = B·z, c = C·z of witness `w` by the matrices of `cc`, the
     /// R1CS check a∘b = c ([`Error::Synthesis`] naming the first failing constraint, before any
     /// MSM), then what [`Backend::compute`] does. The default runs the SpMV and the check on the
     /// CPU (timed as [`Stage::Spmv`](crate::progress::Stage::Spmv)); a backend that can do them
     /// on its device overrides it, so that only z crosses to the device.
     ///
+    /// `w`'s vectors are borrowed, not consumed: on return — success or error — `w` holds the
+    /// same allocations again (a pooled, page-locked buffer goes back to its pool), and no
+    /// device copy from them is still running unless `ctx.host_buffers_busy` says so.
+    ///
     /// # Errors
-    /// As [`Backend::compute`], plus [`Error::Synthesis`] for an unsatisfied witness.
+    /// As [`Backend::compute`], plus [`Error::Synthesis`] for an unsatisfied witness and
+    /// [`Error::Internal`] for a witness of the wrong size.
     fn compute_compiled(
         &self,
-        w: Witness,
+        w: &mut Witness,
         cc: &Arc<CompiledCircuit>,
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
+        cc.check_witness(w)?;
         let p = Some(ctx.partition);
-        let mut asg = ctx
+        // Sizes checked: `evaluate` moves the vectors into the assignment and fails no more.
+        let asg = ctx
             .reporter
             .time(ctx.timings, p, crate::progress::Stage::Spmv, || {
-                cc.evaluate(w)
+                cc.evaluate(std::mem::take(w))
             })?;
-        check_satisfied(&asg, ctx.partition)?;
-        self.compute(&mut asg, srs, ctx)
+        let mut lent = LentAssignment { w, asg };
+        check_satisfied(&lent.asg, ctx.partition)?;
+        self.compute(&mut lent.asg, srs, ctx)
+    }
+}
+
+/// The proving assignment of a borrowed witness ([`Backend::compute_compiled`]): its `input`
+/// and `aux` are the witness's vectors, moved back into the witness when this drops — on
+/// success, on error and while unwinding — so a pooled buffer lent to a backend is never freed
+/// inside it (the engine's guard of the buffer releases its registration first).
+pub(crate) struct LentAssignment<'w> {
+    /// Where the vectors go back.
+    pub(crate) w: &'w mut Witness,
+    /// The assignment.
+    pub(crate) asg: Assignment,
+}
+
+impl Drop for LentAssignment<'_> {
+    fn drop(&mut self) {
+        self.w.input = std::mem::take(&mut self.asg.input);
+        self.w.aux = std::mem::take(&mut self.asg.aux);
     }
 }
 
@@ -251,6 +291,122 @@ pub fn unsatisfied(partition: usize, j: usize, n: usize) -> Error {
 mod tests {
     use super::*;
     use crate::synth::Density;
+    use group::Group;
+
+    /// Parameters of the right sizes for `cc` (distinct multiples of the generators: not a real
+    /// setup, enough for MSM results to compare).
+    fn toy_srs(cc: &CompiledCircuit) -> Arc<Srs> {
+        use blstrs::{G1Affine, G2Affine};
+        let k = cc.shape_counts();
+        let domain = cc.layout.num_constraints().next_power_of_two();
+        let g1 = |n: usize, off: u64| -> Arc<Vec<G1Affine>> {
+            Arc::new(
+                (0..n as u64)
+                    .map(|i| (G1Projective::generator() * Fr::from(off + i)).to_affine())
+                    .collect(),
+            )
+        };
+        let b_g2 = (0..(k.b_inputs + k.b_aux) as u64)
+            .map(|i| (G2Projective::generator() * Fr::from(500 + i)).to_affine())
+            .collect();
+        let vk = VerifyingKey::<Bls12> {
+            alpha_g1: G1Affine::generator(),
+            beta_g1: G1Affine::generator(),
+            beta_g2: G2Affine::generator(),
+            gamma_g2: G2Affine::generator(),
+            delta_g1: G1Affine::generator(),
+            delta_g2: G2Affine::generator(),
+            ic: vec![G1Affine::generator(); k.inputs],
+        };
+        Arc::new(Srs {
+            path: "toy.params".into(),
+            pvk: bellperson::groth16::prepare_verifying_key(&vk),
+            vk,
+            h: g1(domain - 1, 2),
+            l: g1(k.aux, 100),
+            a: g1(k.inputs + k.a_aux, 200),
+            b_g1: g1(k.b_inputs + k.b_aux, 300),
+            b_g2: Arc::new(b_g2),
+        })
+    }
+
+    #[test]
+    fn the_compiled_path_gives_a_lent_pooled_buffer_back_on_every_outcome() {
+        use crate::circuit::tests::{blank, Toy};
+        use crate::circuit::witness;
+        use crate::gpu::hostpool::HostPool;
+        use crate::gpu::pinned::{FakePinner, PinnedRegistry};
+        use ff::Field;
+
+        let cc = Arc::new(CompiledCircuit::compile(blank(1), 3).unwrap());
+        let make = |i: usize| {
+            Ok(Toy {
+                x: Some(5),
+                c: vec![[7, 11, 13][i]],
+            })
+        };
+        let fresh = witness::generate(&cc.layout, 0, make).unwrap();
+        let srs = toy_srs(&cc);
+        let reporter = Reporter::new(None);
+        let mut t = Timings::default();
+        let mut asg = cc.evaluate(fresh.clone()).unwrap();
+        let want = CpuBackend
+            .compute(&mut asg, &srs, &mut PartitionCtx::new(0, &reporter, &mut t))
+            .unwrap();
+        // L is Σ auxᵢ·Lᵢ: checked naively.
+        let l: G1Projective = srs
+            .l
+            .iter()
+            .zip(&fresh.aux)
+            .map(|(p, s)| G1Projective::from(p) * s)
+            .sum();
+        assert_eq!(want.l, l);
+
+        let f = Arc::new(FakePinner::new());
+        let pool = HostPool::new(Some(PinnedRegistry::new(f.clone())), 1, None);
+        let mut buf = pool.take(cc.layout.num_aux()).unwrap();
+        let mut w = Witness {
+            aux: buf.lend(),
+            ..Witness::default()
+        };
+        witness::generate_into(&cc.layout, 0, make, &mut w).unwrap();
+        let mut ctx = PartitionCtx::new(0, &reporter, &mut t);
+        let got = CpuBackend
+            .compute_compiled(&mut w, &cc, &srs, &mut ctx)
+            .unwrap();
+        assert!(!ctx.host_buffers_busy);
+        assert_eq!(got, want, "same results as the assignment's own vectors");
+        assert_eq!(w, fresh, "the vectors are back, unchanged");
+        assert_eq!(w.aux.as_ptr() as usize, buf.ptr());
+        // Unsatisfied: the typed error, and the vectors are back all the same.
+        w.aux[7] += Fr::ONE;
+        let e = CpuBackend
+            .compute_compiled(
+                &mut w,
+                &cc,
+                &srs,
+                &mut PartitionCtx::new(0, &reporter, &mut t),
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::Synthesis { partition: 0, .. }), "{e}");
+        assert_eq!((w.input.len(), w.aux.len()), (5, 11));
+        assert_eq!(w.aux.as_ptr() as usize, buf.ptr());
+        // The wrong size: refused before anything moves.
+        w.aux.truncate(3);
+        let e = CpuBackend
+            .compute_compiled(
+                &mut w,
+                &cc,
+                &srs,
+                &mut PartitionCtx::new(0, &reporter, &mut t),
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::Internal(_)), "{e}");
+        assert_eq!((w.aux.len(), w.aux.as_ptr() as usize), (3, buf.ptr()));
+        assert!(buf.restore(std::mem::take(&mut w.aux)));
+        drop(buf);
+        assert_eq!((pool.idle_buffers(), f.register_calls()), (1, 1));
+    }
 
     fn density(len: usize, bit: impl Fn(usize) -> bool) -> Density {
         let mut d = Density::default();
