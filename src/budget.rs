@@ -17,8 +17,12 @@
 //! would leave them uncounted between calls, or hold a permit for memory no partition uses.
 //! Pooled bytes do not hold back [`HostBudget::acquire`]: they are reclaimable, either reused
 //! by the partition admitted (they then move into its permit) or freed by the pool as soon as
-//! what is counted exceeds the limit ([`HostBudget::over_limit`], checked at every take and
-//! return); a buffer comes back into the pool only where [`HostBudget::pooled_fits`].
+//! what is counted exceeds the limit ([`HostBudget::over_limit`]: the engine trims the pool
+//! after admitting a partition that takes no pooled buffer and after every parameter or circuit
+//! load, `HostPool::trim_to_budget`, and the pool at every take). A returning buffer first leaves its partition's permit
+//! ([`Permit::release`]) and then comes back into the pool only where
+//! [`HostBudget::pooled_fits`], so it is never counted twice. A reused buffer larger than its
+//! request keeps the excess counted as pooled while it is out.
 
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -47,6 +51,24 @@ struct State {
 pub struct Permit<'a> {
     budget: &'a HostBudget,
     bytes: u64,
+}
+
+impl Permit<'_> {
+    /// Returns `bytes` of this permit now (at most what it still holds), e.g. a pooled witness
+    /// buffer's share before the buffer goes back to the pool and is counted as pooled.
+    pub fn release(&mut self, bytes: u64) {
+        let b = bytes.min(self.bytes);
+        if let Ok(mut s) = self.budget.state.lock() {
+            s.partitions -= b;
+            self.bytes -= b;
+        }
+        self.budget.freed.notify_all();
+    }
+
+    /// Bytes this permit holds now.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 impl Drop for Permit<'_> {
@@ -281,6 +303,19 @@ fn available_host_memory() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_permit_can_return_part_of_its_bytes() {
+        let b = HostBudget::new(Some(10));
+        let mut p = b.acquire(6).unwrap();
+        p.release(2);
+        assert_eq!((p.bytes(), b.used()), (4, (0, 4)));
+        p.release(9); // at most what it holds
+        assert_eq!((p.bytes(), b.used()), (0, (0, 0)));
+        drop(p);
+        assert_eq!(b.used(), (0, 0));
+        let _q = b.acquire(10).unwrap();
+    }
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -206,6 +206,7 @@ impl Engine {
             t.elapsed().as_secs_f64()
         );
         self.budget.add_params(srs.size_bytes());
+        self.host_pool.trim_to_budget();
         Ok(srs)
     }
 
@@ -264,6 +265,7 @@ impl Engine {
         );
         // Kept for the engine's life, like the parameters (~5.8 GB for 32 GiB).
         self.budget.add_params(cc.matrix_bytes());
+        self.host_pool.trim_to_budget();
         Ok(cc)
     }
 
@@ -664,7 +666,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
         // Held while the partition is synthesized and proved; shared with concurrent calls.
-        let _memory = engine.budget.acquire(need)?;
+        let mut memory = engine.budget.acquire(need)?;
         let mut t = Timings::default();
         let p = Some(k);
         let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
@@ -682,6 +684,10 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         let (device, tier);
         match &compiled {
             None => {
+                // Idle pooled buffers do not hold an admission back: this partition takes none
+                // (the compiled path's take moves one into its permit, or trims), so they give
+                // way here.
+                engine.host_pool.trim_to_budget();
                 let mut asg = synthesize_partition(&sector, None, k, reporter, &mut t)?;
                 srs.check_shape(&asg)?;
                 prover::check_satisfied(&asg, k)?;
@@ -733,6 +739,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 if busy {
                     aux_buf.retire();
                 } else {
+                    // Out of the permit first, so that the pool's check does not count z twice.
+                    memory.release((cc.layout.num_aux() * std::mem::size_of::<Fr>()) as u64);
                     drop(aux_buf); // back to the pool: no copy from it is running
                 }
                 msm = r?;

@@ -136,8 +136,12 @@ impl Inner {
         drop(bufs);
     }
 
-    /// Takes `b` back (from a [`PooledBuf`] that is dropped), within the bounds.
-    fn give_back(&self, b: Idle) {
+    /// Takes `b` back (from a [`PooledBuf`] that is dropped, `slack` bytes of it still counted
+    /// as pooled), within the bounds.
+    fn give_back(&self, b: Idle, slack: u64) {
+        if let Some(budget) = &self.budget {
+            budget.sub_pooled(slack);
+        }
         let mut idle = lock(&self.idle);
         let keep = b.vec.capacity() > 0
             && idle.len() < self.max_idle
@@ -233,9 +237,16 @@ impl HostPool {
         inner.trim(&mut idle, &mut to_free);
         drop(idle);
         inner.free(to_free);
+        let mut slack = 0u64;
         let (vec, pin) = match reused {
             Some(Idle { pin, vec }) => {
                 inner.reused.fetch_add(1, Ordering::Relaxed);
+                // The partition's permit counts n values; the rest of the capacity stays
+                // counted as pooled while the buffer is out.
+                slack = ((vec.capacity() - n) * ELEM) as u64;
+                if let Some(budget) = &inner.budget {
+                    budget.add_pooled(slack);
+                }
                 // A pageable buffer (registration refused earlier) is tried again.
                 let pin = match pin {
                     Some(g) if matches!(g.fallback(), Some(PageableReason::RegisterFailed(_))) => {
@@ -264,6 +275,8 @@ impl HostPool {
             pin,
             vec,
             lent: false,
+            slack,
+            budget: inner.budget.clone(),
             pool: Some(inner.clone()),
         })
     }
@@ -299,6 +312,20 @@ impl HostPool {
         }
     }
 
+    /// Frees idle buffers, largest first, while the budget counts more than its limit (the
+    /// engine calls it after admitting a partition that takes no pooled buffer and after each
+    /// parameter or circuit load: idle bytes never hold an admission back, so this is where
+    /// they give way; [`HostPool::take`] trims too).
+    pub fn trim_to_budget(&self) {
+        let mut out = Vec::new();
+        let mut idle = lock(&self.inner.idle);
+        self.inner.trim(&mut idle, &mut out);
+        drop(idle);
+        if !out.is_empty() {
+            self.inner.free(out);
+        }
+    }
+
     /// Frees every idle buffer (e.g. before a phase that needs the host memory).
     pub fn clear(&self) {
         let mut idle = lock(&self.inner.idle);
@@ -322,6 +349,10 @@ pub struct PooledBuf {
     ptr: usize,
     cap: usize,
     lent: bool,
+    /// Bytes of the capacity beyond the request, counted as pooled while the buffer is out.
+    slack: u64,
+    /// The engine's budget (kept apart from `pool`, which a lost allocation drops).
+    budget: Option<Arc<HostBudget>>,
     pool: Option<Arc<Inner>>,
 }
 
@@ -345,8 +376,18 @@ impl PooledBuf {
             pin: None,
             vec,
             lent: false,
+            slack: 0,
+            budget: None,
             pool: None,
         }
+    }
+
+    /// Stops counting the slack (the buffer does not go back to the pool).
+    fn drop_slack(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.sub_pooled(self.slack);
+        }
+        self.slack = 0;
     }
 
     /// Capacity in elements (32 bytes each); at least what was asked of [`HostPool::take`].
@@ -412,6 +453,7 @@ impl PooledBuf {
                 // The pooled allocation is gone: counted as freed.
                 pool.freed.fetch_add(1, Ordering::Relaxed);
             }
+            self.drop_slack();
             self.ptr = v.as_ptr() as usize;
             self.cap = v.capacity();
         }
@@ -431,9 +473,10 @@ impl PooledBuf {
         let bytes = (self.vec.capacity() * ELEM) as u64;
         if let Some(pool) = self.pool.take() {
             pool.retired.fetch_add(1, Ordering::Relaxed);
-            if let Some(budget) = &pool.budget {
-                budget.add_params(bytes);
-            }
+        }
+        self.drop_slack();
+        if let Some(budget) = &self.budget {
+            budget.add_params(bytes);
         }
         log::warn!(
             "host buffer {:#x} ({:.2} GB) kept for the process's life: a device copy from it may \
@@ -452,8 +495,9 @@ impl Drop for PooledBuf {
         let pin = self.pin.take();
         let vec = std::mem::take(&mut self.vec);
         match self.pool.take() {
-            Some(pool) if !self.lent => pool.give_back(Idle { pin, vec }),
+            Some(pool) if !self.lent => pool.give_back(Idle { pin, vec }, self.slack),
             _ => {
+                self.drop_slack();
                 // Lent: the borrower owns the memory; only the registration goes (before the
                 // borrower can free it). Plain: unregister (if pinned), then free.
                 drop(pin);
@@ -652,6 +696,77 @@ mod tests {
         // An impossible size is a typed error, not a panic.
         let huge = pool.take(usize::MAX / 8).unwrap_err();
         assert!(matches!(huge, Error::OutOfHostMemory { .. }), "{huge}");
+    }
+
+    /// The engine's order at the end of a partition — the permit lets go of z
+    /// (`Permit::release`), then the buffer returns — pools the buffer even under a limit
+    /// sized for one partition (returned inside the permit it would count twice and be freed,
+    /// allocated and registered anew for every partition); an admission over the limit makes
+    /// the idle buffer give way (`trim_to_budget`); a reused buffer larger than its request
+    /// keeps the excess counted as pooled while it is out.
+    #[test]
+    fn a_returning_buffer_leaves_its_permit_first_and_idle_ones_give_way() {
+        // Room for the parameters (2·B) and one partition (3·B, z = B of it).
+        let budget = Arc::new(HostBudget::new(Some(5 * B)));
+        budget.add_params(2 * B);
+        let f = Arc::new(FakePinner::new());
+        let pool = HostPool::new(
+            Some(PinnedRegistry::new(f.clone())),
+            2,
+            Some(budget.clone()),
+        );
+        for _ in 0..5 {
+            let mut permit = budget.acquire(3 * B).unwrap();
+            let b = pool.take(M).unwrap(); // reuses: the idle B moves into the permit
+            assert!(!budget.over_limit());
+            permit.release(B);
+            assert_eq!(permit.bytes(), 2 * B);
+            drop(b);
+            assert_eq!(budget.pooled(), B, "pooled, counted once");
+            assert!(!budget.over_limit());
+        }
+        assert_eq!(
+            (
+                f.register_calls(),
+                pool.stats().allocated,
+                pool.stats().reused
+            ),
+            (1, 1, 4)
+        );
+        // A partition that does not use the pool (the reference path) is admitted beside the
+        // idle buffer; trimming then frees it, so nothing counted exceeds the limit.
+        let permit = budget.acquire(3 * B).unwrap();
+        assert!(budget.over_limit());
+        pool.trim_to_budget();
+        assert!(!budget.over_limit());
+        assert_eq!((pool.idle_buffers(), budget.pooled()), (0, 0));
+        assert_eq!(f.unregister_calls(), 1);
+        drop(permit);
+        // Slack: a 2M buffer reused for M values keeps M values' bytes counted as pooled.
+        let budget = Arc::new(HostBudget::new(Some(100 * B)));
+        let pool = HostPool::new(
+            Some(PinnedRegistry::new(f.clone())),
+            2,
+            Some(budget.clone()),
+        );
+        drop(pool.take(2 * M).unwrap());
+        assert_eq!(budget.pooled(), 2 * B);
+        let b = pool.take(M).unwrap();
+        assert_eq!(
+            (b.capacity(), budget.pooled()),
+            (2 * M, B),
+            "the excess stays counted"
+        );
+        drop(b);
+        assert_eq!(budget.pooled(), 2 * B, "back: its whole capacity, once");
+        let b = pool.take(M).unwrap();
+        assert_eq!(b.retire(), 2 * B);
+        assert_eq!(
+            budget.used(),
+            (2 * B, 0),
+            "retired: kept, the slack no longer pooled"
+        );
+        assert_eq!(budget.pooled(), 0);
     }
 
     #[test]
