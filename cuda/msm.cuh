@@ -1,7 +1,7 @@
 // cuda/msm.cuh -- Pippenger multi-scalar multiplication over BLS12-381 G1 / G2: per-thread bodies.
 //
-// The __global__ wrappers live in msm.cu; the bodies here are plain templates over the field type
-// so that the same code can also be driven by a host-side simulation (the CUZK_HOST_SIM build).
+// The __global__ wrappers live in msm.cu; the bodies here are plain templates over the field
+// type (msm.cu instantiates them with the wrapper kinds of curve.cuh).
 //
 // Algorithm (Pippenger, "On the evaluation of powers and related problems", FOCS 1976; signed
 // windows as in Bootle et al. / the common "bucket method" write-ups):
