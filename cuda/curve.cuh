@@ -13,7 +13,7 @@
 //   https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html . The exceptional cases (an input at
 //   infinity, P == Q, P == -Q) are handled by explicit branches.
 //
-// The code is generic over the field type F, which must provide (see field.cuh / the host model):
+// The code is generic over the field type F, which must provide (see field.cuh and the wrappers below):
 //   F::zero(), F::one() (Montgomery 1), a + b, a - b, a * b, F::sqr(a), F::dbl(a) (= a + a),
 //   a.is_zero(), -a (with -0 == 0), F::select(c, a, b) (c ? a : b, branch-free): the interface of
 //   the FpX / Fp2X wrappers below (cuzk::Fp / cuzk::Fp2 of field.cuh plus select).
