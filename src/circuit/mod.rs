@@ -239,26 +239,46 @@ impl CompiledCircuit {
     /// # Errors
     /// [`Error::Internal`] when the witness does not have the layout's sizes.
     pub fn evaluate(&self, w: Witness) -> Result<Assignment> {
-        self.check_witness(&w)?;
+        let mut asg = Assignment {
+            input: w.input,
+            aux: w.aux,
+            ..Assignment::default()
+        };
+        self.evaluate_in_place(&mut asg)?;
+        Ok(asg)
+    }
+
+    /// [`CompiledCircuit::evaluate`] on an assignment that already holds z (`asg.input`,
+    /// `asg.aux`, only read): sets `asg.a`, `asg.b`, `asg.c` and the densities. z never moves,
+    /// so a pooled, page-locked aux stays with its owner on every path (an error or a panic
+    /// included).
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when z does not have the layout's sizes (`asg` is left as it was).
+    pub fn evaluate_in_place(&self, asg: &mut Assignment) -> Result<()> {
+        let (ni, na) = (self.layout.num_inputs(), self.layout.num_aux());
+        if asg.input.len() != ni || asg.aux.len() != na {
+            return Err(Error::Internal(format!(
+                "witness of {} inputs and {} aux for a circuit of {ni} and {na}",
+                asg.input.len(),
+                asg.aux.len(),
+            )));
+        }
+        let (input, aux) = (&asg.input, &asg.aux);
         let (a, (b, c)) = rayon::join(
-            || self.a.spmv(&self.coeffs, &w.input, &w.aux),
+            || self.a.spmv(&self.coeffs, input, aux),
             || {
                 rayon::join(
-                    || self.b.spmv(&self.coeffs, &w.input, &w.aux),
-                    || self.c.spmv(&self.coeffs, &w.input, &w.aux),
+                    || self.b.spmv(&self.coeffs, input, aux),
+                    || self.c.spmv(&self.coeffs, input, aux),
                 )
             },
         );
-        Ok(Assignment {
-            a,
-            b,
-            c,
-            input: w.input,
-            aux: w.aux,
-            a_aux_density: self.a_aux_density.clone(),
-            b_input_density: self.b_input_density.clone(),
-            b_aux_density: self.b_aux_density.clone(),
-        })
+        (asg.a, asg.b, asg.c) = (a, b, c);
+        asg.a_aux_density = self.a_aux_density.clone();
+        asg.b_input_density = self.b_input_density.clone();
+        asg.b_aux_density = self.b_aux_density.clone();
+        Ok(())
     }
 }
 

@@ -142,13 +142,18 @@ pub trait Backend: Send + Sync {
     ) -> Result<MsmResults> {
         cc.check_witness(w)?;
         let p = Some(ctx.partition);
-        // Sizes checked: `evaluate` moves the vectors into the assignment and fails no more.
-        let asg = ctx
-            .reporter
-            .time(ctx.timings, p, crate::progress::Stage::Spmv, || {
-                cc.evaluate(std::mem::take(w))
-            })?;
+        // z moves into the assignment under the guard first (back into `w` on every path, a
+        // panic included), then a, b, c are computed in place.
+        let asg = Assignment {
+            input: std::mem::take(&mut w.input),
+            aux: std::mem::take(&mut w.aux),
+            ..Assignment::default()
+        };
         let mut lent = LentAssignment { w, asg };
+        ctx.reporter
+            .time(ctx.timings, p, crate::progress::Stage::Spmv, || {
+                cc.evaluate_in_place(&mut lent.asg)
+            })?;
         check_satisfied(&lent.asg, ctx.partition)?;
         self.compute(&mut lent.asg, srs, ctx)
     }
