@@ -383,29 +383,20 @@ mod tests {
         assert_eq!(got, want, "same results as the assignment's own vectors");
         assert_eq!(w, fresh, "the vectors are back, unchanged");
         assert_eq!(w.aux.as_ptr() as usize, buf.ptr());
+        let refused = |w: &mut Witness, t: &mut Timings| {
+            CpuBackend
+                .compute_compiled(w, &cc, &srs, &mut PartitionCtx::new(0, &reporter, t))
+                .unwrap_err()
+        };
         // Unsatisfied: the typed error, and the vectors are back all the same.
         w.aux[7] += Fr::ONE;
-        let e = CpuBackend
-            .compute_compiled(
-                &mut w,
-                &cc,
-                &srs,
-                &mut PartitionCtx::new(0, &reporter, &mut t),
-            )
-            .unwrap_err();
+        let e = refused(&mut w, &mut t);
         assert!(matches!(e, Error::Synthesis { partition: 0, .. }), "{e}");
         assert_eq!((w.input.len(), w.aux.len()), (5, 11));
         assert_eq!(w.aux.as_ptr() as usize, buf.ptr());
         // The wrong size: refused before anything moves.
         w.aux.truncate(3);
-        let e = CpuBackend
-            .compute_compiled(
-                &mut w,
-                &cc,
-                &srs,
-                &mut PartitionCtx::new(0, &reporter, &mut t),
-            )
-            .unwrap_err();
+        let e = refused(&mut w, &mut t);
         assert!(matches!(e, Error::Internal(_)), "{e}");
         assert_eq!((w.aux.len(), w.aux.as_ptr() as usize), (3, buf.ptr()));
         assert!(buf.restore(std::mem::take(&mut w.aux)));
