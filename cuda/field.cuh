@@ -30,11 +30,7 @@
 
 // Montgomery product variant of Field::mul (see there): 0 split, 1 wide, 2 cios.
 #ifndef CUZK_MUL
-#if defined(CUZK_MUL_CIOS) && CUZK_MUL_CIOS
-#define CUZK_MUL 2
-#else
 #define CUZK_MUL 0
-#endif
 #endif
 
 namespace cuzk {

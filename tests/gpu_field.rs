@@ -253,36 +253,33 @@ fn fp_montgomery_conversions() {
     assert_eq!(back, plain, "Fp from_mont");
 }
 
+/// Products `op` of `field` on the pairs of `vals` against blstrs; returns how many were checked.
+fn check_products<T>(dev: &Arc<Device>, field: TestField, op: i32, name: &str, vals: &[T]) -> usize
+where
+    T: DeviceRepr + Default + Copy + PartialEq + std::fmt::Debug + std::ops::Mul<Output = T>,
+{
+    let (a, b) = pairs(vals, 7);
+    let got: Vec<T> = run(dev, field, op, &a, &b, a.len(), a.len());
+    for i in 0..a.len() {
+        assert_eq!(
+            got[i],
+            a[i] * b[i],
+            "{field:?} {name} #{i}: a={:?} b={:?}",
+            a[i],
+            b[i]
+        );
+    }
+    a.len()
+}
+
 /// Every Montgomery product variant (`Fr`/`Fp` `mul_cios`, `mul_wide`, `mul_split`; `mul`, op 2,
 /// checked by every other test here, is the one `CUZK_MUL` selects) against blstrs.
 #[test]
 fn mul_variants_match_blstrs() {
     let Some(dev) = device() else { return };
     for (op, name) in MUL_VARIANTS {
-        let vals = fr_values();
-        let (a, b) = pairs(&vals, 7);
-        let got: Vec<Scalar> = run(&dev, TestField::Fr, op, &a, &b, a.len(), a.len());
-        for i in 0..a.len() {
-            assert_eq!(
-                got[i],
-                a[i] * b[i],
-                "Fr {name} #{i}: a={:?} b={:?}",
-                a[i],
-                b[i]
-            );
-        }
-        let vals = fp_values();
-        let (a, b) = pairs(&vals, 7);
-        let got: Vec<Fp> = run(&dev, TestField::Fp, op, &a, &b, a.len(), a.len());
-        for i in 0..a.len() {
-            assert_eq!(
-                got[i],
-                a[i] * b[i],
-                "Fp {name} #{i}: a={:?} b={:?}",
-                a[i],
-                b[i]
-            );
-        }
-        eprintln!("{name}: Fr and Fp ok ({} products each)", a.len());
+        let nr = check_products(&dev, TestField::Fr, op, name, &fr_values());
+        let np = check_products(&dev, TestField::Fp, op, name, &fp_values());
+        eprintln!("{name}: Fr and Fp ok ({nr} and {np} products)");
     }
 }

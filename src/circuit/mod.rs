@@ -221,11 +221,16 @@ impl CompiledCircuit {
     /// # Errors
     /// [`Error::Internal`] naming both shapes.
     pub fn check_witness(&self, w: &Witness) -> Result<()> {
-        if w.input.len() != self.layout.num_inputs() || w.aux.len() != self.layout.num_aux() {
+        self.check_z(&w.input, &w.aux)
+    }
+
+    /// [`CompiledCircuit::check_witness`] on z's two vectors.
+    fn check_z(&self, input: &[Fr], aux: &[Fr]) -> Result<()> {
+        if input.len() != self.layout.num_inputs() || aux.len() != self.layout.num_aux() {
             return Err(Error::Internal(format!(
                 "witness of {} inputs and {} aux for a circuit of {} and {}",
-                w.input.len(),
-                w.aux.len(),
+                input.len(),
+                aux.len(),
                 self.layout.num_inputs(),
                 self.layout.num_aux()
             )));
@@ -256,14 +261,7 @@ impl CompiledCircuit {
     /// # Errors
     /// [`Error::Internal`] when z does not have the layout's sizes (`asg` is left as it was).
     pub fn evaluate_in_place(&self, asg: &mut Assignment) -> Result<()> {
-        let (ni, na) = (self.layout.num_inputs(), self.layout.num_aux());
-        if asg.input.len() != ni || asg.aux.len() != na {
-            return Err(Error::Internal(format!(
-                "witness of {} inputs and {} aux for a circuit of {ni} and {na}",
-                asg.input.len(),
-                asg.aux.len(),
-            )));
-        }
+        self.check_z(&asg.input, &asg.aux)?;
         let (input, aux) = (&asg.input, &asg.aux);
         let (a, (b, c)) = rayon::join(
             || self.a.spmv(&self.coeffs, input, aux),
