@@ -367,14 +367,11 @@ impl PartitionExecutor for GpuExecutor {
                 path = "+cpu-spmv";
                 log::info!("partition {}: SpMV on the CPU: {why}", job.partition);
                 job.take_host_top_up()?;
-                let w = Witness {
-                    input: std::mem::take(&mut asg.input),
-                    aux: std::mem::take(&mut asg.aux),
-                };
-                *asg = job
-                    .reporter
+                // In place: z (possibly a pooled, page-locked buffer) stays in the job's
+                // assignment whatever happens.
+                job.reporter
                     .time(&mut timings, Some(job.partition), Stage::Spmv, || {
-                        cc.evaluate(w)
+                        cc.evaluate_in_place(&mut asg)
                     })?;
                 super::check_satisfied(&asg, job.partition)?;
             }
@@ -1046,17 +1043,11 @@ impl GpuBackend {
                 );
                 if let Some(cc) = compiled.filter(|_| asg.a.is_empty()) {
                     job.take_host_top_up()?;
-                    // Sizes were checked by `compute_compiled`: `evaluate` moves the vectors
-                    // into the new assignment (same allocations).
-                    let w = Witness {
-                        input: std::mem::take(&mut asg.input),
-                        aux: std::mem::take(&mut asg.aux),
-                    };
-                    *asg =
-                        ctx.reporter
-                            .time(ctx.timings, Some(ctx.partition), Stage::Spmv, || {
-                                cc.evaluate(w)
-                            })?;
+                    // In place: z stays in `asg` (the caller's, possibly a pooled buffer).
+                    ctx.reporter
+                        .time(ctx.timings, Some(ctx.partition), Stage::Spmv, || {
+                            cc.evaluate_in_place(asg)
+                        })?;
                     super::check_satisfied(asg, ctx.partition)?;
                 }
                 let r = CpuBackend.compute(asg, srs, ctx)?;
