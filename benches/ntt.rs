@@ -12,7 +12,7 @@ use std::time::Duration;
 use blstrs::Scalar;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use cuzk::gpu::device::{device_count, Device, DeviceBuffer, Event, Stream};
-use cuzk::gpu::ntt::{self, Direction};
+use cuzk::gpu::ntt::{self, Direction, PassProduct};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -64,14 +64,14 @@ fn device_time(dev: &Arc<Device>, stream: &Stream, iters: u64, f: &mut dyn FnMut
     Duration::from_secs_f64((0..iters).map(|_| timed(dev, stream, f)).sum::<f64>() / 1e3)
 }
 
-/// Forward NTT, natural order in and out, with the chosen pass multiplication.
-fn forward(stream: &Stream, a: &mut DeviceBuffer<Scalar>, wide: bool) {
+/// Forward NTT, natural order in and out, with the chosen pass product.
+fn forward(stream: &Stream, a: &mut DeviceBuffer<Scalar>, product: PassProduct) {
     ntt::ntt_with(
         stream,
         &mut a.as_mut_slice(),
         Direction::Forward,
         false,
-        wide,
+        product,
     )
     .unwrap()
 }
@@ -99,21 +99,21 @@ fn bench(c: &mut Criterion) {
         total as f64 / 1073741824.0
     );
 
-    // Fr multiplication throughput probe (cuda/test_kernels.cu: feature `test-hooks`), both
-    // variants
+    // Fr multiplication throughput probe (cuda/test_kernels.cu: feature `test-hooks`), every
+    // product
     #[cfg(feature = "test-hooks")]
-    for wide in [false, true] {
+    for product in PassProduct::ALL {
         let n = (dev.sm_count() as usize) * 2048 * 4;
         let mut buf = random_buf(&dev, n, 9);
         let iters = 256u32;
         let mut run =
-            || cuzk::gpu::device::testing::fr_mul_chain(&stream, &mut buf, iters, wide).unwrap();
+            || cuzk::gpu::device::testing::fr_mul_chain(&stream, &mut buf, iters, product).unwrap();
         run();
         let ms = median_ms(&dev, &stream, 5, &mut run);
         let muls = (n as f64) * 2.0 * iters as f64;
         println!(
             "Fr mul throughput ({}): {:.1} Gmul/s ({ms:.3} ms for {muls:.3e} muls)",
-            if wide { "mul_wide" } else { "mul_cios" },
+            product.name(),
             muls / ms / 1e6
         );
     }
@@ -130,12 +130,15 @@ fn bench(c: &mut Criterion) {
         let mut a = random_buf(&dev, n, 5);
         for (tl, th) in [(10, 256), (10, 128), (11, 256)] {
             ntt::tune(tl, th);
-            for wide in [false, true] {
-                let mut fwd = || forward(&stream, &mut a, wide);
+            for product in PassProduct::ALL {
+                let mut fwd = || forward(&stream, &mut a, product);
                 fwd();
                 stream.synchronize().unwrap();
                 let ms = median_ms(&dev, &stream, 5, &mut fwd);
-                println!("tune 2^{log_n}: tile 2^{tl}, {th} threads, wide {wide}: ntt {ms:.3} ms");
+                println!(
+                    "tune 2^{log_n}: tile 2^{tl}, {th} threads, {}: ntt {ms:.3} ms",
+                    product.name()
+                );
             }
         }
         ntt::tune(0, 0);
@@ -159,8 +162,8 @@ fn bench(c: &mut Criterion) {
         let mut a = random_buf(&dev, n, 1);
         let mut b = random_buf(&dev, n, 2);
         let mut cc = random_buf(&dev, n, 3);
-        for wide in [false, true] {
-            let mut fwd = || forward(&stream, &mut a, wide);
+        for product in PassProduct::ALL {
+            let mut fwd = || forward(&stream, &mut a, product);
             fwd(); // warm-up (tables, module)
             stream.synchronize().unwrap();
             let ms_fwd = median_ms(&dev, &stream, 7, &mut fwd);
@@ -170,7 +173,7 @@ fn bench(c: &mut Criterion) {
                     &mut a.as_mut_slice(),
                     Direction::Inverse,
                     true,
-                    wide,
+                    product,
                 )
                 .unwrap()
             };
@@ -181,13 +184,16 @@ fn bench(c: &mut Criterion) {
                     &mut a.as_mut_slice(),
                     &mut b.as_mut_slice(),
                     &mut cc.as_mut_slice(),
-                    wide,
+                    product,
                 )
                 .unwrap()
             };
             let ms_h = median_ms(&dev, &stream, 5, &mut h);
-            eprintln!("2^{log_n} (wide {wide}): ntt {ms_fwd:.3} ms, icoset {ms_icoset:.3} ms, h_step {ms_h:.3} ms");
-            table.push((log_n, wide, ms_fwd, ms_icoset, ms_h));
+            eprintln!(
+                "2^{log_n} ({}): ntt {ms_fwd:.3} ms, icoset {ms_icoset:.3} ms, h_step {ms_h:.3} ms",
+                product.name()
+            );
+            table.push((log_n, product, ms_fwd, ms_icoset, ms_h));
         }
 
         g.bench_with_input(
@@ -223,10 +229,7 @@ fn bench(c: &mut Criterion) {
     println!("\n| log2 n | multiplication | ntt (natural→natural) ms | icoset ms | H step ms |");
     println!("|---|---|---|---|---|");
     for (l, w, f, i, h) in table {
-        println!(
-            "| {l} | {} | {f:.3} | {i:.3} | {h:.3} |",
-            if w { "mul_wide" } else { "mul_cios" }
-        );
+        println!("| {l} | {} | {f:.3} | {i:.3} | {h:.3} |", w.name());
     }
 }
 

@@ -29,10 +29,12 @@ constexpr unsigned MAX_LOG_N = 28;  // largest supported domain 2^28
 constexpr unsigned INNER_LOG = 10;  // local transforms up to 2^10 points; inner table size
 constexpr unsigned SPLIT = 14;      // two-level tables: 2^14 low + 2^14 high entries
 
-/// Field multiplication used by the pass kernel: Fr::mul_wide (W) or Fr::mul_cios.
-template <bool W>
+/// The pass kernel's Montgomery product, one kernel per choice (src/gpu/ntt.rs `PassProduct`):
+/// P = 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (field.cuh documents all three).
+constexpr int PASS_CIOS = 0, PASS_WIDE = 1, PASS_SPLIT = 2;
+template <int P>
 __device__ __forceinline__ Fr fmul(const Fr& a, const Fr& b) {
-    return W ? Fr::mul_wide(a, b) : Fr::mul_cios(a, b);
+    return P == PASS_SPLIT ? Fr::mul_split(a, b) : P == PASS_WIDE ? Fr::mul_wide(a, b) : Fr::mul_cios(a, b);
 }
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t x, unsigned bits) {
@@ -40,7 +42,7 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t x, unsigned bits) {
 }
 
 /// lo[e mod 2^14] * hi[e >> 14] (e < 2^28).
-template <bool W = false>
+template <int W>
 __device__ __forceinline__ Fr table2(const Fr* lo, const Fr* hi, uint32_t e) {
     Fr a = Fr::load(lo + (e & ((1u << SPLIT) - 1)));
     uint32_t h = e >> SPLIT;
@@ -50,7 +52,7 @@ __device__ __forceinline__ Fr table2(const Fr* lo, const Fr* hi, uint32_t e) {
 
 /// Scaling modes of the fused pre/post step: 0 none, 1 x*scale, 2 x*scale*t(i) where
 /// t(i) = s_lo[i mod 2^14]*s_hi[i >> 14] (g^i or g^-i tables).
-template <bool W = false>
+template <int W>
 __device__ __forceinline__ Fr apply_scale(const Fr& x, int mode, const Fr& scale, const Fr* s_lo,
                                           const Fr* s_hi, uint32_t i) {
     if (mode == 1) return fmul<W>(x, scale);
@@ -84,8 +86,8 @@ extern "C" __global__ void cuzk_ntt_powers(Fr* out, Fr base, unsigned count) {
 
 namespace cuzk {
 namespace ntt {
-/// Body of cuzk_ntt_pass / cuzk_ntt_pass_wide (documented there); W selects Fr::mul_wide.
-template <bool W>
+/// Body of cuzk_ntt_pass{,_wide,_split} (documented at cuzk_ntt_pass); W selects the product.
+template <int W>
 __device__ __forceinline__ void pass_body(
     Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,
     const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, const Fr& scale,
@@ -183,22 +185,19 @@ __device__ __forceinline__ void pass_body(
 /// dit: 0 = DIF pass (twist after), 1 = DIT pass (twist before). inverse: use w^-1.
 /// pre_mode/post_mode: fused scaling (see apply_scale) at load / store; the natural index of
 /// a position p is p for natural-order data and bitrev(p) for bit-reversed data.
-extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_pass(
-    Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,
-    const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, Fr scale,
-    const Fr* s_lo, const Fr* s_hi) {
-    cuzk::ntt::pass_body<false>(data, log_n, lo, k, log_g, dit, inverse, w_inner, tw_lo, tw_hi, pre_mode,
-                                post_mode, scale, s_lo, s_hi);
-}
-
-/// cuzk_ntt_pass with Fr::mul_wide (same arguments).
-extern "C" __global__ void __launch_bounds__(256) cuzk_ntt_pass_wide(
-    Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,
-    const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, Fr scale,
-    const Fr* s_lo, const Fr* s_hi) {
-    cuzk::ntt::pass_body<true>(data, log_n, lo, k, log_g, dit, inverse, w_inner, tw_lo, tw_hi, pre_mode,
-                               post_mode, scale, s_lo, s_hi);
-}
+/// This kernel multiplies with Fr::mul_cios; _wide and _split (same arguments) with
+/// Fr::mul_wide and Fr::mul_split.
+#define CUZK_NTT_PASS(NAME, P)                                                                       \
+    extern "C" __global__ void __launch_bounds__(256) NAME(                                          \
+        Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,     \
+        const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, Fr scale, \
+        const Fr* s_lo, const Fr* s_hi) {                                                            \
+        cuzk::ntt::pass_body<P>(data, log_n, lo, k, log_g, dit, inverse, w_inner, tw_lo, tw_hi,      \
+                                pre_mode, post_mode, scale, s_lo, s_hi);                             \
+    }
+CUZK_NTT_PASS(cuzk_ntt_pass, cuzk::ntt::PASS_CIOS)
+CUZK_NTT_PASS(cuzk_ntt_pass_wide, cuzk::ntt::PASS_WIDE)
+CUZK_NTT_PASS(cuzk_ntt_pass_split, cuzk::ntt::PASS_SPLIT)
 
 /// In-place bit-reversal permutation of 2^log_n elements (one thread per index).
 extern "C" __global__ void cuzk_ntt_bitrev(Fr* data, unsigned log_n) {
@@ -217,7 +216,7 @@ extern "C" __global__ void cuzk_ntt_scale(Fr* data, unsigned n, int mode, Fr sca
                                           const Fr* s_hi) {
     const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= n) return;
-    cuzk::ntt::apply_scale(Fr::load(data + p), mode, scale, s_lo, s_hi, p).store(data + p);
+    cuzk::ntt::apply_scale<cuzk::ntt::PASS_SPLIT>(Fr::load(data + p), mode, scale, s_lo, s_hi, p).store(data + p);
 }
 
 /// The pointwise step of the Groth16 H polynomial on coset evaluations (natural order in):

@@ -75,21 +75,23 @@ extern "C" __global__ void cuzk_test_fp2_op(int op, const cuzk::Fp2* a, const cu
 
 /// Throughput probe for benches/ntt.rs: each thread runs two independent chains of `iters`
 /// Fr multiplications on its element and writes the result back (2*iters muls per thread).
-/// wide != 0 uses Fr::mul_wide, else Fr::mul_cios.
-extern "C" __global__ void cuzk_test_fr_mul_chain(cuzk::Fr* data, unsigned n, unsigned iters, int wide) {
+/// product: 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (src/gpu/ntt.rs PassProduct).
+template <class M>
+static __device__ __forceinline__ void fr_mul_chain(cuzk::Fr& x, cuzk::Fr& y, const cuzk::Fr& z, unsigned iters, M m) {
+    for (unsigned k = 0; k < iters; k++) {
+        x = m(x, z);
+        y = m(y, z);
+    }
+}
+extern "C" __global__ void cuzk_test_fr_mul_chain(cuzk::Fr* data, unsigned n, unsigned iters, int product) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     cuzk::Fr x = cuzk::Fr::load(data + i), y = x + cuzk::Fr::one(), z = x;
-    if (wide) {
-        for (unsigned k = 0; k < iters; k++) {
-            x = cuzk::Fr::mul_wide(x, z);
-            y = cuzk::Fr::mul_wide(y, z);
-        }
-    } else {
-        for (unsigned k = 0; k < iters; k++) {
-            x = cuzk::Fr::mul_cios(x, z);
-            y = cuzk::Fr::mul_cios(y, z);
-        }
-    }
+    if (product == 2)
+        fr_mul_chain(x, y, z, iters, [](const cuzk::Fr& a, const cuzk::Fr& b) { return cuzk::Fr::mul_split(a, b); });
+    else if (product == 1)
+        fr_mul_chain(x, y, z, iters, [](const cuzk::Fr& a, const cuzk::Fr& b) { return cuzk::Fr::mul_wide(a, b); });
+    else
+        fr_mul_chain(x, y, z, iters, [](const cuzk::Fr& a, const cuzk::Fr& b) { return cuzk::Fr::mul_cios(a, b); });
     (x + y).store(data + i);
 }

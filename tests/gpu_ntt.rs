@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bellperson::domain::EvaluationDomain;
 use blstrs::Scalar;
 use cuzk::gpu::device::Device;
-use cuzk::gpu::ntt::{self, Direction};
+use cuzk::gpu::ntt::{self, Direction, PassProduct};
 use ec_gpu_gen::threadpool::Worker;
 use ff::Field;
 use rand::SeedableRng;
@@ -62,7 +62,7 @@ fn cpu(kind: Kind, v: Vec<Scalar>) -> Vec<Scalar> {
     d.into_coeffs()
 }
 
-fn gpu_with(dev: &Arc<Device>, kind: Kind, v: &[Scalar], wide: bool) -> Vec<Scalar> {
+fn gpu_with(dev: &Arc<Device>, kind: Kind, v: &[Scalar], product: PassProduct) -> Vec<Scalar> {
     let mut out = v.to_vec();
     let (dir, coset) = match kind {
         Kind::Fft => (Direction::Forward, false),
@@ -70,7 +70,7 @@ fn gpu_with(dev: &Arc<Device>, kind: Kind, v: &[Scalar], wide: bool) -> Vec<Scal
         Kind::CosetFft => (Direction::Forward, true),
         Kind::IcosetFft => (Direction::Inverse, true),
     };
-    ntt::ntt_host_with(dev, &mut out, dir, coset, wide).unwrap();
+    ntt::ntt_host_with(dev, &mut out, dir, coset, product).unwrap();
     out
 }
 
@@ -86,32 +86,36 @@ fn ntt_matches_cpu_all_sizes() {
     check_all_sizes(
         &dev,
         env_log("CUZK_TEST_NTT_MAX_LOG", 24),
-        ntt::WIDE_DEFAULT,
+        ntt::DEFAULT_PRODUCT,
     );
 }
 
-/// The pass kernel with Fr::mul_wide (cuzk_ntt_pass_wide).
+/// The pass kernel with each of the other products (cuzk_ntt_pass, _wide, _split).
 #[test]
-fn ntt_wide_matches_cpu() {
+fn ntt_other_products_match_cpu() {
     let Some(dev) = device() else { return };
-    check_all_sizes(&dev, env_log("CUZK_TEST_NTT_WIDE_MAX_LOG", 22), true);
+    for product in PassProduct::ALL {
+        if product != ntt::DEFAULT_PRODUCT {
+            check_all_sizes(&dev, env_log("CUZK_TEST_NTT_OTHER_MAX_LOG", 22), product);
+        }
+    }
 }
 
-fn check_all_sizes(dev: &Arc<Device>, max: u32, wide: bool) {
+fn check_all_sizes(dev: &Arc<Device>, max: u32, product: PassProduct) {
     for log_n in 0..=max {
         let n = 1usize << log_n;
         let x = random(n, 1000 + log_n as u64);
         for kind in [Kind::Fft, Kind::Ifft, Kind::CosetFft, Kind::IcosetFft] {
             let want = cpu(kind, x.clone());
-            let got = gpu_with(dev, kind, &x, wide);
+            let got = gpu_with(dev, kind, &x, product);
             if let Some(i) = first_diff(&got, &want) {
                 panic!(
-                    "{kind:?} 2^{log_n} (wide {wide}): first difference at {i}: gpu {:?} cpu {:?}",
+                    "{kind:?} 2^{log_n} ({product:?}): first difference at {i}: gpu {:?} cpu {:?}",
                     got[i], want[i]
                 );
             }
         }
-        eprintln!("2^{log_n}: fft, ifft, coset_fft, icoset_fft ok (wide {wide})");
+        eprintln!("2^{log_n}: fft, ifft, coset_fft, icoset_fft ok ({product:?})");
     }
 }
 
@@ -183,16 +187,16 @@ fn h_step_matches_cpu() {
         da.divide_by_z_on_coset(&w);
         da.icoset_fft(&w, &mut None).unwrap();
         let want = da.into_coeffs();
-        for wide in [false, true] {
-            let got = ntt::h_step_host_with(&dev, &a, &b, &c, wide).unwrap();
+        for product in PassProduct::ALL {
+            let got = ntt::h_step_host_with(&dev, &a, &b, &c, product).unwrap();
             if let Some(i) = first_diff(&got, &want) {
                 panic!(
-                    "h_step 2^{log_n} (wide {wide}): first difference at {i}: gpu {:?} cpu {:?}",
+                    "h_step 2^{log_n} ({product:?}): first difference at {i}: gpu {:?} cpu {:?}",
                     got[i], want[i]
                 );
             }
         }
-        eprintln!("h_step 2^{log_n} ok (both multiplications)");
+        eprintln!("h_step 2^{log_n} ok (every product)");
     }
 }
 

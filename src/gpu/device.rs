@@ -1448,13 +1448,12 @@ pub mod testing {
     }
 
     /// Queues `iters` rounds of two independent Fr multiplication chains per element of
-    /// `data` (a throughput probe: 2 * iters * len multiplications; `wide`: Fr::mul_wide,
-    /// else Fr::mul_cios).
+    /// `data` (a throughput probe: 2 * iters * len multiplications with `product`).
     pub fn fr_mul_chain(
         stream: &Stream,
         data: &mut DeviceBuffer<blstrs::Scalar>,
         iters: u32,
-        wide: bool,
+        product: crate::gpu::ntt::PassProduct,
     ) -> Result<()> {
         let n = u32::try_from(data.len()).map_err(Error::internal)?;
         let k = stream.device().kernel("cuzk_test_fr_mul_chain")?;
@@ -1462,8 +1461,8 @@ pub mod testing {
         args.push_ptr(data.device_ptr())
             .push_u32(n)
             .push_u32(iters)
-            .push_i32(i32::from(wide));
-        // SAFETY: (Fr* data, unsigned n, unsigned iters, int wide); data holds n elements and is
+            .push_i32(product.index());
+        // SAFETY: (Fr* data, unsigned n, unsigned iters, int product); data holds n elements and is
         // mutably borrowed here; the caller synchronises the stream before freeing it (a
         // DeviceBuffer's drop frees with cuMemFree, which waits for pending work).
         unsafe {

@@ -39,10 +39,49 @@ const TILE_LOG: u32 = 10;
 /// Most threads per block of a pass (the kernel's launch bound).
 const MAX_THREADS: u32 = 256;
 
-/// Whether the pass kernel uses `Fr::mul_wide` (`cuzk_ntt_pass_wide`) by default. On: it passed
-/// tests/gpu_field.rs and tests/gpu_ntt.rs on the H200 (2026-11-29) and runs a 2^27 NTT in
-/// 61.8 ms against 80.1 ms (BENCHMARKS.md); the `*_with` functions choose explicitly.
-pub const WIDE_DEFAULT: bool = true;
+/// The Montgomery product of the pass kernel (cuda/field.cuh documents the three; one kernel
+/// each, cuda/ntt.cu). Every one is checked against the CPU by tests/gpu_ntt.rs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassProduct {
+    /// `Fr::mul_cios` (`cuzk_ntt_pass`): word-serial CIOS.
+    Cios,
+    /// `Fr::mul_wide` (`cuzk_ntt_pass_wide`): 64-bit partial products, shifted accumulator.
+    Wide,
+    /// `Fr::mul_split` (`cuzk_ntt_pass_split`): 64-bit partial products, unshifted accumulator
+    /// split by alignment (the MSM's product).
+    Split,
+}
+
+impl PassProduct {
+    /// Every choice, in kernel order.
+    pub const ALL: [PassProduct; 3] = [PassProduct::Cios, PassProduct::Wide, PassProduct::Split];
+
+    /// The product's name in cuda/field.cuh (`mul_cios`, `mul_wide`, `mul_split`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PassProduct::Cios => "mul_cios",
+            PassProduct::Wide => "mul_wide",
+            PassProduct::Split => "mul_split",
+        }
+    }
+
+    fn kernel(self) -> &'static str {
+        match self {
+            PassProduct::Cios => "cuzk_ntt_pass",
+            PassProduct::Wide => "cuzk_ntt_pass_wide",
+            PassProduct::Split => "cuzk_ntt_pass_split",
+        }
+    }
+
+    /// The index the test kernels take (0 cios, 1 wide, 2 split; cuda/test_kernels.cu).
+    pub fn index(self) -> i32 {
+        self as i32
+    }
+}
+
+/// The pass kernel's product unless a `*_with` function chooses: `mul_split` (BENCHMARKS.md,
+/// "NTT": 2^27 forward in the H200 runs of each product; `mul_wide` was the default before).
+pub const DEFAULT_PRODUCT: PassProduct = PassProduct::Split;
 
 /// Tuning override for benchmarks: 0 = defaults, else `tile_log << 16 | threads`.
 static TUNE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -218,17 +257,13 @@ fn passes(
     inverse: bool,
     pre: Scaling,
     post: Scaling,
-    wide: bool,
+    product: PassProduct,
 ) -> Result<()> {
     same_device(stream, data)?;
     let log_n = log2_len(data.len())?;
     let t = tables(stream)?;
     let dev = stream.device();
-    let kname = if wide {
-        "cuzk_ntt_pass_wide"
-    } else {
-        "cuzk_ntt_pass"
-    };
+    let kname = product.kernel();
     let kernel = dev.kernel(kname)?;
     let mut ks = plan(log_n);
     if log_n == 0 {
@@ -356,7 +391,7 @@ pub fn dif(
         dir == Direction::Inverse,
         pre,
         post,
-        WIDE_DEFAULT,
+        DEFAULT_PRODUCT,
     )
 }
 
@@ -378,7 +413,7 @@ pub fn dit(
         dir == Direction::Inverse,
         pre,
         post,
-        WIDE_DEFAULT,
+        DEFAULT_PRODUCT,
     )
 }
 
@@ -424,17 +459,17 @@ pub fn ntt(
     dir: Direction,
     coset: bool,
 ) -> Result<()> {
-    ntt_with(stream, data, dir, coset, WIDE_DEFAULT)
+    ntt_with(stream, data, dir, coset, DEFAULT_PRODUCT)
 }
 
-/// [`ntt`] with an explicit choice of the pass kernel's multiplication (`wide`: `mul_wide`).
+/// [`ntt`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
 pub fn ntt_with(
     stream: &Stream,
     data: &mut DeviceSliceMut<'_, Scalar>,
     dir: Direction,
     coset: bool,
-    wide: bool,
+    product: PassProduct,
 ) -> Result<()> {
     let n = data.len();
     log2_len(n)?;
@@ -451,7 +486,7 @@ pub fn ntt_with(
         dir == Direction::Inverse,
         pre,
         post,
-        wide,
+        product,
     )?;
     bit_reverse(stream, data)
 }
@@ -470,17 +505,17 @@ pub fn h_step(
     b: &mut DeviceSliceMut<'_, Scalar>,
     c: &mut DeviceSliceMut<'_, Scalar>,
 ) -> Result<()> {
-    h_step_with(stream, a, b, c, WIDE_DEFAULT)
+    h_step_with(stream, a, b, c, DEFAULT_PRODUCT)
 }
 
-/// [`h_step`] with an explicit choice of the pass kernel's multiplication.
+/// [`h_step`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
 pub fn h_step_with(
     stream: &Stream,
     a: &mut DeviceSliceMut<'_, Scalar>,
     b: &mut DeviceSliceMut<'_, Scalar>,
     c: &mut DeviceSliceMut<'_, Scalar>,
-    wide: bool,
+    product: PassProduct,
 ) -> Result<()> {
     let n = a.len();
     if b.len() != n || c.len() != n {
@@ -503,9 +538,17 @@ pub fn h_step_with(
             true,
             Scaling::None,
             Scaling::MulCosetPowers(ninv),
-            wide,
+            product,
         )?;
-        passes(stream, x, true, false, Scaling::None, Scaling::None, wide)
+        passes(
+            stream,
+            x,
+            true,
+            false,
+            Scaling::None,
+            Scaling::None,
+            product,
+        )
     };
     to_coset(a)?;
     to_coset(b)?;
@@ -540,7 +583,7 @@ pub fn h_step_with(
         true,
         Scaling::None,
         Scaling::MulCosetInversePowers(ninv),
-        wide,
+        product,
     )
 }
 
@@ -552,22 +595,22 @@ pub fn ntt_host(
     dir: Direction,
     coset: bool,
 ) -> Result<()> {
-    ntt_host_with(device, data, dir, coset, WIDE_DEFAULT)
+    ntt_host_with(device, data, dir, coset, DEFAULT_PRODUCT)
 }
 
-/// [`ntt_host`] with an explicit choice of the pass kernel's multiplication.
+/// [`ntt_host`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
 pub fn ntt_host_with(
     device: &Arc<Device>,
     data: &mut [Scalar],
     dir: Direction,
     coset: bool,
-    wide: bool,
+    product: PassProduct,
 ) -> Result<()> {
     log2_len(data.len())?;
     let stream = device.stream()?;
     let mut buf = device.upload(data)?;
-    ntt_with(&stream, &mut buf.as_mut_slice(), dir, coset, wide)?;
+    ntt_with(&stream, &mut buf.as_mut_slice(), dir, coset, product)?;
     stream.synchronize()?;
     buf.copy_to_host(data)
 }
@@ -580,17 +623,17 @@ pub fn h_step_host(
     b: &[Scalar],
     c: &[Scalar],
 ) -> Result<Vec<Scalar>> {
-    h_step_host_with(device, a, b, c, WIDE_DEFAULT)
+    h_step_host_with(device, a, b, c, DEFAULT_PRODUCT)
 }
 
-/// [`h_step_host`] with an explicit choice of the pass kernel's multiplication.
+/// [`h_step_host`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
 pub fn h_step_host_with(
     device: &Arc<Device>,
     a: &[Scalar],
     b: &[Scalar],
     c: &[Scalar],
-    wide: bool,
+    product: PassProduct,
 ) -> Result<Vec<Scalar>> {
     let stream = device.stream()?;
     let mut da = device.upload(a)?;
@@ -601,7 +644,7 @@ pub fn h_step_host_with(
         &mut da.as_mut_slice(),
         &mut db.as_mut_slice(),
         &mut dc.as_mut_slice(),
-        wide,
+        product,
     )?;
     stream.synchronize()?;
     da.to_vec()
