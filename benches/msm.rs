@@ -10,7 +10,7 @@
 //! - `CUZK_BENCH_MSM_POREP` (default `24,26,27`): G1, 96.5 % zeros/ones (48 % of them ones)
 //! - `CUZK_BENCH_MSM_PROFILE=1`: also print the GPU time per stage of one run per size.
 //! - `CUZK_BENCH_MSM_SWEEP` (default empty): log2 sizes at which every occupancy variant of the
-//!   accumulation kernel and window sizes c-2..=c+1 around the chosen c are timed (G1 and G2).
+//!   accumulation kernel and window sizes c-2..=c+3 around the chosen c are timed (G1 and G2).
 //!
 //! An empty value skips that group.
 //!
@@ -182,7 +182,9 @@ fn sweep<G: MsmGroup>(dev: &Arc<Device>, k: u32, run: &mut dyn FnMut(&mut MsmWor
         sweep_one(&format!("sweep {} 2^{k} mb={mb}", G::SUFFIX), run, dev, cfg);
     }
     let c0 = window_bits_for(1 << k, G::LAYOUT);
-    for c in c0 - 2..=c0 + 1 {
+    // Up to c0 + 3: past the automatic choice's cap (MAX_AUTO_WINDOW_BITS), where fewer windows
+    // (255 / c + 1) may pay for the larger bucket sets.
+    for c in c0 - 2..=(c0 + 3).min(24) {
         let cfg = MsmConfig {
             window_bits: Some(c),
             ..MsmConfig::default()

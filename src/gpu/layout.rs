@@ -68,11 +68,14 @@ pub const G1_LAYOUT: GroupLayout = GroupLayout {
     pt_threads: 128,
     red_threads: 128,
     min_blocks: &[3, 4, 5],
-    // H200, BENCHMARKS.md: 4 blocks fastest at 2^24, 5 at 2^26 and 2^27.
+    // H200, BENCHMARKS.md: 4 blocks fastest at 2^24, 5 at 2^26 and 2^27 (a 6-block variant,
+    // tried in *run N5*, was 8-36 % slower at every size: spills).
     default_min_blocks: (4, 5),
     min_blocks_switch_log2: 25,
-    // H200 sweeps of c - 2 ..= c + 1: c = 20 fastest at 2^24, 2^26 and 2^27 (c = 18 within 0.5 %
-    // at 2^26).
+    // H200 sweeps of c - 2 ..= c + 3: c = 20 fastest at 2^24, 2^26 and 2^27 (c = 18 within 0.5 %
+    // at 2^26). Past it the bucketing's histogram/scatter atomics leave the 50 MB L2
+    // (13 windows x 2^20 counters at c = 21: 2.3x the bucketing time), and the one window fewer
+    // at c = 22, 23 gains less in accumulation than the bucketing and window sums lose.
     bucket_cost_tenths: 44,
 };
 
@@ -93,7 +96,8 @@ pub const G2_LAYOUT: GroupLayout = GroupLayout {
     bucket_cost_tenths: 75,
 };
 
-/// Largest window the cost model picks (bits).
+/// Largest window the cost model picks (bits): larger ones were slower on the H200 (see
+/// `G1_LAYOUT.bucket_cost_tenths`).
 pub const MAX_AUTO_WINDOW_BITS: u32 = 21;
 
 /// Window size (bits) for `m` Pippenger scalars of group `g`: minimises `m W + k W 2^(c-1)`
