@@ -23,7 +23,10 @@
 //! * `--pool-log2 K`: the parameters are filled by repeating 2^K random points (default 16).
 //! * `--reuse`: each proving thread fills its assignment once and proves those values for every
 //!   later partition (the GPU does the same work; the bench's data generation, seconds per
-//!   partition at 2^27, drops out of the throughput). Without it every partition is new data.
+//!   partition at 2^27, drops out of the throughput), its a, b, c and aux registered
+//!   (page-locked) once, as the engine's host pool does for the aux it synthesizes into, so the
+//!   uploads run at the pinned rate without a registration each. Without it every partition is
+//!   new data, registered for its upload.
 //! * `--dry-run`: only generates the synthetic data and prints its shape (no device needed);
 //!   with `--check`, also times one partition on the CPU backend.
 //! * `--phase SPEC`: runs several configurations in one process over the same synthetic
@@ -863,6 +866,10 @@ fn run_phase(
         for _ in 0..phase.concurrency.min(phase.count) {
             s.spawn(|| {
                 let mut asg: Option<Assignment> = None;
+                // With reuse, the thread's a, b, c and aux are registered once (as the engine's
+                // host pool registers the aux it synthesizes into), so every partition's uploads
+                // find them pinned; declared after `asg`, so they unregister before it is freed.
+                let mut pins: Vec<cuzk::gpu::pinned::PinGuard> = Vec::new();
                 let mut filled = false;
                 loop {
                     let proof = next.fetch_add(1, Ordering::SeqCst);
@@ -876,8 +883,20 @@ fn run_phase(
                         let tg = Instant::now();
                         let a = asg.get_or_insert_with(|| tpl.assignment());
                         if !(phase.reuse && filled && a.a.len() == tpl.dims.rows) {
+                            // A refill may reallocate (after a CPU fallback took a, b, c):
+                            // the old registrations go first.
+                            pins.clear();
                             tpl.fill(a, ((proof as u64) << 32 | part as u64).wrapping_mul(0x9E37_79B9));
                             filled = true;
+                            if phase.reuse {
+                                let reg = pinned_registry();
+                                pins = vec![
+                                    reg.pin_slice(&a.a),
+                                    reg.pin_slice(&a.b),
+                                    reg.pin_slice(&a.c),
+                                    reg.pin_slice(&a.aux),
+                                ];
+                            }
                         }
                         let gen_s = tg.elapsed().as_secs_f64();
                         let mut r = run_partition(&backend, srs, a, proof, part, phase.partitions, gen_s, check);

@@ -14,6 +14,15 @@
 #            (a) fixtures in the background beside gpu_field, gpu_curve, gpu_msm and `check`;
 #            (b) gpu_prove on both fixtures, then 2^27 partitions resident (`scale-short`'s first phase)
 #   fixtures both real fixtures made there, side by side, into /tmp/fx2 and /tmp/fx8 (~5 min)
+#   fixtures-gpu  the same fixtures in seconds: their Groth16 parameters from `cuzk gen-params
+#            --device gpu` with the fixtures' seed (bellperson's generator gives the same files,
+#            *run D1*), so make_fixture only seals the sector
+#   kernels-c, kernels-d  the fourth session's set, back to back in one warm lease:
+#            (c) fixtures-gpu, gpu_field, gpu_curve, gpu_ntt (every pass product), gpu_msm,
+#            `check`, gpu_prove on both fixtures, `cuzk prove` with CUZK_GPU_SPMV=0 (the CPU
+#            SpMV step in place) with verify_seal;
+#            (d) the NTT bench of every pass product, the MSM window/occupancy sweep at 2^26 and 2^27 (G1) and 2^24 (G2), then 2^27
+#            partitions resident with 1 and 2 workers and capped at 16 GiB
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
@@ -112,6 +121,42 @@ kernels-b)
   CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
   RUST_LOG=warn,cuzk::prover::gpu=debug t b27s timeout 240 $F/batch --log2 27 --reuse \
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
+  ;;
+fixtures-gpu)
+  SEEDFX=63757a6b20324b694220666978747572652067726f7468313620706172616d73  # fixture PARAMS_RNG_SEED
+  for sz in 2KiB 8MiB; do
+    d=/tmp/fx${sz:0:1}; mkdir -p $d/params
+    [ -e $d/fixture.json ] || t genparams_$sz timeout 240 $F/cuzk gen-params --sector-size $sz \
+      --seed $SEEDFX --device gpu $d/params
+    CUZK_FIXTURE_DIR=$d t fixture_$sz timeout 240 $F/make_fixture --sector-size $sz
+  done
+  ;;
+kernels-c)
+  "$0" fixtures-gpu
+  t gpu_field timeout 120 $F/gpu_field --test-threads=1
+  t gpu_curve timeout 120 $F/gpu_curve
+  t gpu_ntt timeout 200 $F/gpu_ntt --test-threads=1
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  t check timeout 300 $F/batch --log2 20 --check \
+    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
+    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
+    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  fx=/tmp/fx8; c1=$(ls $fx/c1.json)
+  CUZK_GPU_SPMV=0 RUST_LOG=info t prove_cpuspmv timeout 200 $F/cuzk prove $c1 --params $fx/params \
+    --sector-num "$(sed -n 's/.*"sector_id": *\([0-9]*\).*/\1/p' $fx/fixture.json)" \
+    --prover-id "$(sed -n 's/.*"prover_id": *"\([0-9a-f]*\)".*/\1/p' $fx/fixture.json)" \
+    --backend gpu --repeat 2
+  ;;
+kernels-d)
+  CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27 t bench_ntt timeout 120 $F/bench_ntt --bench zzz
+  CUZK_BENCH_MSM_SWEEP=26,27 CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_G2=24 CUZK_BENCH_MSM_POREP= \
+    t sweep timeout 330 $F/msm --bench zzz
+  RUST_LOG=warn,cuzk::prover::gpu=debug t b27 timeout 250 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
+    --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=3 \
+    --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=3
   ;;
 fixtures)
   CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &
