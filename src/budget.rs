@@ -3,7 +3,8 @@
 //! sectors at once on a 128 GiB host) wait for memory instead of being OOM-killed.
 //!
 //! The limit is the caller's (`EngineConfig::host_memory_limit`, `CUZK_HOST_MEM_LIMIT`) or, when
-//! none is given, `MemAvailable` of /proc/meminfo read once when the engine is created. A
+//! none is given, `MemAvailable` of /proc/meminfo read once when the engine is created, less a
+//! margin left to the rest of the machine ([`host_margin`]: 1/16, at least 4 GiB). A
 //! caller's limit that cannot hold one partition (beside the loaded parameters) is an
 //! [`Error::OutOfHostMemory`] up front; with the machine's own figure the engine runs one
 //! partition at a time instead (logged), since that figure is an estimate.
@@ -25,6 +26,7 @@
 //! request keeps the excess counted as pooled while it is out.
 
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -44,7 +46,13 @@ struct State {
     in_flight: usize,
     /// Idle buffers of the engine's host pool (see the module docs).
     pooled: u64,
+    /// Admissions that had to wait ([`HostBudget::waits`]).
+    waits: u64,
 }
+
+/// An admission that waits at least this long is logged at `warn` level when it ends (else
+/// `info`).
+pub const LONG_WAIT: Duration = Duration::from_secs(60);
 
 /// Bytes of one partition held while it is proved; returned when dropped.
 #[derive(Debug)]
@@ -83,11 +91,14 @@ impl Drop for Permit<'_> {
 
 impl HostBudget {
     /// A budget of `limit` bytes when given (strict), else of the machine's `MemAvailable` now
-    /// (not strict; unlimited when unreadable).
+    /// less [`host_margin`] (not strict; unlimited when unreadable).
     pub fn new(limit: Option<u64>) -> Self {
         let (limit, strict) = match limit {
             Some(l) => (Some(l), true),
-            None => (available_host_memory(), false),
+            None => (
+                available_host_memory().map(|a| a.saturating_sub(host_margin(a))),
+                false,
+            ),
         };
         HostBudget {
             limit,
@@ -195,21 +206,63 @@ impl HostBudget {
         Ok((room / need) as usize)
     }
 
+    /// How many admissions ([`HostBudget::acquire`]) have had to wait for memory so far.
+    pub fn waits(&self) -> u64 {
+        self.state.lock().map(|s| s.waits).unwrap_or(0)
+    }
+
     /// Waits until `need` bytes fit beside the parameters and the permits in flight (or nothing
     /// else is in flight), then holds them. Idle pooled buffers do not make it wait (see the
-    /// module docs).
+    /// module docs). [`HostBudget::acquire_as`] for "a partition".
     ///
     /// # Errors
     /// As [`HostBudget::fits`]; [`Error::Internal`] if the account's lock is poisoned.
     pub fn acquire(&self, need: u64) -> Result<Permit<'_>> {
+        self.acquire_as(need, "a partition")
+    }
+
+    /// [`HostBudget::acquire`] for `who` (e.g. "sector 5 partition 3"), named in the log: one
+    /// line when it has to wait (what it needs, what is in use and free, the limit), one when
+    /// it is admitted after waiting (how long it waited; `warn` from [`LONG_WAIT`] on). Nothing
+    /// is logged when it is admitted at once.
+    ///
+    /// # Errors
+    /// As [`HostBudget::acquire`].
+    pub fn acquire_as(&self, need: u64, who: &str) -> Result<Permit<'_>> {
         self.fits(need)?;
         let poisoned = |_| Error::internal("host budget lock poisoned");
         let mut s = self.state.lock().map_err(poisoned)?;
+        let mut waiting: Option<Instant> = None;
         while let Some(limit) = self.limit {
             if s.in_flight == 0 || s.params + s.partitions + need <= limit {
                 break;
             }
+            if waiting.is_none() {
+                waiting = Some(Instant::now());
+                s.waits += 1;
+                log::info!(
+                    "{}",
+                    wait_message(
+                        who,
+                        need,
+                        s.params,
+                        s.partitions,
+                        s.in_flight,
+                        limit,
+                        self.strict
+                    )
+                );
+            }
             s = self.freed.wait(s).map_err(poisoned)?;
+        }
+        if let Some(t) = waiting {
+            let waited = t.elapsed();
+            let msg = admitted_message(who, need, waited);
+            if waited >= LONG_WAIT {
+                log::warn!("{msg}");
+            } else {
+                log::info!("{msg}");
+            }
         }
         s.partitions += need;
         s.in_flight += 1;
@@ -293,6 +346,64 @@ impl Drop for Extra {
     }
 }
 
+/// Bytes as GB (10^9) with two decimals, e.g. "1.50 GB".
+fn gb(bytes: u64) -> String {
+    format!("{:.2} GB", bytes as f64 / 1e9)
+}
+
+/// The log line of an admission that starts waiting: `who` needs `need` bytes; `params` and
+/// `partitions` bytes are in use (`in_flight` permits), of `limit` (the caller's when
+/// `strict`, else the machine's estimate).
+fn wait_message(
+    who: &str,
+    need: u64,
+    params: u64,
+    partitions: u64,
+    in_flight: usize,
+    limit: u64,
+    strict: bool,
+) -> String {
+    let used = params + partitions;
+    format!(
+        "host memory: {who} waits for {}: {} of the {} limit in use ({} parameters and \
+         compiled circuits, {} held by {in_flight} partition(s) in flight), {} free (limit: {})",
+        gb(need),
+        gb(used),
+        gb(limit),
+        gb(params),
+        gb(partitions),
+        gb(limit.saturating_sub(used)),
+        if strict {
+            "CUZK_HOST_MEM_LIMIT / EngineConfig::host_memory_limit"
+        } else {
+            "MemAvailable when the engine was created, less its margin"
+        }
+    )
+}
+
+/// The log line of an admission after waiting `waited`.
+fn admitted_message(who: &str, need: u64, waited: Duration) -> String {
+    format!(
+        "host memory: {who} admitted after waiting {:.3} s for {}",
+        waited.as_secs_f64(),
+        gb(need)
+    )
+}
+
+/// Smallest host memory left out of a budget taken from `MemAvailable`: 4 GiB.
+pub const HOST_MARGIN_MIN: u64 = 4 << 30;
+
+/// Host memory a budget taken from `MemAvailable` (`available` bytes) leaves to the rest of the
+/// machine: 1/16 of it, at least [`HOST_MARGIN_MIN`] (7.8 GiB of a 125 GiB host). The estimates
+/// the budget counts are close to what a partition holds (the H200's 32 GiB run, BENCHMARKS.md:
+/// 123.6 GiB in use at the peak with a budget of the whole 124 GiB `MemAvailable`), so without a
+/// margin the transient allocations of the witness gadgets, the page cache of the parameter
+/// file and any other process that grows after the engine started would meet the OOM killer.
+/// A caller's `CUZK_HOST_MEM_LIMIT` is taken as given.
+pub fn host_margin(available: u64) -> u64 {
+    (available / 16).max(HOST_MARGIN_MIN)
+}
+
 /// `MemAvailable` of /proc/meminfo, in bytes (Linux), if readable.
 fn available_host_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -318,6 +429,25 @@ mod tests {
     }
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn the_machine_figure_keeps_a_margin_and_a_callers_limit_does_not() {
+        const GIB: u64 = 1 << 30;
+        // 1/16, at least 4 GiB: 7.8 GiB of the H200 host's 125 GiB, 4 GiB of a 32 GiB one.
+        assert_eq!(host_margin(125 * GIB), 125 * GIB / 16);
+        assert_eq!(host_margin(32 * GIB), 4 * GIB);
+        assert_eq!(host_margin(0), 4 * GIB);
+        let machine = HostBudget::new(None);
+        if let Some(a) = available_host_memory() {
+            // MemAvailable moves between the two reads by less than the margin's slack here.
+            let l = machine.limit().unwrap();
+            assert!(!machine.is_strict());
+            assert!(l <= a.saturating_sub(HOST_MARGIN_MIN), "{l} vs {a}");
+            assert!(l + host_margin(a) + GIB > a, "{l} vs {a}");
+        }
+        let given = HostBudget::new(Some(64 * GIB));
+        assert_eq!((given.limit(), given.is_strict()), (Some(64 * GIB), true));
+    }
 
     #[test]
     fn a_strict_limit_that_cannot_hold_one_partition_is_an_error_up_front() {
@@ -407,6 +537,80 @@ mod tests {
         }
         assert_eq!(peak.load(Ordering::SeqCst), 3);
         assert_eq!(b.used(), (3, 0), "every permit returned");
+    }
+
+    #[test]
+    fn an_admission_that_waits_is_counted_and_one_at_once_is_not() {
+        let b = Arc::new(HostBudget::new(Some(10)));
+        b.add_params(2);
+        let first = b.acquire_as(5, "sector 1 partition 0").unwrap();
+        let mut second = b.acquire_as(3, "sector 1 partition 1").unwrap();
+        assert_eq!(b.waits(), 0, "both fit at once");
+        let waiter = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                let p = b.acquire_as(4, "sector 2 partition 0").unwrap();
+                p.bytes()
+            })
+        };
+        // The third (4 bytes; none free) waits: counted once it starts waiting, not per wake-up.
+        let t = Instant::now();
+        while b.waits() == 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the third never waited"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // A wake-up that frees too little: still waiting, not counted again.
+        second.release(1);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!waiter.is_finished());
+        assert_eq!(b.waits(), 1);
+        drop(first); // 6 free: admitted
+        assert_eq!(waiter.join().unwrap(), 4);
+        assert_eq!(b.waits(), 1);
+        drop(second);
+        assert_eq!(b.used(), (2, 0));
+        // Room again: at once, not counted.
+        let _p = b.acquire(8).unwrap();
+        assert_eq!(b.waits(), 1);
+    }
+
+    #[test]
+    fn wait_messages_give_the_numbers() {
+        let m = wait_message(
+            "sector 7 partition 3",
+            22_000_000_000,
+            50_000_000_000,
+            44_000_000_000,
+            2,
+            100_000_000_000,
+            true,
+        );
+        assert_eq!(
+            m,
+            "host memory: sector 7 partition 3 waits for 22.00 GB: 94.00 GB of the 100.00 GB \
+             limit in use (50.00 GB parameters and compiled circuits, 44.00 GB held by 2 \
+             partition(s) in flight), 6.00 GB free (limit: CUZK_HOST_MEM_LIMIT / \
+             EngineConfig::host_memory_limit)"
+        );
+        // Over the machine's own estimate: nothing free (not a negative figure).
+        let m = wait_message("p", 1, 0, 5_000_000_000, 1, 4_000_000_000, false);
+        assert!(
+            m.contains(
+                "0.00 GB free (limit: MemAvailable when the engine was created, less its margin)"
+            ),
+            "{m}"
+        );
+        assert_eq!(
+            admitted_message(
+                "sector 7 partition 3",
+                1_500_000_000,
+                Duration::from_millis(2500)
+            ),
+            "host memory: sector 7 partition 3 admitted after waiting 2.500 s for 1.50 GB"
+        );
     }
 
     #[test]

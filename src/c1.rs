@@ -84,9 +84,10 @@ pub fn parse(bytes: &[u8]) -> Result<C1Input> {
 /// # Errors
 /// [`Error::InvalidProverId`] when `bytes` is not exactly 32 bytes.
 pub fn prover_id(bytes: &[u8]) -> Result<[u8; 32]> {
-    bytes
-        .try_into()
-        .map_err(|_| Error::InvalidProverId { len: bytes.len() })
+    bytes.try_into().map_err(|_| Error::InvalidProverId {
+        len: bytes.len(),
+        text: None,
+    })
 }
 
 /// The 32-byte prover id of a miner actor id, as filecoin-ffi builds it: the unsigned LEB128
@@ -238,7 +239,13 @@ mod tests {
     fn prover_id_length_is_checked() {
         assert_eq!(prover_id(&[1u8; 32]).unwrap(), [1u8; 32]);
         let e = prover_id(&[1u8; 31]).unwrap_err();
-        assert!(matches!(e, Error::InvalidProverId { len: 31 }));
+        assert!(matches!(
+            e,
+            Error::InvalidProverId {
+                len: 31,
+                text: None
+            }
+        ));
         assert_eq!(e.code(), 102);
     }
 

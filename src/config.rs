@@ -11,7 +11,7 @@
 //! | `CUZK_DEVICES` | comma-separated CUDA ordinals (after `CUDA_VISIBLE_DEVICES`) | all |
 //! | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, ≥ 1 | 2 |
 //! | `CUZK_VRAM_LIMIT` | cap on device memory cuzk may use per device, e.g. `16GiB` | none |
-//! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo |
+//! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo less 1/16 (at least 4 GiB) |
 //! | `CUZK_STAGE_TIMEOUT` | longest a GPU stage (a kernel, a copy) may take before it is an error and the device is retired, e.g. `600s`, `10m`, `1.5h`, `500ms` | `600s` |
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
@@ -67,7 +67,7 @@ pub struct EngineConfig {
     /// Cap, in bytes, on the device memory cuzk may use on each device (`None`: the card's).
     pub vram_limit: Option<u64>,
     /// Host-memory budget in bytes for partitions synthesized at once (`None`: the
-    /// machine's `MemAvailable`).
+    /// machine's `MemAvailable` less a margin, `budget::host_margin`).
     pub host_memory_limit: Option<u64>,
     /// Let GPU jobs run on the CPU when no device can take them (reported, never silent).
     pub allow_cpu_fallback: bool,

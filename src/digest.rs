@@ -103,6 +103,7 @@ pub fn check_official(path: &Path) -> Result<()> {
     let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::ParametersNotFound {
             path: path.to_path_buf(),
+            given_dir: None,
         },
         _ => invalid(format!("cannot stat: {e}")),
     })?;

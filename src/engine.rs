@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bellperson::groth16::verify_proof;
 use blstrs::Scalar as Fr;
@@ -299,21 +299,31 @@ impl Engine {
         let mut timings = Timings::default();
         let start = Instant::now();
         let prover_id = c1::prover_id(prover_id)?;
-        let input = reporter.time(&mut timings, None, Stage::Parse, || -> Result<_> {
-            let input = c1::parse(c1_output)?;
+        // Parse is reported once, by `prepare`, after the vanilla proofs are checked too; the
+        // JSON's share is timed here and added there.
+        let parse_start = Instant::now();
+        let input = c1::parse(c1_output).and_then(|input| {
             c1::validate(&input, sector_id, &prover_id)?;
-            Ok(input)
-        })?;
-        let proof_type = input.output.registered_proof;
-        if let Some(rs) = &options.randomness {
-            let want = usize::from(proof_type.partitions());
-            if rs.len() != want {
-                return Err(Error::InvalidInput(format!(
-                    "{} (r, s) pairs given for {want} partitions",
-                    rs.len()
-                )));
+            if let Some(rs) = &options.randomness {
+                let want = usize::from(input.output.registered_proof.partitions());
+                if rs.len() != want {
+                    return Err(Error::InvalidInput(format!(
+                        "{} (r, s) pairs given for {want} partitions",
+                        rs.len()
+                    )));
+                }
             }
-        }
+            Ok(input)
+        });
+        let input = match input {
+            Ok(input) => input,
+            Err(e) => {
+                reporter.report(&mut timings, None, Stage::Parse, parse_start.elapsed());
+                return Err(e);
+            }
+        };
+        let parsed = parse_start.elapsed();
+        let proof_type = input.output.registered_proof;
         log::info!(
             "prove_porep_c2: sector {sector_id}, {proof_type:?}, {} partition(s), backend {}",
             proof_type.partitions(),
@@ -324,6 +334,8 @@ impl Engine {
             prove_shape,
             self,
             input.output,
+            sector_id,
+            parsed,
             options,
             &reporter,
             &mut timings,
@@ -350,12 +362,15 @@ impl Engine {
         timings: &mut Timings,
     ) -> Result<Assignment> {
         let reporter = Reporter::new(None);
+        let t = Instant::now();
         let output = checked_c1(c1_output, sector_id, prover_id)?;
+        let parsed = t.elapsed();
         filecoin_proofs::with_shape!(
             u64::from(output.registered_proof.sector_size()),
             synthesize_shape,
             self,
             output,
+            parsed,
             partition,
             synthesis,
             &reporter,
@@ -377,12 +392,15 @@ impl Engine {
     ) -> Result<Arc<CompiledCircuit>> {
         let reporter = Reporter::new(None);
         let mut timings = Timings::default();
+        let t = Instant::now();
         let output = checked_c1(c1_output, sector_id, prover_id)?;
+        let parsed = t.elapsed();
         filecoin_proofs::with_shape!(
             u64::from(output.registered_proof.sector_size()),
             circuit_shape,
             self,
             output,
+            parsed,
             &reporter,
             &mut timings,
         )
@@ -453,12 +471,25 @@ struct Sector<Tree: 'static + MerkleTreeTrait> {
 }
 
 /// Parses the vanilla proofs of `c1`, checks them against its commitments, and sets up the
-/// proof type's public parameters.
+/// proof type's public parameters. Reports [`Stage::Parse`] once, on success and failure alike:
+/// `parsed` (the time the caller spent on the C1 JSON) plus this step's.
 fn prepare<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    parsed: Duration,
     reporter: &Reporter,
     timings: &mut Timings,
+) -> Result<Sector<Tree>> {
+    let t = Instant::now();
+    let sector = check_vanilla(engine, c1);
+    reporter.report(timings, None, Stage::Parse, parsed + t.elapsed());
+    sector
+}
+
+/// The work of [`prepare`], unreported.
+fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
 ) -> Result<Sector<Tree>> {
     let proof_type = c1.registered_proof;
     let config = proof_type.as_v1_config();
@@ -495,13 +526,11 @@ fn prepare<Tree: 'static + MerkleTreeTrait>(
     // C1 output is an input error here, not a parameter-shape mismatch or a panic deep in the
     // circuit later. Malformed values (e.g. a hash that is not a field element) make the
     // dependency panic: that panic is an input error too.
-    let vanilla_ok = reporter.time(timings, None, Stage::Parse, || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            <StackedDrg<'_, Tree, DefaultPieceHasher> as storage_proofs_core::proof::ProofScheme<
-                '_,
-            >>::verify_all_partitions(vanilla_params, &public_inputs, &vanilla)
-        }))
-    });
+    let vanilla_ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        <StackedDrg<'_, Tree, DefaultPieceHasher> as storage_proofs_core::proof::ProofScheme<
+            '_,
+        >>::verify_all_partitions(vanilla_params, &public_inputs, &vanilla)
+    }));
     match vanilla_ok {
         Ok(Ok(true)) => {}
         Ok(Ok(false)) => {
@@ -546,12 +575,13 @@ fn checked_c1(
 fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    parsed: Duration,
     partition: usize,
     synthesis: Synthesis,
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<Assignment> {
-    let sector = prepare::<Tree>(engine, c1, reporter, timings)?;
+    let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
     let compiled = match synthesis {
         Synthesis::Compiled => Some(reporter.time(timings, None, Stage::Compile, || {
             engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
@@ -564,10 +594,11 @@ fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
 fn circuit_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    parsed: Duration,
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<Arc<CompiledCircuit>> {
-    let sector = prepare::<Tree>(engine, c1, reporter, timings)?;
+    let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
     engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
 }
 
@@ -620,11 +651,13 @@ fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
 fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    sector_id: u64,
+    parsed: Duration,
     options: &ProveOptions,
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<C2Output> {
-    let sector = prepare::<Tree>(engine, c1, reporter, timings)?;
+    let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
     let Sector {
         proof_type,
         vanilla,
@@ -666,7 +699,9 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
         // Held while the partition is synthesized and proved; shared with concurrent calls.
-        let mut memory = engine.budget.acquire(need)?;
+        let mut memory = engine
+            .budget
+            .acquire_as(need, &format!("sector {sector_id} partition {k}"))?;
         let mut t = Timings::default();
         let p = Some(k);
         let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(

@@ -37,11 +37,14 @@ pub enum Error {
     /// The C1 output is well formed but inconsistent (e.g. partition count, wrapper sector size).
     #[error("invalid C1 output: {0}")]
     InvalidInput(String),
-    /// The prover id must be exactly 32 bytes.
-    #[error("prover id must be 32 bytes, got {len}")]
+    /// The prover id must be exactly 32 bytes; given as text (the CLI's `--prover-id`), an
+    /// actor id (`f0NNNN`, `t0NNNN`, the bare number) or 64 hex digits.
+    #[error("{}", prover_id_message(*.len, .text.as_deref()))]
     InvalidProverId {
-        /// Length that was passed, in bytes.
+        /// Length of what was passed: bytes, or characters of the text form.
         len: usize,
+        /// The text form that was passed, when the prover id came as text (`None`: bytes).
+        text: Option<String>,
     },
     /// The registered proof of the C1 output is not one cuzk can prove.
     #[error("unsupported proof type: {0}")]
@@ -58,11 +61,15 @@ pub enum Error {
     },
 
     // ---- parameters: 200-299 ----
-    /// A parameter or verifying-key file is missing.
-    #[error("Groth16 parameters not found at {path} (set FIL_PROOFS_PARAMETER_CACHE or pass a parameter directory)")]
+    /// A parameter or verifying-key file is missing. The hint names the parameter directory
+    /// when it was given explicitly ([`Error::with_parameter_dir`]), else the ways to set one.
+    #[error("Groth16 parameters not found at {path} ({})", parameters_hint(.given_dir.as_deref()))]
     ParametersNotFound {
         /// Path that was looked up.
         path: PathBuf,
+        /// The parameter directory the caller gave explicitly (e.g. the CLI's `--params`), if
+        /// known; `None`: the hint suggests `FIL_PROOFS_PARAMETER_CACHE`.
+        given_dir: Option<PathBuf>,
     },
     /// A parameter file exists but is truncated, corrupt or for another circuit.
     #[error("bad Groth16 parameter file {path}: {reason}")]
@@ -173,6 +180,19 @@ impl Error {
         }
     }
 
+    /// This error, with `dir` as the explicitly given parameter directory of an
+    /// [`Error::ParametersNotFound`] (its hint then names `dir` instead of
+    /// `FIL_PROOFS_PARAMETER_CACHE`); other errors, and `dir: None`, unchanged.
+    pub fn with_parameter_dir(self, dir: Option<&std::path::Path>) -> Self {
+        match (self, dir) {
+            (Error::ParametersNotFound { path, .. }, Some(d)) => Error::ParametersNotFound {
+                path,
+                given_dir: Some(d.to_path_buf()),
+            },
+            (e, _) => e,
+        }
+    }
+
     /// Builds an [`Error::Internal`] from anything printable (used for dependency errors that
     /// indicate a bug rather than bad input).
     pub fn internal(e: impl std::fmt::Display) -> Self {
@@ -193,6 +213,29 @@ impl Error {
     }
 }
 
+/// The message of [`Error::InvalidProverId`].
+fn prover_id_message(len: usize, text: Option<&str>) -> String {
+    match text {
+        None => format!("prover id must be 32 bytes, got {len}"),
+        Some(t) => format!(
+            "invalid prover id {t:?} ({len} characters): expected an f0 actor id such as f01000 \
+             (also t0NNNN, or the bare actor number) or 64 hex digits (the 32 bytes)"
+        ),
+    }
+}
+
+/// The hint of [`Error::ParametersNotFound`].
+fn parameters_hint(given_dir: Option<&std::path::Path>) -> String {
+    match given_dir {
+        Some(d) => format!(
+            "the parameter directory given is {}: put the .params and .vk files there, or give \
+             another directory",
+            d.display()
+        ),
+        None => "set FIL_PROOFS_PARAMETER_CACHE or pass a parameter directory".into(),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -202,14 +245,17 @@ pub(crate) mod tests {
         vec![
             Error::MalformedInput(String::new()),
             Error::InvalidInput(String::new()),
-            Error::InvalidProverId { len: 3 },
+            Error::InvalidProverId { len: 3, text: None },
             Error::UnsupportedProof(String::new()),
             Error::InvalidConfig {
                 name: "X".into(),
                 value: "y".into(),
                 reason: "z".into(),
             },
-            Error::ParametersNotFound { path: "p".into() },
+            Error::ParametersNotFound {
+                path: "p".into(),
+                given_dir: None,
+            },
             Error::ParametersInvalid {
                 path: "p".into(),
                 reason: "r".into(),
@@ -250,9 +296,17 @@ pub(crate) mod tests {
         let all = all_errors();
         let codes: std::collections::BTreeSet<i32> = all.iter().map(Error::code).collect();
         assert_eq!(codes.len(), all.len());
-        assert_eq!(Error::InvalidProverId { len: 3 }.code() / 100, 1);
         assert_eq!(
-            Error::ParametersNotFound { path: "p".into() }.code() / 100,
+            Error::InvalidProverId { len: 3, text: None }.code() / 100,
+            1
+        );
+        assert_eq!(
+            Error::ParametersNotFound {
+                path: "p".into(),
+                given_dir: None
+            }
+            .code()
+                / 100,
             2
         );
         assert_eq!(
@@ -266,6 +320,58 @@ pub(crate) mod tests {
             4
         );
         assert_eq!(Error::Panic(String::new()).code() / 100, 9);
+    }
+
+    #[test]
+    fn prover_id_messages_say_what_was_given_and_what_is_expected() {
+        let e = Error::InvalidProverId {
+            len: 31,
+            text: None,
+        };
+        assert_eq!(e.to_string(), "prover id must be 32 bytes, got 31");
+        let e = Error::InvalidProverId {
+            len: 5,
+            text: Some("f0abc".into()),
+        };
+        assert_eq!(e.code(), 102);
+        assert_eq!(
+            e.to_string(),
+            "invalid prover id \"f0abc\" (5 characters): expected an f0 actor id such as f01000 \
+             (also t0NNNN, or the bare actor number) or 64 hex digits (the 32 bytes)"
+        );
+    }
+
+    #[test]
+    fn a_given_parameter_directory_is_named_in_the_hint() {
+        let missing = || Error::ParametersNotFound {
+            path: "/p/x.params".into(),
+            given_dir: None,
+        };
+        assert_eq!(
+            missing().to_string(),
+            "Groth16 parameters not found at /p/x.params (set FIL_PROOFS_PARAMETER_CACHE or pass \
+             a parameter directory)"
+        );
+        let e = missing().with_parameter_dir(Some(std::path::Path::new("/p")));
+        assert_eq!(e.code(), 200);
+        let m = e.to_string();
+        assert_eq!(
+            m,
+            "Groth16 parameters not found at /p/x.params (the parameter directory given is /p: \
+             put the .params and .vk files there, or give another directory)"
+        );
+        assert!(!m.contains("FIL_PROOFS_PARAMETER_CACHE"), "{m}");
+        // Without a directory, and for other errors: unchanged.
+        assert!(missing()
+            .with_parameter_dir(None)
+            .to_string()
+            .contains("FIL_PROOFS_PARAMETER_CACHE"));
+        assert_eq!(
+            Error::Internal("x".into())
+                .with_parameter_dir(Some(std::path::Path::new("/p")))
+                .to_string(),
+            "internal error: x"
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 /// A stage of one `prove_porep_c2` call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stage {
-    /// Parsing and validating the C1 output.
+    /// Parsing and validating the C1 output: its JSON, then its vanilla proofs against its
+    /// commitments (one report per call).
     Parse,
     /// Loading (or reusing) the Groth16 parameters.
     LoadParams,

@@ -203,6 +203,7 @@ impl Srs {
         let file = File::open(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::ParametersNotFound {
                 path: path.to_path_buf(),
+                given_dir: None,
             },
             _ => invalid(format!("cannot open: {e}")),
         })?;
@@ -359,6 +360,7 @@ pub fn read_vk_file(path: &Path) -> Result<VerifyingKey<Bls12>> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::ParametersNotFound {
             path: path.to_path_buf(),
+            given_dir: None,
         },
         _ => invalid(format!("cannot read: {e}")),
     })?;

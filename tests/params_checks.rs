@@ -81,7 +81,7 @@ fn a_missing_vk_file_is_200_naming_it() {
     eprintln!("missing .vk: error {}: {e}", e.code());
     let vk_path = params.with_extension("vk");
     assert!(
-        matches!(e, Error::ParametersNotFound { ref path } if *path == vk_path),
+        matches!(e, Error::ParametersNotFound { ref path, .. } if *path == vk_path),
         "{e}"
     );
     assert_eq!(e.code(), 200);

@@ -101,7 +101,7 @@ fn vk_file_must_match_the_parameters() {
     std::fs::remove_file(&vk).unwrap();
     let e = Srs::load_with_vk(&params, &vk).unwrap_err();
     assert!(
-        matches!(e, Error::ParametersNotFound { ref path } if *path == vk),
+        matches!(e, Error::ParametersNotFound { ref path, .. } if *path == vk),
         "{e}"
     );
     std::fs::write(&vk, b"short").unwrap();

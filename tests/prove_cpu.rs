@@ -2,6 +2,7 @@
 //! `verify_seal`, equals bellperson's proof for the same r and s, and bad input gets typed errors.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16::{create_proof, Proof};
@@ -35,12 +36,36 @@ fn c1() -> Vec<u8> {
     fixture().read_c1().expect("c1.json")
 }
 
+/// Options whose progress callback counts the [`cuzk::Stage::Parse`] reports in `count`.
+fn counting_parse(count: &Arc<AtomicUsize>) -> ProveOptions {
+    let c = count.clone();
+    ProveOptions {
+        progress: Some(Arc::new(move |e: &cuzk::ProgressEvent| {
+            if e.stage == cuzk::Stage::Parse {
+                c.fetch_add(1, Ordering::SeqCst);
+            }
+        })),
+        ..ProveOptions::default()
+    }
+}
+
 #[test]
 fn cpu_proof_verifies_with_filecoin_proofs_and_every_byte_flip_fails() {
     let f = fixture();
+    let parses = Arc::new(AtomicUsize::new(0));
     let out = engine()
-        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &ProveOptions::default())
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &counting_parse(&parses))
         .unwrap();
+    // Parse (the JSON and the vanilla proofs) is one stage of the call, reported once.
+    assert_eq!(parses.load(Ordering::SeqCst), 1);
+    let parse_entries: Vec<_> = out
+        .timings
+        .entries
+        .iter()
+        .filter(|e| e.1 == cuzk::Stage::Parse)
+        .collect();
+    assert_eq!(parse_entries.len(), 1, "{:?}", out.timings.entries);
+    assert_eq!(parse_entries[0].0, None, "a call-wide stage");
     assert_eq!(out.proof.len(), 192);
     assert!(out.verified);
     assert_eq!(out.partitions.len(), 1);
@@ -249,7 +274,10 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
     // prover id of the wrong length
     assert!(matches!(
         prove(&e, &good, f.sector_id, &f.prover_id[..31]),
-        cuzk::Error::InvalidProverId { len: 31 }
+        cuzk::Error::InvalidProverId {
+            len: 31,
+            text: None
+        }
     ));
     // another prover id or sector number than the C1 was sealed for
     let mut other = f.prover_id;
@@ -317,9 +345,22 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
         &f.prover_id,
     );
     assert!(
-        matches!(err, cuzk::Error::ParametersNotFound { .. }),
+        matches!(
+            err,
+            cuzk::Error::ParametersNotFound {
+                given_dir: None,
+                ..
+            }
+        ),
         "{err}"
     );
+    // Parse reported once before the parameters are found missing.
+    let parses = Arc::new(AtomicUsize::new(0));
+    let err = engine_with_params(&empty)
+        .prove_porep_c2(&good, f.sector_id, &f.prover_id, &counting_parse(&parses))
+        .unwrap_err();
+    assert_eq!(err.code(), 200, "{err}");
+    assert_eq!(parses.load(Ordering::SeqCst), 1);
     // zero-length parameter file
     let zero = temp_dir("zero");
     std::fs::write(zero.join(name), b"").unwrap();

@@ -181,6 +181,12 @@ fn exit_status(code: i32) -> u8 {
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    // A missing parameter file's hint names --params when it was given (not the variable).
+    let params = match &cli.command {
+        Command::Prove(a) => a.sector.params.clone(),
+        Command::Verify(a) => a.sector.params.clone(),
+        Command::GenC1(_) | Command::GenParams(_) => None,
+    };
     let r = match cli.command {
         Command::Prove(a) => prove(a),
         Command::Verify(a) => verify(a),
@@ -190,6 +196,7 @@ fn main() -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Lib(e)) => {
+            let e = e.with_parameter_dir(params.as_deref());
             eprintln!("cuzk: error {}: {e}", e.code());
             ExitCode::from(exit_status(e.code()))
         }
@@ -204,17 +211,19 @@ fn main() -> ExitCode {
 
 /// Parses a prover id: `f0NNNN` / `t0NNNN` or a bare actor id (→ LEB128 prover id, as
 /// filecoin-ffi builds it), or 64 hex digits (the 32 bytes themselves).
+///
+/// # Errors
+/// [`Error::InvalidProverId`] (exit status 12) naming the text, for anything else.
 fn parse_prover_id(s: &str) -> Result<[u8; 32], Error> {
     let t = s.trim();
-    let bad = |reason: &str| Error::InvalidConfig {
-        name: "--prover-id".into(),
-        value: s.into(),
-        reason: reason.into(),
+    let bad = || Error::InvalidProverId {
+        len: t.chars().count(),
+        text: Some(t.into()),
     };
     if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
         let mut out = [0u8; 32];
         for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| bad("bad hex"))?;
+            *o = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
         }
         return Ok(out);
     }
@@ -222,9 +231,7 @@ fn parse_prover_id(s: &str) -> Result<[u8; 32], Error> {
         .strip_prefix("f0")
         .or_else(|| t.strip_prefix("t0"))
         .unwrap_or(t);
-    let id: u64 = digits
-        .parse()
-        .map_err(|_| bad("expected f0NNNN, t0NNNN, an actor number or 64 hex digits"))?;
+    let id: u64 = digits.parse().map_err(|_| bad())?;
     Ok(cuzk::c1::prover_id_from_actor_id(id))
 }
 
@@ -376,7 +383,8 @@ fn prove_with(
     let base = ProveOptions::from_env()?;
     let next = std::sync::atomic::AtomicUsize::new(0);
     // (proof index, start, end, proof bytes) of every finished proof.
-    let done: std::sync::Mutex<Vec<(usize, f64, f64, Vec<u8>)>> = Default::default();
+    type Finished = (usize, f64, f64, Vec<u8>);
+    let done: std::sync::Mutex<Vec<Finished>> = Default::default();
     let one = |i: usize| -> Result<(), Failure> {
         let who = if repeat > 1 {
             format!("proof {i} ")
@@ -386,7 +394,8 @@ fn prove_with(
         let mut options = base.clone();
         let tag = who.clone();
         // (stage, seconds, of a partition?) of every event, for the per-stage line at the end.
-        let stages: Arc<std::sync::Mutex<Vec<(&'static str, f64, bool)>>> = Default::default();
+        type StageEvent = (&'static str, f64, bool);
+        let stages: Arc<std::sync::Mutex<Vec<StageEvent>>> = Default::default();
         let seen = stages.clone();
         options.progress = Some(Arc::new(move |ev: &ProgressEvent| {
             if let Ok(mut v) = seen.lock() {
@@ -454,7 +463,7 @@ fn prove_with(
         return Err(e);
     }
     let mut done = done.into_inner().unwrap_or_default();
-    done.sort_by(|x, y| x.0.cmp(&y.0));
+    done.sort_by_key(|x| x.0);
     if repeat > 1 {
         // Steady state: proofs 1 … R − 1, from the first one's start to the last one's end.
         let rest = &done[1..];
@@ -681,6 +690,29 @@ mod tests {
             parse_prover_id("f01000").unwrap()
         );
         assert!(parse_prover_id("f1abc").is_err());
+    }
+
+    #[test]
+    fn malformed_prover_ids_are_prover_id_errors() {
+        let hex62 = "e807".to_string() + &"0".repeat(58);
+        for (bad, chars) in [
+            ("zz", 2),
+            ("f0abc", 5),
+            ("f0", 2),
+            ("f099999999999999999999999", 25),
+            (hex62.as_str(), 62),
+            (" f0abc ", 5),
+        ] {
+            let e = parse_prover_id(bad).unwrap_err();
+            assert_eq!(e.code(), 102, "{bad}: {e}");
+            assert_eq!(exit_status(e.code()), 12);
+            let m = e.to_string();
+            assert!(
+                m.contains(&format!("{:?} ({chars} characters)", bad.trim())),
+                "{m}"
+            );
+            assert!(m.contains("f01000") && m.contains("64 hex digits"), "{m}");
+        }
     }
 
     #[test]

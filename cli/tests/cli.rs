@@ -6,11 +6,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn cuzk(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(args)
-        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
-        .output()
-        .expect("run cuzk");
+    cuzk_with_params_var(args, None)
+}
+
+/// `cuzk args`, with `FIL_PROOFS_PARAMETER_CACHE` set to `params_var` (`None`: unset).
+fn cuzk_with_params_var(args: &[&str], params_var: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuzk"));
+    cmd.args(args).env_remove("FIL_PROOFS_PARAMETER_CACHE");
+    if let Some(d) = params_var {
+        cmd.env("FIL_PROOFS_PARAMETER_CACHE", d);
+    }
+    let out = cmd.output().expect("run cuzk");
     eprintln!(
         "$ cuzk {}\n{}{}",
         args.join(" "),
@@ -212,6 +218,115 @@ fn bad_paths_fail_before_any_work() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A malformed `--prover-id` is the prover-id error (102, exit status 12) naming the value and
+/// the accepted forms, before anything is read (the C1 path does not exist).
+#[test]
+fn malformed_prover_ids_exit_12() {
+    let hex62 = "ab".repeat(31);
+    for bad in ["zz", "f0abc", hex62.as_str()] {
+        for cmd in ["prove", "verify"] {
+            let mut args = vec![
+                cmd,
+                "/nonexistent/cuzk-cli-test/c1.json",
+                "--prover-id",
+                bad,
+            ];
+            if cmd == "verify" {
+                args.extend(["--proof", "/nonexistent/cuzk-cli-test/proof.bin"]);
+            }
+            let out = cuzk(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(12), "{stderr}");
+            assert!(
+                stderr.contains(&format!("error 102: invalid prover id {bad:?}")),
+                "{stderr}"
+            );
+            assert!(
+                stderr.contains("f01000") && stderr.contains("64 hex digits"),
+                "{stderr}"
+            );
+        }
+    }
+    let out = cuzk(&[
+        "gen-c1",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "x",
+        "--prover-id",
+        "zz",
+        "/nonexistent/cuzk-cli-test/out",
+    ]);
+    assert_eq!(out.status.code(), Some(12));
+}
+
+/// Missing parameters (exit 20): the hint names the `--params` directory when it was given, and
+/// `FIL_PROOFS_PARAMETER_CACHE` only when it was not. `prove` gets that far after parsing and
+/// checking the C1 output, reported as one `parse` stage.
+#[test]
+fn missing_parameters_name_the_given_directory() {
+    let d = tmp_dir("missing-params");
+    assert!(
+        cuzk(&["gen-c1", "--sector-size", "2KiB", "--seed", "m", s(&d)])
+            .status
+            .success()
+    );
+    let c1 = d.join("c1-wrapper.json");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let hint = format!(
+        "(the parameter directory given is {}: put the .params and .vk files there",
+        empty.display()
+    );
+    let prove = |params: Option<&Path>, var: Option<&Path>| {
+        let mut a = vec!["prove", s(&c1), "--prover-id", "f01000", "--backend", "cpu"];
+        if let Some(p) = params {
+            a.extend(["--params", s(p)]);
+        }
+        cuzk_with_params_var(&a, var)
+    };
+    let verify = |params: Option<&Path>, var: Option<&Path>| {
+        let proof = d.join("proof.bin");
+        let mut a = vec![
+            "verify",
+            s(&c1),
+            "--prover-id",
+            "f01000",
+            "--proof",
+            s(&proof),
+        ];
+        if let Some(p) = params {
+            a.extend(["--params", s(p)]);
+        }
+        cuzk_with_params_var(&a, var)
+    };
+    for out in [prove(Some(&empty), None), verify(Some(&empty), None)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(20), "{stderr}");
+        assert!(stderr.contains(&hint), "{stderr}");
+        assert!(!stderr.contains("FIL_PROOFS_PARAMETER_CACHE"), "{stderr}");
+    }
+    // The parse stage once per proof, as the progress lines show.
+    let out = prove(Some(&empty), None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("call: parse ").count(), 1, "{stderr}");
+    // The directory from the variable: the hint suggests the variable, not a given directory.
+    for out in [prove(None, Some(&empty)), verify(None, Some(&empty))] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(20), "{stderr}");
+        assert!(
+            stderr.contains(&format!("not found at {}", empty.display())),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("(set FIL_PROOFS_PARAMETER_CACHE or pass a parameter directory)"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("directory given"), "{stderr}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// The 2 KiB fixture's parameters (built by the fixture code, not here): `None` when absent.
 fn fixture_params() -> PathBuf {
     let size = cuzk_dev::fixture::FixtureSize::Kib2;
@@ -266,6 +381,11 @@ fn prove_generated_2kib_on_the_cpu() {
         stderr.contains("proof 2 partition 0: synthesis"),
         "{stderr}"
     );
+    // One parse stage per proof.
+    for i in 0..3 {
+        let line = format!("proof {i} call: parse ");
+        assert_eq!(stderr.matches(&line).count(), 1, "{line}: {stderr}");
+    }
     // All three proofs of the engine checked by verify_seal, then the steady-state summary.
     assert_eq!(stderr.matches("verify_seal: OK").count(), 3, "{stderr}");
     assert!(stderr.contains("3 proofs, 2 in flight:"), "{stderr}");
