@@ -17,6 +17,8 @@
 #   fixtures-gpu  the same fixtures in seconds: their Groth16 parameters from `cuzk gen-params
 #            --device gpu` with the fixtures' seed (bellperson's generator gives the same files,
 #            *run D1*), so make_fixture only seals the sector
+#   anchor26 SupraSeal's prover on a synthetic 2^26 partition (supraseal-synth) beside ours
+#            (batch --log2 26 --reuse) on the same shape
 #   kernels-c, kernels-d  the fourth session's set, back to back in one warm lease:
 #            (c) fixtures-gpu, gpu_field, gpu_curve, gpu_ntt (every pass product), gpu_msm,
 #            `check`, gpu_prove on both fixtures, `cuzk prove` with CUZK_GPU_SPMV=0 (the CPU
@@ -148,6 +150,14 @@ kernels-c)
     --sector-num "$(sed -n 's/.*"sector_id": *\([0-9]*\).*/\1/p' $fx/fixture.json)" \
     --prover-id "$(sed -n 's/.*"prover_id": *"\([0-9a-f]*\)".*/\1/p' $fx/fixture.json)" \
     --backend gpu --repeat 2
+  ;;
+anchor26)
+  # SupraSeal's prover on a synthetic 2^26 partition (bench-anchors/supraseal, binary
+  # supraseal-synth; 24 GB of parameters written to /tmp, removed after), then ours on the same
+  # shape (batch --log2 26 --reuse, one worker, parameters resident).
+  t ss26 timeout 330 $F/supraseal-synth --log2 26 --params /tmp/ss26.params --repeat 4
+  rm -f /tmp/ss26.params
+  t b26 timeout 200 $F/batch --log2 26 --reuse --phase name=r26-w1,vram=none,w=1,c=1,j=1,p=4
   ;;
 kernels-d)
   CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27 t bench_ntt timeout 120 $F/bench_ntt --bench zzz

@@ -19,4 +19,5 @@ for e in batch prove make_fixture synth_scaling; do pack target/release/examples
 pack target/release/cuzk cuzk
 # The SupraSeal anchor (bench-anchors/supraseal, built into this target dir), when built.
 [ -x target/release/supraseal-anchor ] && pack target/release/supraseal-anchor supraseal-anchor
+[ -x target/release/supraseal-synth ] && pack target/release/supraseal-synth supraseal-synth
 du -sh "$F"; ls -la "$F"
