@@ -25,7 +25,8 @@
 //!   later partition (the GPU does the same work; the bench's data generation, seconds per
 //!   partition at 2^27, drops out of the throughput), its a, b, c and aux registered
 //!   (page-locked) once, as the engine's host pool does for the aux it synthesizes into, so the
-//!   uploads run at the pinned rate without a registration each. Without it every partition is
+//!   uploads run at the pinned rate without a registration each (not with `CUZK_ALLOW_CPU`: a
+//!   CPU fallback frees a, b, c). Without it every partition is
 //!   new data, registered for its upload.
 //! * `--dry-run`: only generates the synthetic data and prints its shape (no device needed);
 //!   with `--check`, also times one partition on the CPU backend.
@@ -888,7 +889,9 @@ fn run_phase(
                             pins.clear();
                             tpl.fill(a, ((proof as u64) << 32 | part as u64).wrapping_mul(0x9E37_79B9));
                             filled = true;
-                            if phase.reuse {
+                            // Not with a CPU fallback allowed: it takes a, b, c out of the
+                            // assignment and frees them, which must not happen while registered.
+                            if phase.reuse && !cfg.allow_cpu_fallback {
                                 let reg = pinned_registry();
                                 pins = vec![
                                     reg.pin_slice(&a.a),

@@ -4,7 +4,7 @@
 //!
 //! The limit is the caller's (`EngineConfig::host_memory_limit`, `CUZK_HOST_MEM_LIMIT`) or, when
 //! none is given, `MemAvailable` of /proc/meminfo read once when the engine is created, less a
-//! margin left to the rest of the machine ([`host_margin`]: 1/16, at least 4 GiB). A
+//! margin left to the rest of the machine ([`host_margin`]: 1/16, at least 4 GiB, at most half). A
 //! caller's limit that cannot hold one partition (beside the loaded parameters) is an
 //! [`Error::OutOfHostMemory`] up front; with the machine's own figure the engine runs one
 //! partition at a time instead (logged), since that figure is an estimate.
@@ -394,14 +394,15 @@ fn admitted_message(who: &str, need: u64, waited: Duration) -> String {
 pub const HOST_MARGIN_MIN: u64 = 4 << 30;
 
 /// Host memory a budget taken from `MemAvailable` (`available` bytes) leaves to the rest of the
-/// machine: 1/16 of it, at least [`HOST_MARGIN_MIN`] (7.8 GiB of a 125 GiB host). The estimates
+/// machine: 1/16 of it, at least [`HOST_MARGIN_MIN`] (7.8 GiB of a 125 GiB host), at most half
+/// of it (a small host keeps a budget). The estimates
 /// the budget counts are close to what a partition holds (the H200's 32 GiB run, BENCHMARKS.md:
 /// 123.6 GiB in use at the peak with a budget of the whole 124 GiB `MemAvailable`), so without a
 /// margin the transient allocations of the witness gadgets, the page cache of the parameter
 /// file and any other process that grows after the engine started would meet the OOM killer.
 /// A caller's `CUZK_HOST_MEM_LIMIT` is taken as given.
 pub fn host_margin(available: u64) -> u64 {
-    (available / 16).max(HOST_MARGIN_MIN)
+    (available / 16).max(HOST_MARGIN_MIN).min(available / 2)
 }
 
 /// `MemAvailable` of /proc/meminfo, in bytes (Linux), if readable.
@@ -436,13 +437,15 @@ mod tests {
         // 1/16, at least 4 GiB: 7.8 GiB of the H200 host's 125 GiB, 4 GiB of a 32 GiB one.
         assert_eq!(host_margin(125 * GIB), 125 * GIB / 16);
         assert_eq!(host_margin(32 * GIB), 4 * GIB);
-        assert_eq!(host_margin(0), 4 * GIB);
+        // At most half: a 6 GiB host keeps 3 GiB, not 2.
+        assert_eq!(host_margin(6 * GIB), 3 * GIB);
+        assert_eq!(host_margin(0), 0);
         let machine = HostBudget::new(None);
         if let Some(a) = available_host_memory() {
             // MemAvailable moves between the two reads by less than the margin's slack here.
             let l = machine.limit().unwrap();
             assert!(!machine.is_strict());
-            assert!(l <= a.saturating_sub(HOST_MARGIN_MIN), "{l} vs {a}");
+            assert!(l <= a - host_margin(a), "{l} vs {a}");
             assert!(l + host_margin(a) + GIB > a, "{l} vs {a}");
         }
         let given = HostBudget::new(Some(64 * GIB));

@@ -196,14 +196,14 @@ impl EngineConfig {
     }
 
     /// The parameter directory this configuration resolves to: [`EngineConfig::parameter_dir`],
-    /// else `FIL_PROOFS_PARAMETER_CACHE` when set and not empty (an empty value means unset,
-    /// never the working directory), else [`DEFAULT_PARAMETER_CACHE`].
+    /// else `FIL_PROOFS_PARAMETER_CACHE` when set and not blank (an empty or blank value means
+    /// unset, never the working directory), else [`DEFAULT_PARAMETER_CACHE`].
     pub fn resolved_parameter_dir(&self) -> PathBuf {
         self.parameter_dir
             .clone()
             .or_else(|| {
                 std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
-                    .filter(|v| !v.is_empty())
+                    .filter(|v| !v.to_string_lossy().trim().is_empty())
                     .map(PathBuf::from)
             })
             .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
@@ -348,8 +348,12 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
         }
     };
     let v = num * mult;
-    if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
+    // `u64::MAX as f64` rounds up to 2^64, which itself does not fit.
+    if !v.is_finite() || v < 0.0 || v >= u64::MAX as f64 {
         return Err(format!("{text:?} is out of range"));
+    }
+    if mult == 1.0 && num.fract() != 0.0 {
+        return Err(format!("{text:?} is a fraction of a byte (give a unit, e.g. 1.5GiB)"));
     }
     Ok(v as u64)
 }
@@ -410,6 +414,11 @@ mod tests {
         assert_eq!(parse_bytes("141GB").unwrap(), 141_000_000_000);
         assert_eq!(parse_bytes("1.5G").unwrap(), 3 << 29);
         assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        // No fraction of a byte, nothing from 2^64 up.
+        assert!(parse_bytes("1.5").is_err());
+        assert!(parse_bytes("1.5B").is_err());
+        assert!(parse_bytes("18446744073709551616").is_err());
+        assert!(parse_bytes("16EiB").is_err());
         assert!(parse_bytes("sixteen").is_err());
         assert!(parse_bytes("16XB").is_err());
         assert!(parse_bytes("").is_err());

@@ -231,6 +231,10 @@ fn parse_prover_id(s: &str) -> Result<[u8; 32], Error> {
         .strip_prefix("f0")
         .or_else(|| t.strip_prefix("t0"))
         .unwrap_or(t);
+    // ASCII digits only: `u64::from_str` would take a leading `+`.
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
     let id: u64 = digits.parse().map_err(|_| bad())?;
     Ok(cuzk::c1::prover_id_from_actor_id(id))
 }
@@ -702,6 +706,8 @@ mod tests {
             ("f099999999999999999999999", 25),
             (hex62.as_str(), 62),
             (" f0abc ", 5),
+            ("+1000", 5),
+            ("f0+5", 4),
         ] {
             let e = parse_prover_id(bad).unwrap_err();
             assert_eq!(e.code(), 102, "{bad}: {e}");

@@ -44,12 +44,12 @@ const MAX_THREADS: u32 = 256;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PassProduct {
     /// `Fr::mul_cios` (`cuzk_ntt_pass`): word-serial CIOS.
-    Cios,
+    Cios = 0,
     /// `Fr::mul_wide` (`cuzk_ntt_pass_wide`): 64-bit partial products, shifted accumulator.
-    Wide,
+    Wide = 1,
     /// `Fr::mul_split` (`cuzk_ntt_pass_split`): 64-bit partial products, unshifted accumulator
     /// split by alignment (the MSM's product).
-    Split,
+    Split = 2,
 }
 
 impl PassProduct {
