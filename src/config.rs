@@ -353,7 +353,9 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
         return Err(format!("{text:?} is out of range"));
     }
     if mult == 1.0 && num.fract() != 0.0 {
-        return Err(format!("{text:?} is a fraction of a byte (give a unit, e.g. 1.5GiB)"));
+        return Err(format!(
+            "{text:?} is a fraction of a byte (give a unit, e.g. 1.5GiB)"
+        ));
     }
     Ok(v as u64)
 }
