@@ -264,8 +264,20 @@ fn read_c1(a: &SectorArgs) -> Result<(Vec<u8>, SealCommitPhase1Output, u64), Err
 /// The parameter directory: `--params`, else the engine's default; filecoin-proofs (verify_seal)
 /// reads `FIL_PROOFS_PARAMETER_CACHE` once per process, so it is set here, before any of its
 /// calls, while the process has one thread.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] (exit status 14) when `--params` names something that exists but is
+/// not a directory (a `.params` file given instead of its directory, say).
 fn parameter_dir(a: &SectorArgs) -> Result<PathBuf, Error> {
     let dir = match &a.params {
+        Some(d) if d.exists() && !d.is_dir() => {
+            return Err(Error::InvalidConfig {
+                name: "--params".into(),
+                value: d.display().to_string(),
+                reason: "not a directory: give the directory that holds the .params and .vk files"
+                    .into(),
+            })
+        }
         Some(d) => d.clone(),
         None => EngineConfig::from_env()?.resolved_parameter_dir(),
     };

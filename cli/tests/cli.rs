@@ -306,6 +306,16 @@ fn missing_parameters_name_the_given_directory() {
         assert!(stderr.contains(&hint), "{stderr}");
         assert!(!stderr.contains("FIL_PROOFS_PARAMETER_CACHE"), "{stderr}");
     }
+    // A file instead of a directory: a configuration error saying so, for both commands.
+    for out in [prove(Some(&c1), None), verify(Some(&c1), None)] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(14), "{stderr}");
+        assert!(stderr.contains("error 104"), "{stderr}");
+        assert!(
+            stderr.contains("--params") && stderr.contains("not a directory"),
+            "{stderr}"
+        );
+    }
     // The parse stage once per proof, as the progress lines show.
     let out = prove(Some(&empty), None);
     let stderr = String::from_utf8_lossy(&out.stderr);
