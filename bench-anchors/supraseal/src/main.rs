@@ -34,11 +34,7 @@ fn prover_id(s: &str) -> Result<[u8; 32]> {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| -> Option<String> {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let flag = |name: &str| supraseal_anchor::flag(&args, name);
     let Some(c1_path) = args.first().filter(|a| !a.starts_with("--")) else {
         bail!("usage: supraseal-anchor C1.json --sector-num N --prover-id f0NNNN --params DIR [--repeat R]");
     };

@@ -84,11 +84,7 @@ fn write_vec(w: &mut impl Write, len: usize, pool: &[u8], size: usize) -> Result
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| -> Option<String> {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let flag = |name: &str| supraseal_anchor::flag(&args, name);
     let log2: u32 = flag("--log2").context("--log2 N")?.parse()?;
     if !(16..=27).contains(&log2) {
         bail!("--log2: 16 ..= 27");
