@@ -11,10 +11,12 @@
 // Formulas: Explicit-Formulas Database (Bernstein, Lange), short Weierstrass a = 0, XYZZ coordinates:
 //   add-2008-s (12M + 2S), madd-2008-s (8M + 2S), dbl-2008-s-1 (6M + 3S), mdbl-2008-s-1;
 //   https://hyperelliptic.org/EFD/g1p/auto-shortw-xyzz.html . The exceptional cases (an input at
-//   infinity, P == Q, P == -Q) are handled by explicit branches.
+//   infinity, P == Q, P == -Q) are handled by explicit branches. Each formula's Y3 = A B - C D
+//   is one `F::mul_add(A, B, C, -D)` (two products, one Montgomery reduction).
 //
 // The code is generic over the field type F, which must provide (see field.cuh and the wrappers below):
 //   F::zero(), F::one() (Montgomery 1), a + b, a - b, a * b, F::sqr(a), F::dbl(a) (= a + a),
+//   F::mul_add(a, b, c, d) (= a b + c d),
 //   a.is_zero(), -a (with -0 == 0), F::select(c, a, b) (c ? a : b, branch-free): the interface of
 //   the FpX / Fp2X wrappers below (cuzk::Fp / cuzk::Fp2 of field.cuh plus select).
 // CUZK_HD marks functions usable on the device (and, in the host simulation build, on the host).
@@ -38,6 +40,12 @@
 #endif
 #endif
 
+// Lazy reduction in the point formulas (1, the default) or the plain products (0:
+// `CUZK_NVCC_FLAGS=-DCUZK_LAZY=0`, the form before; kept for A/B runs, BENCHMARKS.md).
+#ifndef CUZK_LAZY
+#define CUZK_LAZY 1
+#endif
+
 namespace cuzk_curve {
 
 #if defined(__CUDACC__)
@@ -59,6 +67,21 @@ namespace cuzk_curve {
 /// Out-of-line Montgomery product in Fp (the one copy FpX's point operations call).
 __device__ __noinline__ cuzk::Fp fp_mul_ool(cuzk::Fp a, cuzk::Fp b) { return cuzk::Fp::mul(a, b); }
 
+/// Out-of-line a * b + c * d with one reduction (`cuzk::Fp::mul_add`), FpX's copy.
+__device__ __noinline__ cuzk::Fp fp_mul_add_ool(cuzk::Fp a, cuzk::Fp b, cuzk::Fp c, cuzk::Fp d) {
+    return cuzk::Fp::mul_add(a, b, c, d);
+}
+
+/// a * b + c * d of the wrapper kind (out of line or inlined), one reduction.
+template <bool INL>
+__device__ __forceinline__ cuzk::Fp fp_mul_add_k(const cuzk::Fp& a, const cuzk::Fp& b, const cuzk::Fp& c,
+                                                 const cuzk::Fp& d) {
+    if constexpr (INL)
+        return cuzk::Fp::mul_add(a, b, c, d);
+    else
+        return fp_mul_add_ool(a, b, c, d);
+}
+
 /// The Fp product of the wrapper kind: out of line (`INL` = false) or inlined.
 template <bool INL> __device__ __forceinline__ cuzk::Fp fp_mul_k(const cuzk::Fp& a, const cuzk::Fp& b) {
     if constexpr (INL)
@@ -76,6 +99,14 @@ template <bool INL> struct alignas(16) FpT {
     __device__ __forceinline__ void store(FpT* p) const { v.store(&p->v); }
     __device__ __forceinline__ bool is_zero() const { return v.is_zero(); }
     __device__ __forceinline__ static FpT sqr(const FpT& a) { return {fp_mul_k<INL>(a.v, a.v)}; }
+    /// a * b + c * d with one Montgomery reduction (lazy reduction, field.cuh `mul_sum`).
+    __device__ __forceinline__ static FpT mul_add(const FpT& a, const FpT& b, const FpT& c, const FpT& d) {
+#if CUZK_LAZY
+        return {fp_mul_add_k<INL>(a.v, b.v, c.v, d.v)};
+#else
+        return a * b + c * d;
+#endif
+    }
     __device__ __forceinline__ static FpT dbl(const FpT& a) { return {cuzk::Fp::dbl(a.v)}; }
     __device__ __forceinline__ friend FpT operator+(const FpT& a, const FpT& b) { return {a.v + b.v}; }
     __device__ __forceinline__ friend FpT operator-(const FpT& a, const FpT& b) { return {a.v - b.v}; }
@@ -98,6 +129,7 @@ static_assert(sizeof(FpX) == 48 && sizeof(FpI) == 48, "FpX / FpI must match blst
 template <bool INL> struct Fp2T;
 template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_ool(Fp2T<INL> a, Fp2T<INL> b);
 template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_sqr_ool(Fp2T<INL> a);
+template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_add_ool(Fp2T<INL> a, Fp2T<INL> b, Fp2T<INL> c, Fp2T<INL> d);
 
 /// cuzk::Fp2 arithmetic (same formulas as field.cuh: Karatsuba product, complex squaring) on top
 /// of FpT<INL>; the Fp2 product and square are out of line in both kinds.
@@ -113,6 +145,14 @@ template <bool INL> struct alignas(16) Fp2T {
     }
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
     __device__ __forceinline__ static Fp2T sqr(const Fp2T& a) { return fp2_sqr_ool<INL>(a); }
+    /// a * b + c * d, one reduction per coordinate (two sums of four Fp products).
+    __device__ __forceinline__ static Fp2T mul_add(const Fp2T& a, const Fp2T& b, const Fp2T& c, const Fp2T& d) {
+#if CUZK_LAZY
+        return fp2_mul_add_ool<INL>(a, b, c, d);
+#else
+        return a * b + c * d;
+#endif
+    }
     __device__ __forceinline__ static Fp2T dbl(const Fp2T& a) { return {B::dbl(a.c0), B::dbl(a.c1)}; }
     __device__ __forceinline__ friend Fp2T operator+(const Fp2T& a, const Fp2T& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
     __device__ __forceinline__ friend Fp2T operator-(const Fp2T& a, const Fp2T& b) { return {a.c0 - b.c0, a.c1 - b.c1}; }
@@ -129,11 +169,25 @@ typedef Fp2T<false> Fp2X;
 typedef Fp2T<true> Fp2I;
 static_assert(sizeof(Fp2X) == 96 && sizeof(Fp2I) == 96, "Fp2X / Fp2I must match blst_fp2");
 
-/// Karatsuba: (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u (u^2 = -1).
+/// (a0 b0 - a1 b1) + (a0 b1 + a1 b0) u (u^2 = -1), each coordinate one lazy-reduction
+/// `mul_add` (cuzk::Fp2::mul's form; it replaced Karatsuba, see BENCHMARKS.md).
 template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_ool(Fp2T<INL> a, Fp2T<INL> b) {
-    FpT<INL> v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+#if CUZK_LAZY
+    return {FpT<INL>::mul_add(a.c0, b.c0, a.c1, -b.c1), FpT<INL>::mul_add(a.c0, b.c1, a.c1, b.c0)};
+#else
+    FpT<INL> v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;  // Karatsuba
     FpT<INL> s = (a.c0 + a.c1) * (b.c0 + b.c1);
     return {v0 - v1, s - v0 - v1};
+#endif
+}
+
+/// a * b + c * d in Fp2: each coordinate is a sum of four Fp products with one reduction.
+template <bool INL>
+__device__ __noinline__ Fp2T<INL> fp2_mul_add_ool(Fp2T<INL> a, Fp2T<INL> b, Fp2T<INL> c, Fp2T<INL> d) {
+    const cuzk::Fp x0[4] = {a.c0.v, a.c1.v, c.c0.v, c.c1.v};
+    const cuzk::Fp y0[4] = {b.c0.v, (-b.c1).v, d.c0.v, (-d.c1).v};
+    const cuzk::Fp y1[4] = {b.c1.v, b.c0.v, d.c1.v, d.c0.v};
+    return {{cuzk::Fp::mul_sum<4>(x0, y0)}, {cuzk::Fp::mul_sum<4>(x0, y1)}};
 }
 
 /// (a0 + a1)(a0 - a1) + 2 a0 a1 u.
@@ -233,7 +287,7 @@ template <class F> CUZK_COLD xyzz_t<F> xyzz_dbl(const xyzz_t<F>& p) {
     M = M + F::dbl(M);
     xyzz_t<F> r;
     r.X = F::sqr(M) - F::dbl(S);
-    r.Y = M * (S - r.X) - W * p.Y;
+    r.Y = F::mul_add(M, S - r.X, W, -p.Y);
     r.ZZ = V * p.ZZ;
     r.ZZZ = W * p.ZZZ;
     if (r.ZZ.is_zero()) return xyzz_inf<F>();
@@ -250,7 +304,7 @@ template <class F> CUZK_COLD xyzz_t<F> xyzz_dbl_affine(const F& x, const F& y) {
     M = M + F::dbl(M);
     xyzz_t<F> r;
     r.X = F::sqr(M) - F::dbl(S);
-    r.Y = M * (S - r.X) - W * y;
+    r.Y = F::mul_add(M, S - r.X, W, -y);
     r.ZZ = V;
     r.ZZZ = W;
     if (r.ZZ.is_zero()) return xyzz_inf<F>();
@@ -277,7 +331,7 @@ template <class F> CUZK_HD xyzz_t<F> xyzz_add_affine_noinf(const xyzz_t<F>& p, c
     F Q = p.X * PP;
     xyzz_t<F> r;
     r.X = F::sqr(R) - PPP - F::dbl(Q);
-    r.Y = R * (Q - r.X) - p.Y * PPP;
+    r.Y = F::mul_add(R, Q - r.X, p.Y, -PPP);
     r.ZZ = p.ZZ * PP;
     r.ZZZ = p.ZZZ * PPP;
     const F one = F::one();
@@ -314,7 +368,7 @@ template <class F> CUZK_HD xyzz_t<F> xyzz_add(const xyzz_t<F>& p, const xyzz_t<F
     F Q = U1 * PP;
     xyzz_t<F> r;
     r.X = F::sqr(R) - PPP - F::dbl(Q);
-    r.Y = R * (Q - r.X) - S1 * PPP;
+    r.Y = F::mul_add(R, Q - r.X, S1, -PPP);
     r.ZZ = p.ZZ * q.ZZ * PP;
     r.ZZZ = p.ZZZ * q.ZZZ * PPP;
     return r;

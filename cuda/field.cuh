@@ -20,8 +20,9 @@
 //     conditional subtraction.
 //   * Inversion: Fermat's little theorem, x^(p-2) (constant time, ~1.5 * bits multiplications).
 //     Meant for a few elements per thread; use batch inversion (Montgomery's trick) for bulk.
-//   * Fp2 multiplication: Karatsuba (3 Fp multiplications), squaring: complex squaring
-//     (a0+a1)(a0-a1) + 2 a0 a1 u (2 Fp multiplications).
+//   * Sums of products with one Montgomery reduction (`mul_sum`, lazy reduction).
+//   * Fp2 multiplication: schoolbook with lazy reduction (2 `mul_add`), squaring: complex
+//     squaring (a0+a1)(a0-a1) + 2 a0 a1 u (2 Fp multiplications).
 //
 // Carry flags flow between consecutive `asm volatile` statements of one chain; no C code that
 // could touch the condition code is placed inside a chain (the technique NVIDIA's CGBN uses).
@@ -106,6 +107,7 @@ struct FrParams {
     static constexpr int N = 8;                 // 32-bit limbs
     static constexpr int BITS = 255;            // bits of the modulus
     static constexpr uint32_t M0 = 0xffffffffu; // -r^-1 mod 2^32
+    static constexpr int SUM_MAX = 2;           // largest K with K r < 2^256 (mul_sum)
     __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FR_P[i]; }
     __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FR_ONE[i]; }
     __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FR_R2[i]; }
@@ -117,6 +119,7 @@ struct FpParams {
     static constexpr int N = 12;
     static constexpr int BITS = 381;
     static constexpr uint32_t M0 = 0xfffcfffdu; // -p^-1 mod 2^32
+    static constexpr int SUM_MAX = 8;           // largest K with K p < 2^384 (mul_sum)
     __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FP_P[i]; }
     __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FP_ONE[i]; }
     __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FP_R2[i]; }
@@ -128,6 +131,8 @@ struct FpParams {
 template <class C>
 struct alignas(16) Field {
     static constexpr int N = C::N;
+    /// Most products `mul_sum` may add before its one reduction (K p < R).
+    static constexpr int SUM_MAX = C::SUM_MAX;
     uint32_t l[N];
 
     // ---- constants -------------------------------------------------------------------------
@@ -377,6 +382,70 @@ struct alignas(16) Field {
         return reduce_once(r);
     }
 
+    /// Row I of `mul_sum`: T += sum_k b_k[I] * a_k, then T += m * p with m making limb I zero
+    /// (the K products of the row share one reduction row; same E/O layout as `split_step`).
+    template <int I, int K, class P>
+    __device__ __forceinline__ static void sum_step(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
+                                                    uint32_t& c, const Field (&a)[K], const Field (&b)[K], P p) {
+        uint32_t(&A0)[2 * N + 2] = (I % 2 == 0) ? E : O;
+        uint32_t(&A1)[2 * N + 2] = (I % 2 == 0) ? O : E;
+        struct A { const Field& a; __device__ __forceinline__ uint32_t operator()(int j) const { return a.l[j]; } };
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            mac_pairs<I, 0>(A0, b[k].l[I], A{a[k]});
+            mac_pairs<I + 1, 1>(A1, b[k].l[I], A{a[k]});
+        }
+        const uint32_t m = (E[I] + O[I] + c) * C::M0;
+        mac_pairs<I, 0>(A0, m, p);
+        mac_pairs<I + 1, 1>(A1, m, p);
+        const uint64_t s = (uint64_t)E[I] + O[I] + c;
+        c = (uint32_t)(s >> 32);
+    }
+
+    template <int I, int K, class P>
+    __device__ __forceinline__ static void sum_rows(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
+                                                    uint32_t& c, const Field (&a)[K], const Field (&b)[K], P p) {
+        if constexpr (I < N) {
+            sum_step<I, K>(E, O, c, a, b, p);
+            sum_rows<I + 1, K>(E, O, c, a, b, p);
+        }
+    }
+
+    /// Sum of K Montgomery products with one reduction ("lazy reduction", as in Aranha, Karabina,
+    /// Longa, Gebotys and Lopez, "Faster explicit formulas for computing pairings over ordinary
+    /// curves", EUROCRYPT 2011): (a_0 b_0 + ... + a_{K-1} b_{K-1}) * R^-1 mod p for canonical
+    /// inputs, 1 <= K <= SUM_MAX (Fr 2, Fp 8). `mul_split`'s FIOS with K product rows per reduction row: K N^2 + N^2
+    /// IMAD.WIDE instead of 2 K N^2 for K products and K - 1 additions. T = sum a_k b_k < K p^2
+    /// and the reduction adds m p < R p, so T / R < (K p / R + 1) p < 2p as long as K p < R
+    /// (2r < 2^256, 8p < 2^384); one conditional subtraction. Negative terms: pass -x (canonical p - x) as a factor.
+    /// Checked against blstrs by tests/gpu_field.rs (ops 14, 15).
+    template <int K>
+    __device__ __forceinline__ static Field mul_sum(const Field (&a)[K], const Field (&b)[K]) {
+        static_assert(K >= 1 && K <= SUM_MAX, "T / R < 2p needs K p < R");
+        uint32_t E[2 * N + 2], O[2 * N + 2];
+#pragma unroll
+        for (int k = 0; k < 2 * N + 2; k++) {
+            E[k] = 0;
+            O[k] = 0;
+        }
+        uint32_t c = 0;
+        struct P { __device__ __forceinline__ uint32_t operator()(int j) const { return C::p(j); } };
+        sum_rows<0, K>(E, O, c, a, b, P());
+        Field r;
+        r.l[0] = ptx::add_cc(E[N], c);
+#pragma unroll
+        for (int k = 1; k < N; k++) r.l[k] = ptx::addc_cc(E[N + k], 0);
+        r.l[0] = ptx::add_cc(r.l[0], O[N]);
+#pragma unroll
+        for (int k = 1; k < N; k++) r.l[k] = ptx::addc_cc(r.l[k], O[N + k]);
+        return reduce_once(r);
+    }
+    /// a * b + c * d (Montgomery), one reduction (`mul_sum<2>`).
+    __device__ __forceinline__ static Field mul_add(const Field& a, const Field& b, const Field& c, const Field& d) {
+        const Field x[2] = {a, c}, y[2] = {b, d};
+        return mul_sum<2>(x, y);
+    }
+
     /// Montgomery product a * b * R^-1 mod p, "cios" variant: CIOS with each row as separate
     /// carry chains over the low and the high halves of the partial products, N+2-limb
     /// accumulator. The variant verified on the H200 first (tests/gpu_field.rs).
@@ -521,11 +590,24 @@ struct alignas(16) Fp2 {
     __device__ __forceinline__ static Fp2 dbl(const Fp2& a) { return {Fp::dbl(a.c0), Fp::dbl(a.c1)}; }
     /// Conjugate c0 - c1*u.
     __device__ __forceinline__ static Fp2 conj(const Fp2& a) { return {a.c0, -a.c1}; }
-    /// Karatsuba: (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u.
+    /// Schoolbook with lazy reduction: (a0 b0 + a1 (-b1)) + (a0 b1 + a1 b0) u, each coordinate
+    /// one `Fp::mul_add` (2 x 3 N^2 IMAD.WIDE, the same as Karatsuba's three products, but two
+    /// reductions instead of three and no additions of unreduced sums).
     __device__ __forceinline__ static Fp2 mul(const Fp2& a, const Fp2& b) {
+        return {Fp::mul_add(a.c0, b.c0, a.c1, -b.c1), Fp::mul_add(a.c0, b.c1, a.c1, b.c0)};
+    }
+    /// Karatsuba: (a0 b0 - a1 b1) + ((a0 + a1)(b0 + b1) - a0 b0 - a1 b1) u (the product before
+    /// the lazy-reduction form; tests/gpu_field.rs op 11 keeps it checked).
+    __device__ __forceinline__ static Fp2 mul_karatsuba(const Fp2& a, const Fp2& b) {
         Fp v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
         Fp s = (a.c0 + a.c1) * (b.c0 + b.c1);
         return {v0 - v1, s - v0 - v1};
+    }
+    /// a * b + c * d with one reduction per coordinate (two `Fp::mul_sum<4>`).
+    __device__ __forceinline__ static Fp2 mul_add(const Fp2& a, const Fp2& b, const Fp2& c, const Fp2& d) {
+        const Fp x0[4] = {a.c0, a.c1, c.c0, c.c1}, y0[4] = {b.c0, -b.c1, d.c0, -d.c1};
+        const Fp y1[4] = {b.c1, b.c0, d.c1, d.c0};
+        return {Fp::mul_sum<4>(x0, y0), Fp::mul_sum<4>(x0, y1)};
     }
     /// (a0 + a1)(a0 - a1) + 2 a0 a1 u.
     __device__ __forceinline__ static Fp2 sqr(const Fp2& a) {

@@ -3,6 +3,9 @@
 //   0 add  1 sub  2 mul  3 sqr  4 neg  5 inverse  6 to_mont  7 from_mont  8 eq (out = 1 or 0)
 //   9 dbl  10 is_zero (out = 1 or 0)  11 mul_cios  12 mul_wide  13 mul_split (11-13: Fr and Fp
 //   only; `mul`, op 2, is the variant CUZK_MUL selects, mul_split by default)
+//   14 a*b + (a+b)*b by one `mul_add` (lazy reduction; all three fields)
+//   15 a*a + a*b + b*b + (a+b)*(a+b) by one `mul_sum<4>` (Fp only: Fr allows K <= 2)
+//   Fp2: 11 Karatsuba (the product before the lazy-reduction `mul`)
 // For Fp2, to_mont/from_mont (6, 7) are not defined and leave the output untouched.
 #include "field.cuh"
 
@@ -26,6 +29,15 @@ __device__ __forceinline__ F field_op(int op, const F& a, const F& b) {
         case 11: return F::mul_cios(a, b);
         case 12: return F::mul_wide(a, b);
         case 13: return F::mul_split(a, b);
+        case 14: return F::mul_add(a, b, a + b, b);
+        case 15:
+            if constexpr (F::SUM_MAX >= 4) {
+                const F s = a + b;
+                const F x[4] = {a, a, b, s}, y[4] = {a, b, b, s};
+                return F::template mul_sum<4>(x, y);
+            } else {
+                return a;
+            }
         default: return a;
     }
 }
@@ -41,6 +53,8 @@ __device__ __forceinline__ Fp2 fp2_op(int op, const Fp2& a, const Fp2& b) {
         case 8: return (a == b) ? Fp2::one() : Fp2::zero();
         case 9: return Fp2::dbl(a);
         case 10: return a.is_zero() ? Fp2::one() : Fp2::zero();
+        case 11: return Fp2::mul_karatsuba(a, b);
+        case 14: return Fp2::mul_add(a, b, a + b, b);
         default: return a;
     }
 }

@@ -25,6 +25,12 @@ const FROM_MONT: i32 = 7;
 const EQ: i32 = 8;
 const DBL: i32 = 9;
 const IS_ZERO: i32 = 10;
+/// a*b + (a+b)*b by one lazy-reduction `mul_add` (every field).
+const MUL_ADD: i32 = 14;
+/// a*a + a*b + b*b + (a+b)*(a+b) by one `mul_sum<4>` (Fp; Fr's bound allows two products).
+const MUL_SUM4: i32 = 15;
+/// Fp2 Karatsuba product (the form before the lazy-reduction `mul`).
+const FP2_KARATSUBA: i32 = 11;
 /// The three Montgomery product variants, each whatever `mul` (op 2) defaults to.
 const MUL_VARIANTS: [(i32, &str); 3] = [(11, "mul_cios"), (12, "mul_wide"), (13, "mul_split")];
 
@@ -138,6 +144,11 @@ macro_rules! check_ops {
                 Box::new(|x, y| if x == y { <$ty>::ONE } else { <$ty>::ZERO }),
             ),
             (DBL, "dbl", Box::new(|x, _| x.double())),
+            (
+                MUL_ADD,
+                "mul_add",
+                Box::new(|x, y| *x * *y + (*x + *y) * *y),
+            ),
             (
                 IS_ZERO,
                 "is_zero",
@@ -282,4 +293,44 @@ fn mul_variants_match_blstrs() {
         let np = check_products(&dev, TestField::Fp, op, name, &fp_values());
         eprintln!("{name}: Fr and Fp ok ({nr} and {np} products)");
     }
+}
+
+/// Sums of four products with one Montgomery reduction (`mul_sum<4>` in Fp, the sums of G2's
+/// formulas; the edge values p - 1 reach the K p^2 bound; Fr's `mul_add`, K = 2, is in
+/// `fr_ops_match_blstrs`) and the Fp2 Karatsuba product kept beside the lazy-reduction `mul`,
+/// against blstrs.
+#[test]
+fn lazy_reduction_matches_blstrs() {
+    let Some(dev) = device() else { return };
+    let (a, b) = pairs(&fp_values(), 7);
+    let got: Vec<Fp> = run(&dev, TestField::Fp, MUL_SUM4, &a, &b, a.len(), a.len());
+    for i in 0..a.len() {
+        let (x, y) = (a[i], b[i]);
+        let want = x * x + x * y + y * y + (x + y) * (x + y);
+        assert_eq!(got[i], want, "Fp mul_sum<4> #{i}: a={x:?} b={y:?}");
+    }
+    let np = a.len();
+    let (a, b) = pairs(&fp2_values(), 16);
+    let got: Vec<Fp2> = run(
+        &dev,
+        TestField::Fp2,
+        FP2_KARATSUBA,
+        &a,
+        &b,
+        a.len(),
+        a.len(),
+    );
+    for i in 0..a.len() {
+        assert_eq!(
+            got[i],
+            a[i] * b[i],
+            "Fp2 Karatsuba #{i}: a={:?} b={:?}",
+            a[i],
+            b[i]
+        );
+    }
+    eprintln!(
+        "mul_sum<4>: {np} Fp values ok; Fp2 Karatsuba: {} ok",
+        a.len()
+    );
 }
