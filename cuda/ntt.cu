@@ -18,7 +18,9 @@
 //   Domains of size n = 2^L use w_n = ROOT_OF_UNITY^(2^(32-L)) (ROOT_OF_UNITY of order 2^32, as
 //   ff / bellperson's EvaluationDomain). All twiddles are powers of w_N, N = 2^MAX_LOG_N, read as
 //   tw_lo[e mod 2^14] * tw_hi[e / 2^14]; since w_n = w_N^(N/n) one table pair serves every
-//   domain size. The local transforms read w_(2^10)^j from a 1024-entry table. The tables are
+//   domain size. A pass whose blocks span at most 2^18 elements (lo + k <= 18) has twist
+//   exponents that are multiples of 2^10 and reads them from a direct table of 2^18 entries
+//   (8 MiB) instead, saving that product. The local transforms read w_(2^10)^j from a 1024-entry table. The tables are
 //   generated on the device by cuzk_ntt_powers (src/gpu/ntt.rs).
 #include "field.cuh"
 
@@ -28,6 +30,8 @@ namespace ntt {
 constexpr unsigned MAX_LOG_N = 28;  // largest supported domain 2^28
 constexpr unsigned INNER_LOG = 10;  // local transforms up to 2^10 points; inner table size
 constexpr unsigned SPLIT = 14;      // two-level tables: 2^14 low + 2^14 high entries
+constexpr unsigned MID_SHIFT = 10;  // direct table of w_N^(j 2^10), j < 2^18: every twist of a
+constexpr unsigned MID_LOG = 18;    // pass with lo + k <= 18 (its exponents are multiples of 2^10)
 
 /// The pass kernel's Montgomery product, one kernel per choice (src/gpu/ntt.rs `PassProduct`):
 /// P = 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (field.cuh documents all three).
@@ -50,13 +54,23 @@ __device__ __forceinline__ Fr table2(const Fr* lo, const Fr* hi, uint32_t e) {
     return fmul<W>(a, Fr::load(hi + h));
 }
 
-/// Scaling modes of the fused pre/post step: 0 none, 1 x*scale, 2 x*scale*t(i) where
-/// t(i) = s_lo[i mod 2^14]*s_hi[i >> 14] (g^i or g^-i tables).
+/// The twist factor w_N^e: one load from the direct table when the pass's exponents are
+/// multiples of 2^MID_SHIFT (`direct`, uniform over a launch), else the two-level product.
+template <int W>
+__device__ __forceinline__ Fr twiddle(const Fr* lo, const Fr* hi, const Fr* mid, uint32_t e, bool direct) {
+    if (direct) return Fr::load(mid + (e >> MID_SHIFT));
+    return table2<W>(lo, hi, e);
+}
+
+/// Scaling modes of the fused pre/post step: 0 none, 1 x*scale, 2 x*scale*t(i), 3 x*t(i) where
+/// t(i) = s_lo[i mod 2^14]*s_hi[i >> 14] (g^i or g^-i tables; mode 3 is mode 2 with scale 1,
+/// one product fewer).
 template <int W>
 __device__ __forceinline__ Fr apply_scale(const Fr& x, int mode, const Fr& scale, const Fr* s_lo,
                                           const Fr* s_hi, uint32_t i) {
     if (mode == 1) return fmul<W>(x, scale);
     if (mode == 2) return fmul<W>(x, fmul<W>(scale, table2<W>(s_lo, s_hi, i)));
+    if (mode == 3) return fmul<W>(x, table2<W>(s_lo, s_hi, i));
     return x;
 }
 
@@ -90,8 +104,8 @@ namespace ntt {
 template <int W>
 __device__ __forceinline__ void pass_body(
     Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,
-    const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, const Fr& scale,
-    const Fr* s_lo, const Fr* s_hi) {
+    const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, const Fr* tw_mid, int pre_mode, int post_mode,
+    const Fr& scale, const Fr* s_lo, const Fr* s_hi) {
     extern __shared__ uint4 smem[];
     const unsigned G = 1u << log_g;
     const unsigned T = 1u << (k + log_g);
@@ -101,6 +115,7 @@ __device__ __forceinline__ void pass_body(
     const unsigned col_mask = (1u << lo) - 1;
     const unsigned tw_shift = MAX_LOG_N - lo - k;
     const uint32_t tw_mask = (1u << MAX_LOG_N) - 1;
+    const bool direct = tw_shift >= MID_SHIFT;  // twist exponents are multiples of 2^MID_SHIFT
 
     // ---- load (+ pre-scale, + DIT twist) ----
     for (unsigned idx = threadIdx.x; idx < T; idx += blockDim.x) {
@@ -115,7 +130,7 @@ __device__ __forceinline__ void pass_body(
             uint32_t e = (col * bitrev(r, k)) << tw_shift;
             if (e != 0) {
                 if (inverse) e = ((1u << MAX_LOG_N) - e) & tw_mask;
-                x = fmul<W>(x, table2<W>(tw_lo, tw_hi, e));
+                x = fmul<W>(x, twiddle<W>(tw_lo, tw_hi, tw_mid, e, direct));
             }
         }
         smem_store(s0, s1, r * G + g, x);
@@ -165,7 +180,7 @@ __device__ __forceinline__ void pass_body(
             uint32_t e = (col * bitrev(r, k)) << tw_shift;
             if (e != 0) {
                 if (inverse) e = ((1u << MAX_LOG_N) - e) & tw_mask;
-                x = fmul<W>(x, table2<W>(tw_lo, tw_hi, e));
+                x = fmul<W>(x, twiddle<W>(tw_lo, tw_hi, tw_mid, e, direct));
             }
         }
         if (post_mode) x = apply_scale<W>(x, post_mode, scale, s_lo, s_hi, dit ? pos : bitrev(pos, log_n));
@@ -190,10 +205,10 @@ __device__ __forceinline__ void pass_body(
 #define CUZK_NTT_PASS(NAME, P)                                                                       \
     extern "C" __global__ void __launch_bounds__(256) NAME(                                          \
         Fr* data, unsigned log_n, unsigned lo, unsigned k, unsigned log_g, int dit, int inverse,     \
-        const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, int pre_mode, int post_mode, Fr scale, \
-        const Fr* s_lo, const Fr* s_hi) {                                                            \
+        const Fr* w_inner, const Fr* tw_lo, const Fr* tw_hi, const Fr* tw_mid, int pre_mode,        \
+        int post_mode, Fr scale, const Fr* s_lo, const Fr* s_hi) {                                   \
         cuzk::ntt::pass_body<P>(data, log_n, lo, k, log_g, dit, inverse, w_inner, tw_lo, tw_hi,      \
-                                pre_mode, post_mode, scale, s_lo, s_hi);                             \
+                                tw_mid, pre_mode, post_mode, scale, s_lo, s_hi);                     \
     }
 CUZK_NTT_PASS(cuzk_ntt_pass, cuzk::ntt::PASS_CIOS)
 CUZK_NTT_PASS(cuzk_ntt_pass_wide, cuzk::ntt::PASS_WIDE)

@@ -34,6 +34,9 @@ pub const MAX_LOG_N: u32 = 28;
 const INNER_LOG: u32 = 10;
 /// Two-level tables: 2^14 low and 2^14 high entries.
 const SPLIT: u32 = 14;
+/// The direct twist table holds w_N^(j 2^MID_SHIFT), j < 2^MID_LOG (cuda/ntt.cu).
+const MID_SHIFT: u32 = 10;
+const MID_LOG: u32 = 18;
 /// log2 of the elements per thread block of a pass (2^10 * 32 B = 32 KiB shared memory).
 const TILE_LOG: u32 = 10;
 /// Most threads per block of a pass (the kernel's launch bound).
@@ -137,6 +140,8 @@ struct Tables {
     tw_lo: DeviceBuffer<Scalar>,
     /// w_N^(2^14 j), j < 2^14.
     tw_hi: DeviceBuffer<Scalar>,
+    /// w_N^(2^10 j), j < 2^18 (8 MiB): the twists of passes with lo + k <= 18.
+    tw_mid: DeviceBuffer<Scalar>,
     /// g^j, g^(2^14 j), g^-j, g^(-2^14 j), j < 2^14.
     g_lo: DeviceBuffer<Scalar>,
     g_hi: DeviceBuffer<Scalar>,
@@ -196,6 +201,7 @@ fn tables(stream: &Stream) -> Result<Arc<Tables>> {
         w_inner: make(pow2(w_n, MAX_LOG_N - INNER_LOG), 1 << INNER_LOG)?,
         tw_lo: make(w_n, 1 << SPLIT)?,
         tw_hi: make(pow2(w_n, SPLIT), 1 << SPLIT)?,
+        tw_mid: make(pow2(w_n, MID_SHIFT), 1 << MID_LOG)?,
         g_lo: make(g, 1 << SPLIT)?,
         g_hi: make(pow2(g, SPLIT), 1 << SPLIT)?,
         gi_lo: make(gi, 1 << SPLIT)?,
@@ -242,8 +248,19 @@ fn scaling_args(t: &Tables, s: Scaling) -> (i32, Scalar, u64, u64) {
     match s {
         Scaling::None => (0, Scalar::ONE, t.g_lo.device_ptr(), t.g_hi.device_ptr()),
         Scaling::Mul(x) => (1, x, t.g_lo.device_ptr(), t.g_hi.device_ptr()),
-        Scaling::MulCosetPowers(x) => (2, x, t.g_lo.device_ptr(), t.g_hi.device_ptr()),
-        Scaling::MulCosetInversePowers(x) => (2, x, t.gi_lo.device_ptr(), t.gi_hi.device_ptr()),
+        // mode 3: the same without the product by a scale of one
+        Scaling::MulCosetPowers(x) => (
+            if x == Scalar::ONE { 3 } else { 2 },
+            x,
+            t.g_lo.device_ptr(),
+            t.g_hi.device_ptr(),
+        ),
+        Scaling::MulCosetInversePowers(x) => (
+            if x == Scalar::ONE { 3 } else { 2 },
+            x,
+            t.gi_lo.device_ptr(),
+            t.gi_hi.device_ptr(),
+        ),
     }
 }
 
@@ -357,13 +374,14 @@ fn passes(
             .push_ptr(t.w_inner.device_ptr())
             .push_ptr(t.tw_lo.device_ptr())
             .push_ptr(t.tw_hi.device_ptr())
+            .push_ptr(t.tw_mid.device_ptr())
             .push_i32(pre_mode)
             .push_i32(post_mode)
             .push(scale)
             .push_ptr(s_lo)
             .push_ptr(s_hi);
         // SAFETY: matches cuzk_ntt_pass(Fr*, unsigned log_n, unsigned lo, unsigned k, unsigned
-        // log_g, int dit, int inverse, const Fr* x3, int pre_mode, int post_mode, Fr scale,
+        // log_g, int dit, int inverse, const Fr* x4, int pre_mode, int post_mode, Fr scale,
         // const Fr* x2); the plan keeps k <= 10, lo + k <= log_n, 2^log_g <= 2^lo for lo > 0,
         // grid * tile = n; data is borrowed mutably for the call and the tables live for the
         // process, so all pointers outlive the queued kernel as long as the caller keeps `data`
@@ -529,15 +547,21 @@ pub fn h_step_with(
     same_device(stream, b)?;
     same_device(stream, c)?;
     let ninv = inv_n(n)?;
-    // coefficients * g^i / n, bit-reversed; then coset evaluations, natural order
-    let to_coset = |x: &mut DeviceSliceMut<'_, Scalar>| -> Result<()> {
+    // The 1/n of the three inverse transforms and of the last one are folded into the
+    // pointwise step's constant, so that a, b and the result are scaled by g^±i alone (one
+    // product per element fewer each): with a' = n A, b' = n B (unscaled inverse transforms)
+    // and c' = n^2 C (c's coefficients scaled by n), (a' b' - c') z^-1 n^-3 = (A B - C) / (Z n),
+    // and the last inverse transform's own 1/n is the n^-3's third factor.
+    let n_fr = Scalar::from(n as u64);
+    // coefficients * g^i * s, bit-reversed; then coset evaluations, natural order
+    let to_coset = |x: &mut DeviceSliceMut<'_, Scalar>, s: Scalar| -> Result<()> {
         passes(
             stream,
             x,
             false,
             true,
             Scaling::None,
-            Scaling::MulCosetPowers(ninv),
+            Scaling::MulCosetPowers(s),
             product,
         )?;
         passes(
@@ -550,13 +574,16 @@ pub fn h_step_with(
             product,
         )
     };
-    to_coset(a)?;
-    to_coset(b)?;
-    to_coset(c)?;
+    to_coset(a, Scalar::ONE)?;
+    to_coset(b, Scalar::ONE)?;
+    to_coset(c, n_fr)?;
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let z = g.pow_vartime([n as u64]) - Scalar::ONE;
     let z_inv = Option::<Scalar>::from(z.invert())
-        .ok_or_else(|| Error::internal("Z vanishes on the coset"))?;
+        .ok_or_else(|| Error::internal("Z vanishes on the coset"))?
+        * ninv
+        * ninv
+        * ninv;
     let k = stream.device().kernel("cuzk_ntt_h_combine")?;
     let mut args = KernelArgs::new();
     args.push_ptr(a.device_ptr())
@@ -582,7 +609,7 @@ pub fn h_step_with(
         true,
         true,
         Scaling::None,
-        Scaling::MulCosetInversePowers(ninv),
+        Scaling::MulCosetInversePowers(Scalar::ONE),
         product,
     )
 }
