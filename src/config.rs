@@ -10,6 +10,7 @@
 //! | `CUZK_BACKEND` | `auto`, `cpu` or `gpu` | `auto` (GPU when built with `cuda` and a device exists, else CPU) |
 //! | `CUZK_DEVICES` | comma-separated CUDA ordinals (after `CUDA_VISIBLE_DEVICES`) | all |
 //! | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, ≥ 1 | 2 |
+//! | `CUZK_GPU_SECTIONS` | partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
 //! | `CUZK_VRAM_LIMIT` | cap on device memory cuzk may use per device, e.g. `16GiB` | none |
 //! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo less 1/16 (at least 4 GiB) |
 //! | `CUZK_STAGE_TIMEOUT` | longest a GPU stage (a kernel, a copy) may take before it is an error and the device is retired, e.g. `600s`, `10m`, `1.5h`, `500ms` | `600s` |
@@ -64,6 +65,10 @@ pub struct EngineConfig {
     pub devices: Option<Vec<usize>>,
     /// GPU workers per device (default 2 when 0).
     pub gpu_workers_per_device: usize,
+    /// Workers of a device that may be inside their GPU section (SpMV, NTT, MSM kernels) at
+    /// once (default 1 when 0). With 1, a second worker overlaps only its uploads and host work
+    /// with the first one's kernels; with more, kernels of several partitions share the device.
+    pub gpu_sections_per_device: usize,
     /// Cap, in bytes, on the device memory cuzk may use on each device (`None`: the card's).
     pub vram_limit: Option<u64>,
     /// Host-memory budget in bytes for partitions synthesized at once (`None`: the
@@ -163,10 +168,10 @@ impl EngineConfig {
             c.devices = Some(list.map_err(|_| bad("CUZK_DEVICES", &v, "expected e.g. 0,1"))?);
         }
         if let Some(v) = var("CUZK_GPU_WORKERS_PER_DEVICE") {
-            c.gpu_workers_per_device = match v.trim().parse::<usize>() {
-                Ok(n) if (1..=64).contains(&n) => n,
-                _ => return Err(bad("CUZK_GPU_WORKERS_PER_DEVICE", &v, "expected 1..=64")),
-            };
+            c.gpu_workers_per_device = parse_per_device("CUZK_GPU_WORKERS_PER_DEVICE", &v)?;
+        }
+        if let Some(v) = var("CUZK_GPU_SECTIONS") {
+            c.gpu_sections_per_device = parse_per_device("CUZK_GPU_SECTIONS", &v)?;
         }
         if let Some(v) = var("CUZK_VRAM_LIMIT") {
             c.vram_limit = Some(parse_vram_limit(&v)?);
@@ -221,6 +226,11 @@ impl EngineConfig {
         } else {
             self.gpu_workers_per_device
         }
+    }
+
+    /// [`EngineConfig::gpu_sections_per_device`] with its default applied (1 when 0).
+    pub fn sections_per_device(&self) -> usize {
+        self.gpu_sections_per_device.max(1)
     }
 }
 
@@ -306,6 +316,17 @@ fn bad(name: &str, value: &str, reason: &str) -> Error {
         name: name.into(),
         value: value.into(),
         reason: reason.into(),
+    }
+}
+
+/// A per-device count (workers, sections): an integer in 1 ..= 64.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming `name`.
+fn parse_per_device(name: &str, v: &str) -> Result<usize> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if (1..=64).contains(&n) => Ok(n),
+        _ => Err(bad(name, v, "expected 1..=64")),
     }
 }
 
@@ -450,6 +471,21 @@ mod tests {
             assert_eq!(e.code(), 104, "{bad_value}");
             assert!(e.to_string().contains("CUZK_VRAM_LIMIT"), "{e}");
         }
+    }
+
+    #[test]
+    fn per_device_counts_parse() {
+        assert_eq!(parse_per_device("CUZK_GPU_SECTIONS", " 2 ").unwrap(), 2);
+        assert_eq!(parse_per_device("CUZK_GPU_SECTIONS", "64").unwrap(), 64);
+        for v in ["0", "65", "-1", "two", "1.5"] {
+            let e = parse_per_device("CUZK_GPU_SECTIONS", v).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidConfig { name, .. } if name == "CUZK_GPU_SECTIONS"),
+                "{v}: {e:?}"
+            );
+        }
+        let c = EngineConfig::default();
+        assert_eq!((c.workers_per_device(), c.sections_per_device()), (2, 1));
     }
 
     #[test]

@@ -268,7 +268,7 @@ impl GpuBackend {
         let sched_config = SchedulerConfig {
             devices: ordinals.clone(),
             workers_per_device: config.workers_per_device(),
-            gpu_section_permits: 1,
+            gpu_section_permits: config.sections_per_device(),
             free_memory: Some(Arc::new(move |d| {
                 probe.slot(d).ok().and_then(|s| s.alloc.available().ok())
             })),
