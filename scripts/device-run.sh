@@ -25,6 +25,12 @@
 #            SpMV step in place) with verify_seal;
 #            (d) the NTT bench of every pass product, the MSM window/occupancy sweep at 2^26 and 2^27 (G1) and 2^24 (G2), then 2^27
 #            partitions resident with 1 and 2 workers and capped at 16 GiB
+#   kernels-e, kernels-f  the fifth session's set (lazy reduction), back to back: (e) the
+#            correctness set of kernels-c without gpu_ntt and the CPU-SpMV prove; (f) the MSM
+#            bench A/B (msm_base: CUZK_NVCC_FLAGS=-DCUZK_LAZY=0) and 2^27 partitions;
+#   kernels-g  the NTT change and CUZK_GPU_SECTIONS: gpu_ntt, gpu_prove (both fixtures), the
+#            NTT bench, 2^27 partitions, `cuzk prove --repeat 8 --jobs 4` (8 MiB) with 1 and 2
+#            GPU sections
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
@@ -167,6 +173,49 @@ kernels-d)
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
     --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=3 \
     --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=3
+  ;;
+kernels-e)
+  # Fifth session (lazy reduction in the point formulas): the correctness set of kernels-c
+  # without the NTT and the CPU-SpMV prove (their kernels did not change).
+  "$0" fixtures-gpu
+  t gpu_field timeout 120 $F/gpu_field --test-threads=1
+  t gpu_curve timeout 120 $F/gpu_curve
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  t check timeout 300 $F/batch --log2 20 --check \
+    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
+    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
+    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  ;;
+kernels-f)
+  # A/B of the MSM in one call: msm_base (a build with CUZK_NVCC_FLAGS=-DCUZK_LAZY=0, the
+  # formulas before) then msm; then 2^27 partitions resident and capped.
+  for r in 1; do for b in msm_base msm; do
+    CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=22,24 CUZK_BENCH_MSM_POREP= \
+      t ${b}_$r timeout 200 $F/$b --bench zzz
+  done; done
+  RUST_LOG=warn,cuzk::prover::gpu=debug t b27 timeout 200 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
+    --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=3
+  ;;
+kernels-g)
+  # Fifth session, the NTT change (direct twist table, scales folded into the pointwise step)
+  # and CUZK_GPU_SECTIONS: gpu_ntt, gpu_prove on both fixtures, the NTT bench, 2^27 partitions,
+  # then `cuzk prove --repeat 8 --jobs 4` of the 8 MiB fixture with 1 and 2 GPU sections.
+  "$0" fixtures-gpu
+  t gpu_ntt timeout 200 $F/gpu_ntt --test-threads=1
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27 t bench_ntt timeout 120 $F/bench_ntt --bench zzz
+  t b27 timeout 200 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
+  fx=/tmp/fx8
+  for s in 1 2; do
+    CUZK_GPU_SECTIONS=$s t prove8_s$s timeout 200 $F/cuzk prove $fx/c1.json --params $fx/params \
+      --sector-num "$(sed -n 's/.*"sector_id": *\([0-9]*\).*/\1/p' $fx/fixture.json)" \
+      --prover-id "$(sed -n 's/.*"prover_id": *"\([0-9a-f]*\)".*/\1/p' $fx/fixture.json)" \
+      --backend gpu --repeat 8 --jobs 4
+  done
   ;;
 fixtures)
   CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &
