@@ -61,7 +61,7 @@ namespace cuzk_curve {
 // ~80 KB and avoids the call's argument moves and callee-saved spills: G2 accumulation 1.19 ->
 // 0.72 s at 2^24, G1 2^26 -6 %; the window sums, inlined too, got 2x slower (10.5 -> 23.8 ms),
 // hence the two kinds (BENCHMARKS.md, MSM section). Fp2 products and squares stay out of line
-// in both kinds (three Fp products each). Same layout as the wrapped types, so device buffers of
+// in both kinds (two sums of two Fp products / two Fp products each). Same layout as the wrapped types, so device buffers of
 // blstrs points can be read as affine_t of either kind.
 
 /// Out-of-line Montgomery product in Fp (the one copy FpX's point operations call).
@@ -131,7 +131,7 @@ template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_ool(Fp2T<INL> a, F
 template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_sqr_ool(Fp2T<INL> a);
 template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_add_ool(Fp2T<INL> a, Fp2T<INL> b, Fp2T<INL> c, Fp2T<INL> d);
 
-/// cuzk::Fp2 arithmetic (same formulas as field.cuh: Karatsuba product, complex squaring) on top
+/// cuzk::Fp2 arithmetic (same formulas as field.cuh: lazy-reduction product, complex squaring) on top
 /// of FpT<INL>; the Fp2 product and square are out of line in both kinds.
 template <bool INL> struct alignas(16) Fp2T {
     typedef FpT<INL> B;

@@ -23,10 +23,12 @@
 //! is read after an event, see [`MsmWorkspace::start`] / [`MsmWorkspace::finish`]: the
 //! host-side combination of one MSM overlaps the GPU work of the next (two result slots).
 //!
-//! Speed (H200, points and scalars resident, uniform scalars): G1 2^24 in 0.26 s, 2^26 in
-//! 1.0-1.08 s, 2^27 in 2.2 s; the PoRep mix (96.5 % zeros and ones) at 2^27 in 0.11 s; G2 is
-//! 5-6x G1. The limiter is the accumulation kernel's integer-multiply throughput: a Montgomery
-//! product of field.cuh is ~1,250 SASS instructions on sm_90, ten per mixed addition.
+//! Speed (H200, points and scalars resident, uniform scalars; BENCHMARKS.md): G1 2^24 in
+//! 0.21 s, 2^26 in 0.83 s, 2^27 in 1.58-1.60 s; G2 2^24 in 0.72 s. The limiter is the bucket
+//! accumulation (88 % at 2^27): a mixed addition inlined with `mul_split` products (480 SASS
+//! instructions each on sm_90, 9.5 products' worth per addition with the lazy-reduction Y3) is
+//! ~5,600 instructions of straight-line code, and the loop is latency- and fetch-bound at 5
+//! blocks per SM rather than bound by the multiply pipe.
 //!
 //! Memory (bytes, n scalars, m of them neither 0 nor 1, W windows, B = 2^(c-1) buckets per
 //! window, X = 192 (G1) or 384 (G2) bytes per XYZZ point): 4n (rest/ones indices) + n/8 x 2
