@@ -11,6 +11,9 @@
 //! - `CUZK_BENCH_MSM_PROFILE=1`: also print the GPU time per stage of one run per size.
 //! - `CUZK_BENCH_MSM_SWEEP` (default empty): log2 sizes at which every occupancy variant of the
 //!   accumulation kernel and window sizes c-2..=c+3 around the chosen c are timed (G1 and G2).
+//! - `CUZK_BENCH_MSM_AFFINE` (default empty; feature `test-hooks`): batch sizes k at which one
+//!   G1 addition is timed as the accumulation's XYZZ mixed addition and as an affine addition
+//!   batched k per inversion (Montgomery's trick), first of all.
 //!
 //! An empty value skips that group.
 //!
@@ -313,6 +316,8 @@ fn main() {
         Ok(_) => Device::get(0).expect("device 0"),
     };
     println!("[msm] device: {} ({} SMs)", dev.name(), dev.sm_count());
+    #[cfg(feature = "test-hooks")]
+    affine_probe(&dev);
     let mut c = Criterion::default().configure_from_args();
     bench_g1(
         &mut c,
@@ -332,4 +337,68 @@ fn main() {
         &sizes("CUZK_BENCH_MSM_G2", "20,21,22,23,24,25"),
     );
     c.final_summary();
+}
+
+/// `CUZK_BENCH_MSM_AFFINE=k,...`: the cost of one G1 point addition, the accumulation's XYZZ
+/// mixed addition against affine additions batched k per inversion (Montgomery's trick), at
+/// the accumulation kernel's occupancy (cuda/test_kernels.cu `add_probe`); the affine sums are
+/// checked against blstrs on a sample.
+#[cfg(feature = "test-hooks")]
+fn affine_probe(dev: &Arc<Device>) {
+    use cuzk::gpu::device::testing::g1_add_probe;
+    let ks = sizes("CUZK_BENCH_MSM_AFFINE", "");
+    if ks.is_empty() {
+        return;
+    }
+    let t = dev.sm_count() * 5 * 128;
+    let kmax = *ks.iter().max().unwrap();
+    let n = t as usize * kmax as usize;
+    let bp = base_points::<G1Projective>(1 << 20, 11);
+    let bq = base_points::<G1Projective>(1 << 20, 12);
+    let p = tiled::<G1Affine>(dev, &bp, n);
+    let q = tiled::<G1Affine>(dev, &bq, n);
+    let mut acc = dev.alloc::<u8>(192 * t as usize).unwrap();
+    let mut out = dev.alloc::<G1Affine>(n).unwrap();
+    let mut scratch = dev.alloc::<u8>(48 * n).unwrap();
+    let stream = dev.stream().unwrap();
+    acc.as_mut_slice().zero(&stream).unwrap();
+    for &k in &ks {
+        let mut ms = [0.0f64; 2];
+        for (mode, m) in ms.iter_mut().enumerate() {
+            let mut run = || {
+                g1_add_probe(
+                    &stream,
+                    mode == 1,
+                    &p,
+                    &q,
+                    &mut acc,
+                    &mut out,
+                    &mut scratch,
+                    t,
+                    k,
+                )
+                .unwrap();
+                stream.synchronize().unwrap();
+            };
+            run();
+            let t0 = Instant::now();
+            run();
+            run();
+            *m = t0.elapsed().as_secs_f64() * 1e3 / 2.0;
+        }
+        // the affine sums of the last run: a sample against blstrs
+        let got = out.to_vec().unwrap();
+        for j in (0..t as usize * k as usize).step_by(999_983).take(16) {
+            let want = (G1Projective::from(bp[j % bp.len()]) + bq[j % bq.len()]).to_affine();
+            assert_eq!(got[j], want, "affine probe: sum {j} differs from blstrs");
+        }
+        let adds = t as f64 * k as f64;
+        println!(
+            "[msm] add probe k={k}: xyzz madd {:.3} ns, batch affine {:.3} ns per addition ({:.2}x), {} additions",
+            ms[0] * 1e6 / adds,
+            ms[1] * 1e6 / adds,
+            ms[0] / ms[1],
+            adds
+        );
+    }
 }

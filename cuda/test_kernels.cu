@@ -109,3 +109,70 @@ extern "C" __global__ void cuzk_test_fr_mul_chain(cuzk::Fr* data, unsigned n, un
         fr_mul_chain(x, y, z, iters, [](const cuzk::Fr& a, const cuzk::Fr& b) { return cuzk::Fr::mul_cios(a, b); });
     (x + y).store(data + i);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Point-addition cost probe for benches/msm.rs (`CUZK_BENCH_MSM_AFFINE`): the bucket
+// accumulation's XYZZ mixed addition against affine additions batched by Montgomery's trick
+// (one inversion per `k` additions, "batch affine"), same inputs, G1, inlined products.
+#include "curve.cuh"
+
+namespace cuzk {
+namespace test {
+typedef cuzk_curve::FpI PF;
+typedef cuzk_curve::affine_t<PF> PA;
+typedef cuzk_curve::xyzz_t<PF> PX;
+
+/// mode 0: acc[t] += q[t + i T] for i < k by madd-2008-s (one XYZZ accumulator per thread, as
+/// the accumulation loop). mode 1: out[j] = p[j] + q[j] (affine) for j = t + i T, i < k, the k
+/// denominators q.x - p.x of a thread inverted together: prefix products (1 product each, kept
+/// in `scratch`), one Fermat inversion, then per element 2 products to peel its inverse and 3
+/// for lambda, x3, y3.
+__device__ __forceinline__ void add_probe(unsigned t, unsigned T, unsigned k, int mode, const PA* p, const PA* q,
+                                          PX* acc, PA* out, PF* scratch) {
+    if (mode == 0) {
+        PX a = cuzk_curve::load_xyzz(acc + t);
+        for (unsigned i = 0; i < k; i++) {
+            const PA b = cuzk_curve::load_affine(q + t + (size_t)i * T);
+            a = cuzk_curve::xyzz_add_affine_noinf(a, b.x, b.y);
+        }
+        cuzk_curve::store_xyzz(acc + t, a);
+        return;
+    }
+    PF prod = PF::one();
+    for (unsigned i = 0; i < k; i++) {
+        const size_t j = t + (size_t)i * T;
+        prod = prod * (PF::load(&q[j].x) - PF::load(&p[j].x));
+        prod.store(scratch + j);
+    }
+    PF inv = {Fp::inverse(prod.v)};
+    for (unsigned i = k; i-- > 0;) {
+        const size_t j = t + (size_t)i * T;
+        const PA a = cuzk_curve::load_affine(p + j), b = cuzk_curve::load_affine(q + j);
+        const PF d = b.x - a.x;
+        const PF inv_j = i ? inv * PF::load(scratch + j - T) : inv;
+        inv = inv * d;
+        const PF lambda = (b.y - a.y) * inv_j;
+        PA r;
+        r.x = PF::sqr(lambda) - a.x - b.x;
+        r.y = lambda * (a.x - r.x) - a.y;
+        r.x.store(&out[j].x);
+        r.y.store(&out[j].y);
+    }
+}
+}  // namespace test
+}  // namespace cuzk
+
+/// See cuzk::test::add_probe (mode 0 / 1); T threads (t < T), k elements each; both at the
+/// accumulation kernel's occupancy (5 blocks of 128 threads per SM, <= 96 registers).
+extern "C" __global__ void __launch_bounds__(128, 5) cuzk_test_g1_add_probe_xyzz(
+    const cuzk::test::PA* p, const cuzk::test::PA* q, cuzk::test::PX* acc, cuzk::test::PA* out,
+    cuzk::test::PF* scratch, unsigned T, unsigned k) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < T) cuzk::test::add_probe(t, T, k, 0, p, q, acc, out, scratch);
+}
+extern "C" __global__ void __launch_bounds__(128, 5) cuzk_test_g1_add_probe_affine(
+    const cuzk::test::PA* p, const cuzk::test::PA* q, cuzk::test::PX* acc, cuzk::test::PA* out,
+    cuzk::test::PF* scratch, unsigned T, unsigned k) {
+    const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < T) cuzk::test::add_probe(t, T, k, 1, p, q, acc, out, scratch);
+}

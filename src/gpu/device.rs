@@ -1447,6 +1447,52 @@ pub mod testing {
         stream.synchronize()
     }
 
+    /// Queues the point-addition cost probe of cuda/test_kernels.cu (`add_probe`) over `t`
+    /// threads with `k` additions each: `affine` = false, the accumulation's XYZZ mixed addition
+    /// (`acc[i] += q[i + j t]`, `acc`: t XYZZ points of 192 bytes, all-zero = infinity); true,
+    /// `out[j] = p[j] + q[j]` in affine coordinates with one inversion per thread (Montgomery's
+    /// trick; `scratch`: t k Fp elements of 48 bytes). `p`, `q`, `out` hold t k points.
+    #[allow(clippy::too_many_arguments)]
+    pub fn g1_add_probe(
+        stream: &Stream,
+        affine: bool,
+        p: &DeviceBuffer<blstrs::G1Affine>,
+        q: &DeviceBuffer<blstrs::G1Affine>,
+        acc: &mut DeviceBuffer<u8>,
+        out: &mut DeviceBuffer<blstrs::G1Affine>,
+        scratch: &mut DeviceBuffer<u8>,
+        t: u32,
+        k: u32,
+    ) -> Result<()> {
+        let n = t as usize * k as usize;
+        if p.len() < n
+            || q.len() < n
+            || out.len() < n
+            || acc.len() < 192 * t as usize
+            || scratch.len() < 48 * n
+        {
+            return Err(Error::internal("g1_add_probe: buffers too small"));
+        }
+        let name = if affine {
+            "cuzk_test_g1_add_probe_affine"
+        } else {
+            "cuzk_test_g1_add_probe_xyzz"
+        };
+        let kern = stream.device().kernel(name)?;
+        let mut args = KernelArgs::new();
+        args.push_ptr(p.device_ptr())
+            .push_ptr(q.device_ptr())
+            .push_ptr(acc.device_ptr())
+            .push_ptr(out.device_ptr())
+            .push_ptr(scratch.device_ptr())
+            .push_u32(t)
+            .push_u32(k);
+        // SAFETY: (const affine* p, const affine* q, xyzz* acc, affine* out, Fp* scratch,
+        // unsigned T, unsigned k); every buffer holds what T and k index (checked above) and is
+        // borrowed for the call; the caller synchronises the stream before freeing them.
+        unsafe { stream.launch(&kern, name, t.div_ceil(128).max(1), 128, 0, &mut args) }
+    }
+
     /// Queues `iters` rounds of two independent Fr multiplication chains per element of
     /// `data` (a throughput probe: 2 * iters * len multiplications with `product`).
     pub fn fr_mul_chain(
