@@ -119,7 +119,7 @@ struct FpParams {
     static constexpr int N = 12;
     static constexpr int BITS = 381;
     static constexpr uint32_t M0 = 0xfffcfffdu; // -p^-1 mod 2^32
-    static constexpr int SUM_MAX = 8;           // largest K with K p < 2^384 (mul_sum)
+    static constexpr int SUM_MAX = 8;           // K p < 2^384 holds up to K = 9 (mul_sum)
     __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FP_P[i]; }
     __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FP_ONE[i]; }
     __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FP_R2[i]; }
@@ -322,34 +322,6 @@ struct alignas(16) Field {
         acc[S + N] = ptx::addc(acc[S + N], 0);
     }
 
-    /// One FIOS step of `mul_split` for row I (templated so that every index is a constant).
-    template <int I, class Y, class P>
-    __device__ __forceinline__ static void split_step(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
-                                                      uint32_t& c, uint32_t x, Y y, P p) {
-        // Products x * y_j land on position I + j: even j on pairs starting at I's parity, odd
-        // j on the other parity. Pairs starting at even positions live in E, odd ones in O.
-        uint32_t(&A0)[2 * N + 2] = (I % 2 == 0) ? E : O;
-        uint32_t(&A1)[2 * N + 2] = (I % 2 == 0) ? O : E;
-        mac_pairs<I, 0>(A0, x, y);
-        mac_pairs<I + 1, 1>(A1, x, y);
-        // Limb I of T = E[I] + O[I] + c (positions below I are zero, their carries in c).
-        const uint32_t m = (E[I] + O[I] + c) * C::M0;
-        mac_pairs<I, 0>(A0, m, p);
-        mac_pairs<I + 1, 1>(A1, m, p);
-        // Limb I is now 0 mod 2^32; its carry (at most 2) moves up.
-        const uint64_t s = (uint64_t)E[I] + O[I] + c;
-        c = (uint32_t)(s >> 32);
-    }
-
-    template <int I, class Y, class P>
-    __device__ __forceinline__ static void split_rows(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
-                                                      uint32_t& c, const Field& b, Y y, P p) {
-        if constexpr (I < N) {
-            split_step<I>(E, O, c, b.l[I], y, p);
-            split_rows<I + 1>(E, O, c, b, y, p);
-        }
-    }
-
     /// Montgomery product a * b * R^-1 mod p, "split" variant: FIOS (finely integrated operand
     /// scanning, Koc, Acar and Kaliski 1996: row i adds b_i * a and then m_i * p) over a
     /// 2N+2-limb accumulator that is never shifted, kept as two arrays E and O: E receives the
@@ -359,31 +331,19 @@ struct alignas(16) Field {
     /// needed for m_i = t_i * (-p^-1), is E[i] + O[i] + c, with c the carry (<= 2) of the limbs
     /// already reduced to zero. `mul_wide` shifts its accumulator each row, which flips the pair
     /// alignment and costs ~390 register moves per Fp product (sm_90); this one has 2N^2
-    /// IMAD.WIDE and a few additions per row. Result = T / R < 2p, then one subtraction.
+    /// IMAD.WIDE and a few additions per row. Result = T / R < 2p, then one subtraction. The
+    /// rows are `mul_sum`'s with K = 1.
     __device__ __forceinline__ static Field mul_split(const Field& a, const Field& b) {
-        uint32_t E[2 * N + 2], O[2 * N + 2];
-#pragma unroll
-        for (int k = 0; k < 2 * N + 2; k++) {
-            E[k] = 0;
-            O[k] = 0;
-        }
-        uint32_t c = 0;
-        struct A { const Field& a; __device__ __forceinline__ uint32_t operator()(int j) const { return a.l[j]; } };
-        struct P { __device__ __forceinline__ uint32_t operator()(int j) const { return C::p(j); } };
-        split_rows<0>(E, O, c, b, A{a}, P());
-        // T / R = limbs N .. 2N - 1 of E + O, plus c at limb N (limbs 2N, 2N+1 are zero as T / R < 2p).
-        Field r;
-        r.l[0] = ptx::add_cc(E[N], c);
-#pragma unroll
-        for (int k = 1; k < N; k++) r.l[k] = ptx::addc_cc(E[N + k], 0);
-        r.l[0] = ptx::add_cc(r.l[0], O[N]);
-#pragma unroll
-        for (int k = 1; k < N; k++) r.l[k] = ptx::addc_cc(r.l[k], O[N + k]);
-        return reduce_once(r);
+        const Field x[1] = {a}, y[1] = {b};
+        return mul_sum<1>(x, y);
     }
 
-    /// Row I of `mul_sum`: T += sum_k b_k[I] * a_k, then T += m * p with m making limb I zero
-    /// (the K products of the row share one reduction row; same E/O layout as `split_step`).
+    /// Row I of `mul_sum` (and so of `mul_split`, K = 1): T += sum_k b_k[I] * a_k, then
+    /// T += m * p with m making limb I zero (the K products of the row share one reduction row).
+    /// Products x * y_j land on position I + j: even j on pairs starting at I's parity, odd j on
+    /// the other parity; pairs starting at even positions live in E, odd ones in O. Limb I of T
+    /// is E[I] + O[I] + c (positions below I are zero, their carries in c); after the m row it
+    /// is 0 mod 2^32 and its carry (at most 2) moves up into c.
     template <int I, int K, class P>
     __device__ __forceinline__ static void sum_step(uint32_t (&E)[2 * N + 2], uint32_t (&O)[2 * N + 2],
                                                     uint32_t& c, const Field (&a)[K], const Field (&b)[K], P p) {
@@ -414,11 +374,12 @@ struct alignas(16) Field {
     /// Sum of K Montgomery products with one reduction ("lazy reduction", as in Aranha, Karabina,
     /// Longa, Gebotys and Lopez, "Faster explicit formulas for computing pairings over ordinary
     /// curves", EUROCRYPT 2011): (a_0 b_0 + ... + a_{K-1} b_{K-1}) * R^-1 mod p for canonical
-    /// inputs, 1 <= K <= SUM_MAX (Fr 2, Fp 8). `mul_split`'s FIOS with K product rows per reduction row: K N^2 + N^2
-    /// IMAD.WIDE instead of 2 K N^2 for K products and K - 1 additions. T = sum a_k b_k < K p^2
-    /// and the reduction adds m p < R p, so T / R < (K p / R + 1) p < 2p as long as K p < R
-    /// (2r < 2^256, 8p < 2^384); one conditional subtraction. Negative terms: pass -x (canonical p - x) as a factor.
-    /// Checked against blstrs by tests/gpu_field.rs (ops 14, 15).
+    /// inputs, 1 <= K <= SUM_MAX (Fr 2, Fp 8). FIOS with K product rows per reduction row:
+    /// K N^2 + N^2 IMAD.WIDE instead of 2 K N^2 for K products and K - 1 additions.
+    /// T = sum a_k b_k < K p^2 and the reduction adds m p < R p, so T / R < (K p / R + 1) p < 2p
+    /// as long as K p < R (2r < 2^256, 9p < 2^384); one conditional subtraction. Negative terms:
+    /// pass -x (canonical p - x) as a factor. K = 1 is `mul_split`. Checked against blstrs by
+    /// tests/gpu_field.rs (K = 1 everywhere, K = 2 op 14, K = 4 op 15).
     template <int K>
     __device__ __forceinline__ static Field mul_sum(const Field (&a)[K], const Field (&b)[K]) {
         static_assert(K >= 1 && K <= SUM_MAX, "T / R < 2p needs K p < R");

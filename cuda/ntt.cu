@@ -17,10 +17,10 @@
 // Roots
 //   Domains of size n = 2^L use w_n = ROOT_OF_UNITY^(2^(32-L)) (ROOT_OF_UNITY of order 2^32, as
 //   ff / bellperson's EvaluationDomain). All twiddles are powers of w_N, N = 2^MAX_LOG_N, read as
-//   tw_lo[e mod 2^14] * tw_hi[e / 2^14]; since w_n = w_N^(N/n) one table pair serves every
-//   domain size. A pass whose blocks span at most 2^18 elements (lo + k <= 18) has twist
-//   exponents that are multiples of 2^10 and reads them from a direct table of 2^18 entries
-//   (8 MiB) instead, saving that product. The local transforms read w_(2^10)^j from a 1024-entry table. The tables are
+//   tw_lo[e mod 2^14] * tw_hi[e / 2^14] (since w_n = w_N^(N/n) one table pair serves every
+//   domain size), except in a pass whose blocks span at most 2^18 elements (lo + k <= 18):
+//   its twist exponents are multiples of 2^10, read from a direct table of w_N^(2^10 j),
+//   j < 2^18 (8 MiB), one product fewer. The local transforms read w_(2^10)^j from a 1024-entry table. The tables are
 //   generated on the device by cuzk_ntt_powers (src/gpu/ntt.rs).
 #include "field.cuh"
 
@@ -235,7 +235,8 @@ extern "C" __global__ void cuzk_ntt_scale(Fr* data, unsigned n, int mode, Fr sca
 }
 
 /// The pointwise step of the Groth16 H polynomial on coset evaluations (natural order in):
-/// a[i] <- (a[i]*b[i] - c[i]) * z_inv, written to position bitrev(i) (so the following inverse
+/// a[i] <- (a[i]*b[i] - c[i]) * z_inv, written to position bitrev(i) (z_inv: 1 / Z on the
+/// coset times whatever scale the caller folds in; src/gpu/ntt.rs h_step passes 1 / (Z n^3)) (so the following inverse
 /// transform can be a DIT pass sequence: bit-reversed in, natural out).
 extern "C" __global__ void cuzk_ntt_h_combine(Fr* a, const Fr* b, const Fr* c, unsigned log_n,
                                               Fr z_inv) {

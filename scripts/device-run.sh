@@ -61,6 +61,9 @@
 #   cargo bench --features cuda,test-hooks --no-run    # ntt msm
 #   cargo build --release --features cuda,test-hooks --examples   # batch prove make_fixture synth_scaling
 #   cargo bench --features cuda --no-run --bench synthesis  # synthesis (CPU; same binary kind)
+#   CUZK_NVCC_FLAGS=-DCUZK_LAZY=0 cargo bench --features cuda,test-hooks --no-run --bench msm
+#                                                    # msm_base of kernels-f (the formulas before
+#                                                    # lazy reduction), packed by hand as msm_base.gz
 #   (cd bench-anchors/supraseal && CARGO_TARGET_DIR=../../target cargo build --release)  # the
 #                                                    # SupraSeal anchor of `e2e.sh anchors` (optional)
 # then copied (stripped, gzipped) into $F (default .dev/final) under the names used below.

@@ -66,8 +66,11 @@ pub struct EngineConfig {
     /// GPU workers per device (default 2 when 0).
     pub gpu_workers_per_device: usize,
     /// Workers of a device that may be inside their GPU section (SpMV, NTT, MSM kernels) at
-    /// once (default 1 when 0). With 1, a second worker overlaps only its uploads and host work
-    /// with the first one's kernels; with more, kernels of several partitions share the device.
+    /// once (default 1 when 0; more than the workers per device acts as that many). With 1, a
+    /// second worker overlaps only its uploads and host work with the first one's kernels; with
+    /// more, kernels of several partitions share the device (each partition's memory is still
+    /// its own plan). A 2^27 partition's kernels fill an H200, so 2 gains nothing there; small
+    /// partitions leave gaps that a second section fills (BENCHMARKS.md).
     pub gpu_sections_per_device: usize,
     /// Cap, in bytes, on the device memory cuzk may use on each device (`None`: the card's).
     pub vram_limit: Option<u64>,

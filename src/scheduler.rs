@@ -8,9 +8,10 @@
 //!   a device at a time. A queued partition goes to the device with the fewest partitions
 //!   assigned, ties broken by the most free memory ([`SchedulerConfig::free_memory`]), then the
 //!   lowest index.
-//! - Only the GPU region is exclusive: the executor takes its device's [`GpuSection`]
-//!   ([`Attempt::enter_gpu`]) around kernel launches and transfers, so one worker's host work
-//!   (synthesis, epilogue) overlaps another's kernels. Time spent waiting for it is measured.
+//! - Only the GPU region is limited (to [`SchedulerConfig::gpu_section_permits`] holders, 1 by
+//!   default): the executor takes its device's [`GpuSection`] ([`Attempt::enter_gpu`]) around
+//!   kernel launches, so one worker's host work (synthesis, uploads, epilogue) overlaps another's
+//!   kernels. Time spent waiting for it is measured.
 //! - Failures (see [`retry_class`]): [`Error::OutOfDeviceMemory`] and [`Error::Cuda`] are retried
 //!   on the same device one tier lower than the tier the attempt recorded
 //!   ([`Attempt::record_tier`]), then — when no lower tier is left, or the attempt recorded none

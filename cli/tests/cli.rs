@@ -218,6 +218,53 @@ fn bad_paths_fail_before_any_work() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Bad per-device counts in the environment (`CUZK_GPU_SECTIONS`, `CUZK_GPU_WORKERS_PER_DEVICE`)
+/// are the configuration error (104, exit status 14) naming the variable, before any proving.
+#[test]
+fn bad_per_device_counts_exit_14() {
+    let d = tmp_dir("counts");
+    assert!(cuzk(&[
+        "gen-c1",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "q",
+        s(&d.join("c1"))
+    ])
+    .status
+    .success());
+    let c1 = d.join("c1").join("c1-wrapper.json");
+    for (var, value) in [
+        ("CUZK_GPU_SECTIONS", "0"),
+        ("CUZK_GPU_SECTIONS", "two"),
+        ("CUZK_GPU_SECTIONS", "65"),
+        ("CUZK_GPU_WORKERS_PER_DEVICE", "0"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+            .args([
+                "prove",
+                s(&c1),
+                "--prover-id",
+                "f01000",
+                "--params",
+                s(&d),
+                "--backend",
+                "cpu",
+            ])
+            .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+            .env(var, value)
+            .output()
+            .expect("run cuzk");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(14), "{var}={value}: {stderr}");
+        assert!(
+            stderr.contains("error 104") && stderr.contains(var) && stderr.contains("1..=64"),
+            "{var}={value}: {stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// A malformed `--prover-id` is the prover-id error (102, exit status 12) naming the value and
 /// the accepted forms, before anything is read (the C1 path does not exist).
 #[test]

@@ -16,7 +16,7 @@
 //! - [`ntt_host`], [`h_step_host`]: the same on host slices (upload, compute, download).
 //!
 //! The algorithm (radix-2^k passes of up to 10 stages in shared memory with twist factors
-//! between passes) is described in `cuda/ntt.cu`. Twiddle and coset tables (about 3.5 MB) are
+//! between passes) is described in `cuda/ntt.cu`. Twiddle and coset tables (about 11.5 MB) are
 //! built on each device the first time it is used and kept for the life of the process.
 
 use std::collections::HashMap;
@@ -579,6 +579,7 @@ pub fn h_step_with(
     to_coset(c, n_fr)?;
     let g = Scalar::MULTIPLICATIVE_GENERATOR;
     let z = g.pow_vartime([n as u64]) - Scalar::ONE;
+    // the pointwise constant: 1 / (Z n^3) (see above)
     let z_inv = Option::<Scalar>::from(z.invert())
         .ok_or_else(|| Error::internal("Z vanishes on the coset"))?
         * ninv
