@@ -12,18 +12,20 @@
 #   3. cargo test --release --features cuda,test-hooks --no-run
 #                                      — compiles all GPU code and every GPU test, those of the
 #                                        test kernels too (nvcc from scripts/install-cuda.sh when
-#                                        no CUDA toolkit is present).
+#                                        no CUDA toolkit is present);
+#   4. cargo doc --no-deps -p cuzk --features cuda,test-hooks with RUSTDOCFLAGS=-D warnings
+#                                      — the API docs build, every intra-doc link resolves.
 # Installs what is missing (nvcc from PyPI wheels, Go from Debian's golang-go) when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
-echo "== 1/3 cargo test --release --workspace --features cuzk/test-hooks"
+echo "== 1/4 cargo test --release --workspace --features cuzk/test-hooks"
 log=$(mktemp)
 cargo test --release --workspace --features cuzk/test-hooks 2>&1 | tee "$log"
 passed=$(grep -oE "test result: ok\. [0-9]+ passed" "$log" | awk '{s+=$4} END {print s+0}')
 
-echo "== 2/3 Go example (go test)"
+echo "== 2/4 Go example (go test)"
 if ! command -v go >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq golang-go >/dev/null
@@ -34,13 +36,15 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 cargo build --release --lib
 (cd examples/go && go test -count=1 ./...)
-echo "== 3/3 GPU code compiles (cargo test --release --features cuda,test-hooks --no-run)"
+echo "== 3/4 GPU code compiles (cargo test --release --features cuda,test-hooks --no-run)"
 if ! command -v nvcc >/dev/null 2>&1; then
   # shellcheck disable=SC1090
   source <(bash scripts/install-cuda.sh)
 fi
 export CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-sm_90}
 cargo test --release --features cuda,test-hooks --no-run
+echo "== 4/4 API docs (cargo doc, warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cuzk --features cuda,test-hooks
 
-echo "== all tests passed (cargo test: $passed; Go and the GPU build: ok)"
+echo "== all tests passed (cargo test: $passed; Go, the GPU build and the docs: ok)"
 echo "$passed passed, 0 failed"

@@ -80,11 +80,11 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
     Ok(w)
 }
 
-/// [`witness`] into `w`'s vectors, in their own allocations when they have capacity (a pooled
+/// [`witness()`] into `w`'s vectors, in their own allocations when they have capacity (a pooled
 /// host buffer keeps its address: see [`witness::generate_into`]).
 ///
 /// # Errors
-/// As [`witness`]; [`Error::Internal`] when a vector of `w` has capacity but too little.
+/// As [`witness()`]; [`Error::Internal`] when a vector of `w` has capacity but too little.
 pub fn witness_into<Tree: 'static + MerkleTreeTrait>(
     cc: &CompiledCircuit,
     public_inputs: &PublicInputs<Tree>,

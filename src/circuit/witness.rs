@@ -4,7 +4,7 @@
 //! comm_r_last and the check comm_r = H(comm_c, comm_r_last)) followed by one block per
 //! challenge that only reads the prefix's variables. Each task synthesizes the circuit of *one*
 //! challenge — the prefix again (cheap), then its block — into a witness-only constraint system
-//! ([`WitnessWriter`]: `enforce` does nothing, no linear combination is built) that writes every
+//! (`WitnessWriter`: `enforce` does nothing, no linear combination is built) that writes every
 //! value straight into that challenge's slice of the partition's input and aux vectors, so the
 //! variables get the indices of the full circuit. The tasks run on the process-wide rayon pool,
 //! shared by every partition and every concurrent call.

@@ -94,7 +94,7 @@ pub fn fmt_gib(bytes: u64) -> String {
 }
 
 /// Source of a device's free and total memory: the CUDA implementation (in `gpu::device`)
-/// calls `cuMemGetInfo` with the device's context current; tests use [`FakeMemInfo`].
+/// calls `cuMemGetInfo` with the device's context current; tests use `FakeMemInfo` (feature `test-hooks`).
 pub trait MemInfo: Send + Sync {
     /// Returns `(free, total)` bytes of device ordinal `device`, as the driver reports them now.
     ///
@@ -486,7 +486,7 @@ impl PartitionShape {
         )
     }
 
-    /// The largest MSM pass ([`Self::partial_passes`]) with which `Partial` fits in `avail`
+    /// The largest MSM pass (`partial_passes`) with which `Partial` fits in `avail`
     /// bytes *and* its working memory still holds the device H step's three domain buffers
     /// (3·n·32 B: d_a and the shared b/c buffer, plus a third in the MSM room the H step runs
     /// before) — otherwise the tier would be streaming under another name. `None` when no pass

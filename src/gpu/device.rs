@@ -27,7 +27,7 @@
 //! deadline instead of blocking.
 //!
 //! Allocations made through [`Device::alloc_in`] count against an
-//! [`Arena`](crate::gpu::alloc::Arena) (the worker's reserved bytes) and fail with
+//! [`Arena`] (the worker's reserved bytes) and fail with
 //! [`Error::OutOfDeviceMemory`] before any `cuMemAlloc` when they would exceed it.
 //!
 //! Raw driver bindings are declared here (returning the raw `i32` status so that status codes

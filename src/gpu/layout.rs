@@ -421,7 +421,7 @@ pub fn h_step_bytes(domain_log2: u32, buffers: u64) -> u64 {
 }
 
 /// Device bytes of the two double-buffered base slots an MSM streams `chunk` points of `group`
-/// through ([`crate::gpu::upload`]).
+/// through (`gpu::upload`, feature `cuda`).
 pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
     2 * align_up(chunk.max(1).saturating_mul(group.affine_bytes))
 }

@@ -27,7 +27,7 @@
 //! registry's lock is not held during the driver calls, so unrelated ranges never wait).
 //!
 //! The CUDA [`HostPinner`] (`cuMemHostRegister` / `cuMemHostUnregister`) comes with the device
-//! code; tests use [`FakePinner`].
+//! code; tests use `FakePinner`.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -179,7 +179,7 @@ pub fn spmv(
     unsafe { stream.launch(&k, name, blocks, THREADS, 0, &mut args) }
 }
 
-/// The R1CS check on the device: the first row j < `a.len()` with a[j]·b[j] ≠ c[j], or `None`.
+/// The R1CS check on the device: the first row j < `a.len()` with `a[j]·b[j] ≠ c[j]`, or `None`.
 /// Allocates its 4-byte result word in `arena` ([`layout::R1CS_FLAG_BYTES`]) and synchronises
 /// `stream`.
 ///

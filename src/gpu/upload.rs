@@ -5,7 +5,7 @@
 //! full-staging, partial and streaming tiers of [`crate::gpu::alloc`]): at 2^27 that is 44 GiB
 //! of parameters per partition, so the copies must run at the PCIe link's pinned rate
 //! (≈ 50 GB/s on an H200 host, PCIe 5.0 x16) and hide behind the kernels. The host ranges are
-//! pinned through the process-wide [`PinnedRegistry`](crate::gpu::pinned::PinnedRegistry)
+//! pinned through the process-wide [`PinnedRegistry`]
 //! (normally already pinned once for the whole parameter set, so this only adds a reference);
 //! a range that cannot be pinned is still copied, synchronously, by the driver's staging path.
 //!
