@@ -74,6 +74,22 @@ export RUST_BACKTRACE=1
 export CUZK_REQUIRE_GPU=1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$OUT/smi.txt"
 t(){ local n=$1; shift; local t0; t0=$(date +%s); "$@" > "$OUT/$n.log" 2>&1; echo "$n rc=$? $(( $(date +%s)-t0 ))s" | tee -a "$S"; }
+# GPU == CPU of all five MSMs on synthetic 2^20 partitions, resident / partial / streaming
+# (timeout $1 seconds).
+check_tiers(){ t check timeout "$1" $F/batch --log2 20 --check \
+    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
+    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
+    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2; }
+# gpu_prove (GPU proof bytes == CPU proof bytes, verify_seal) on the fixtures in /tmp/fx2, /tmp/fx8.
+gpu_prove_both(){
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture; }
+# `cuzk prove` of the 8 MiB fixture on the GPU, logged as $1, further arguments after it.
+prove_fixture8(){ local n=$1 fx=/tmp/fx8; shift
+  t "$n" timeout 200 $F/cuzk prove $fx/c1.json --params $fx/params \
+    --sector-num "$(sed -n 's/.*"sector_id": *\([0-9]*\).*/\1/p' $fx/fixture.json)" \
+    --prover-id "$(sed -n 's/.*"prover_id": *"\([0-9a-f]*\)".*/\1/p' $fx/fixture.json)" \
+    --backend gpu "$@"; }
 for block in "$@"; do case $block in
 core)
   t gpu_field timeout 40 $F/gpu_field --test-threads=1
@@ -84,10 +100,7 @@ core)
   CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=22,24 CUZK_BENCH_MSM_POREP=27 t bench_msm timeout 110 $F/msm --bench
   ;;
 check)
-  t check timeout 90 $F/batch --log2 20 --check \
-    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
-    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
-    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
+  check_tiers 90
   ;;
 real)
   # Both fixtures at once (16 cores; ~2.5 min for 2 KiB alone).
@@ -119,17 +132,13 @@ kernels-a)
   t gpu_field timeout 120 $F/gpu_field --test-threads=1
   t gpu_curve timeout 120 $F/gpu_curve
   t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
-  t check timeout 400 $F/batch --log2 20 --check \
-    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
-    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
-    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
+  check_tiers 400
   wait
   ;;
 kernels-b)
   # Second half: GPU proof == CPU proof and verify_seal on both real fixtures, then 2^27
   # partitions with the parameters resident (GPU time per stage).
-  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
-  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  gpu_prove_both
   RUST_LOG=warn,cuzk::prover::gpu=debug t b27s timeout 240 $F/batch --log2 27 --reuse \
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   ;;
@@ -148,17 +157,9 @@ kernels-c)
   t gpu_curve timeout 120 $F/gpu_curve
   t gpu_ntt timeout 200 $F/gpu_ntt --test-threads=1
   t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
-  t check timeout 300 $F/batch --log2 20 --check \
-    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
-    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
-    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
-  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
-  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
-  fx=/tmp/fx8; c1=$(ls $fx/c1.json)
-  CUZK_GPU_SPMV=0 RUST_LOG=info t prove_cpuspmv timeout 200 $F/cuzk prove $c1 --params $fx/params \
-    --sector-num "$(sed -n 's/.*"sector_id": *\([0-9]*\).*/\1/p' $fx/fixture.json)" \
-    --prover-id "$(sed -n 's/.*"prover_id": *"\([0-9a-f]*\)".*/\1/p' $fx/fixture.json)" \
-    --backend gpu --repeat 2
+  check_tiers 300
+  gpu_prove_both
+  CUZK_GPU_SPMV=0 RUST_LOG=info prove_fixture8 prove_cpuspmv --repeat 2
   ;;
 anchor26)
   # SupraSeal's prover on a synthetic 2^26 partition (bench-anchors/supraseal, binary
@@ -184,20 +185,16 @@ kernels-e)
   t gpu_field timeout 120 $F/gpu_field --test-threads=1
   t gpu_curve timeout 120 $F/gpu_curve
   t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
-  t check timeout 300 $F/batch --log2 20 --check \
-    --phase name=check-resident,vram=resident,w=2,c=2,j=2,p=2 \
-    --phase name=check-partial,vram=partial,w=2,c=2,j=2,p=2 \
-    --phase name=check-streaming,vram=streaming,w=2,c=2,j=2,p=2
-  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
-  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  check_tiers 300
+  gpu_prove_both
   ;;
 kernels-f)
   # A/B of the MSM in one call: msm_base (a build with CUZK_NVCC_FLAGS=-DCUZK_LAZY=0, the
   # formulas before) then msm; then 2^27 partitions resident and capped.
-  for r in 1; do for b in msm_base msm; do
+  for b in msm_base msm; do
     CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=22,24 CUZK_BENCH_MSM_POREP= \
-      t ${b}_$r timeout 200 $F/$b --bench zzz
-  done; done
+      t ${b}_1 timeout 200 $F/$b --bench zzz
+  done
   RUST_LOG=warn,cuzk::prover::gpu=debug t b27 timeout 200 $F/batch --log2 27 --reuse \
     --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
     --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=3
@@ -208,17 +205,10 @@ kernels-g)
   # then `cuzk prove --repeat 8 --jobs 4` of the 8 MiB fixture with 1 and 2 GPU sections.
   "$0" fixtures-gpu
   t gpu_ntt timeout 200 $F/gpu_ntt --test-threads=1
-  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=8 t gpu_prove2 timeout 240 $F/gpu_prove --nocapture
-  CUZK_FIXTURE_DIR=/tmp/fx8 CUZK_TEST_SECTOR_SIZE=8MiB CUZK_TEST_PROOFS=4 t gpu_prove8 timeout 240 $F/gpu_prove --nocapture
+  gpu_prove_both
   CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27 t bench_ntt timeout 120 $F/bench_ntt --bench zzz
   t b27 timeout 200 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
-  fx=/tmp/fx8
-  for s in 1 2; do
-    CUZK_GPU_SECTIONS=$s t prove8_s$s timeout 200 $F/cuzk prove $fx/c1.json --params $fx/params \
-      --sector-num "$(sed -n 's/.*"sector_id": *\([0-9]*\).*/\1/p' $fx/fixture.json)" \
-      --prover-id "$(sed -n 's/.*"prover_id": *"\([0-9a-f]*\)".*/\1/p' $fx/fixture.json)" \
-      --backend gpu --repeat 8 --jobs 4
-  done
+  for s in 1 2; do CUZK_GPU_SECTIONS=$s prove_fixture8 prove8_s$s --repeat 8 --jobs 4; done
   ;;
 fixtures)
   CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &

@@ -33,6 +33,21 @@ fn tmp_dir(name: &str) -> PathBuf {
     d
 }
 
+/// `cuzk gen-c1 --sector-size 2KiB --seed <seed>` into `<d>/c1`; returns its wrapper JSON.
+fn gen_c1_2kib(d: &Path, seed: &str) -> PathBuf {
+    assert!(cuzk(&[
+        "gen-c1",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        seed,
+        s(&d.join("c1"))
+    ])
+    .status
+    .success());
+    d.join("c1").join("c1-wrapper.json")
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -157,17 +172,7 @@ fn gen_c1_writes_three_files() {
 #[test]
 fn bad_paths_fail_before_any_work() {
     let d = tmp_dir("paths");
-    assert!(cuzk(&[
-        "gen-c1",
-        "--sector-size",
-        "2KiB",
-        "--seed",
-        "p",
-        s(&d.join("c1"))
-    ])
-    .status
-    .success());
-    let c1 = d.join("c1").join("c1-wrapper.json");
+    let c1 = gen_c1_2kib(&d, "p");
     let empty = d.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let t = std::time::Instant::now();
@@ -223,17 +228,7 @@ fn bad_paths_fail_before_any_work() {
 #[test]
 fn bad_per_device_counts_exit_14() {
     let d = tmp_dir("counts");
-    assert!(cuzk(&[
-        "gen-c1",
-        "--sector-size",
-        "2KiB",
-        "--seed",
-        "q",
-        s(&d.join("c1"))
-    ])
-    .status
-    .success());
-    let c1 = d.join("c1").join("c1-wrapper.json");
+    let c1 = gen_c1_2kib(&d, "q");
     for (var, value) in [
         ("CUZK_GPU_SECTIONS", "0"),
         ("CUZK_GPU_SECTIONS", "two"),
