@@ -15,6 +15,13 @@
 //!   G1 addition is timed as the accumulation's XYZZ mixed addition and as an affine addition
 //!   batched k per inversion (Montgomery's trick), first of all.
 //!
+//! - `CUZK_BENCH_MSM_ACCUMULATION` (default `affine`): the G1 bucket accumulation of every run,
+//!   `affine` or `xyzz`; `both`: the criterion runs use the default and each size's printed runs
+//!   are made with both (same call, same data: the A/B of BENCHMARKS.md), batch-affine then at
+//!   every size (below `layout::AFFINE_MIN_LIST` too).
+//! - `CUZK_BENCH_MSM_AFFINE_CHAINS` (default empty): batch-affine chains per thread (additions
+//!   per inversion) of extra printed runs at every G1 size, e.g. `128,512`.
+//!
 //! An empty value skips that group.
 //!
 //! Bases: generating 2^27 random points on the host takes minutes, so `2^22` (G1) / `2^20` (G2)
@@ -31,7 +38,9 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use criterion::{BenchmarkId, Criterion, SamplingMode};
 use cuzk::gpu::device::{device_count, Device, DeviceBuffer, DeviceRepr};
-use cuzk::gpu::msm::{window_bits_for, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
+use cuzk::gpu::msm::{
+    window_bits_for, Accumulation, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2,
+};
 use ff::Field;
 use group::{Curve, Group};
 use rand::{Rng, SeedableRng};
@@ -48,6 +57,33 @@ fn sizes(var: &str, default: &str) -> Vec<u32> {
                 .unwrap_or_else(|_| panic!("{var}={v:?}: {t:?} is not a number"))
         })
         .collect()
+}
+
+/// The accumulations of `CUZK_BENCH_MSM_ACCUMULATION`: the one of every run, then (with `both`)
+/// the other one for the printed A/B runs.
+fn accumulations() -> Vec<Accumulation> {
+    match std::env::var("CUZK_BENCH_MSM_ACCUMULATION") {
+        Err(_) => vec![Accumulation::BatchAffine],
+        Ok(v) if v.trim() == "both" => vec![Accumulation::BatchAffine, Accumulation::Xyzz],
+        Ok(v) => vec![Accumulation::parse(&v).unwrap_or_else(|| {
+            panic!("CUZK_BENCH_MSM_ACCUMULATION={v:?}: expected affine, xyzz or both")
+        })],
+    }
+}
+
+/// The default configuration with the bench's accumulation; with `both`, batch-affine at every
+/// list length (`affine_min_list: 0`), so that the A/B also shows where it loses.
+fn base_config() -> MsmConfig {
+    let accs = accumulations();
+    MsmConfig {
+        accumulation: accs[0],
+        affine_min_list: if accs.len() > 1 {
+            0
+        } else {
+            MsmConfig::default().affine_min_list
+        },
+        ..MsmConfig::default()
+    }
 }
 
 fn profile_on() -> bool {
@@ -138,13 +174,20 @@ fn print_stats(label: &str, ws: &MsmWorkspace, ms: f64) {
         .map(|(n, t)| format!("{n} {t:.2}"))
         .collect();
     println!(
-        "[msm] {label}: {ms:.2} ms  (m={} ones={} c={} W={} mb={} chunks={}){}{}",
+        "[msm] {label}: {ms:.2} ms  (m={} ones={} c={} W={} mb={} chunks={} {}){}{}",
         s.m,
         s.ones,
         s.window_bits,
         s.windows,
         s.min_blocks,
         s.chunks,
+        match s.affine {
+            Some(a) => format!(
+                "affine S={} CH={} L={}",
+                a.threads, a.chains_per_thread, a.steps
+            ),
+            None => "xyzz".to_string(),
+        },
         if stages.is_empty() {
             ""
         } else {
@@ -180,7 +223,7 @@ fn sweep<G: MsmGroup>(dev: &Arc<Device>, k: u32, run: &mut dyn FnMut(&mut MsmWor
     for &mb in G::MIN_BLOCKS {
         let cfg = MsmConfig {
             accumulate_min_blocks: Some(mb),
-            ..MsmConfig::default()
+            ..base_config()
         };
         sweep_one(&format!("sweep {} 2^{k} mb={mb}", G::SUFFIX), run, dev, cfg);
     }
@@ -190,7 +233,7 @@ fn sweep<G: MsmGroup>(dev: &Arc<Device>, k: u32, run: &mut dyn FnMut(&mut MsmWor
     for c in c0 - 2..=(c0 + 3).min(24) {
         let cfg = MsmConfig {
             window_bits: Some(c),
-            ..MsmConfig::default()
+            ..base_config()
         };
         sweep_one(&format!("sweep {} 2^{k} c={c}", G::SUFFIX), run, dev, cfg);
     }
@@ -253,7 +296,7 @@ fn measure<G: MsmGroup>(
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    let mut ws = MsmWorkspace::new(dev).unwrap();
+    let mut ws = MsmWorkspace::with_config(dev, base_config()).unwrap();
     if sweep_on {
         for k in sizes("CUZK_BENCH_MSM_SWEEP", "")
             .into_iter()
@@ -281,18 +324,53 @@ fn measure<G: MsmGroup>(
     for &k in logs {
         let n = 1usize << k;
         let (p, s) = (points.slice(0..n).unwrap(), scalars.slice(0..n).unwrap());
-        if profile_on() {
-            let mut wp = MsmWorkspace::with_config(
-                dev,
-                MsmConfig {
-                    profile: true,
-                    ..MsmConfig::default()
-                },
-            )
-            .unwrap();
-            timed(&mut wp, format!("{name} 2^{k} (profiled)"), p, s);
+        let accs = accumulations();
+        for (i, &acc) in accs.iter().enumerate() {
+            let tag = if accs.len() > 1 {
+                format!(" [{acc:?}]")
+            } else {
+                String::new()
+            };
+            if profile_on() {
+                let mut wp = MsmWorkspace::with_config(
+                    dev,
+                    MsmConfig {
+                        profile: true,
+                        accumulation: acc,
+                        ..base_config()
+                    },
+                )
+                .unwrap();
+                timed(&mut wp, format!("{name} 2^{k}{tag} (profiled)"), p, s);
+            }
+            if acc == Accumulation::BatchAffine {
+                for ch in sizes("CUZK_BENCH_MSM_AFFINE_CHAINS", "") {
+                    let mut wc = MsmWorkspace::with_config(
+                        dev,
+                        MsmConfig {
+                            affine_chains_per_thread: ch,
+                            profile: profile_on(),
+                            ..base_config()
+                        },
+                    )
+                    .unwrap();
+                    timed(&mut wc, format!("{name} 2^{k}{tag} CH={ch}"), p, s);
+                }
+            }
+            if i == 0 {
+                timed(&mut ws, format!("{name} 2^{k}{tag}"), p, s);
+            } else {
+                let mut wo = MsmWorkspace::with_config(
+                    dev,
+                    MsmConfig {
+                        accumulation: acc,
+                        ..base_config()
+                    },
+                )
+                .unwrap();
+                timed(&mut wo, format!("{name} 2^{k}{tag}"), p, s);
+            }
         }
-        timed(&mut ws, format!("{name} 2^{k}"), p, s);
         g.bench_with_input(BenchmarkId::from_parameter(format!("2^{k}")), &n, |b, _| {
             b.iter(|| {
                 ws.msm::<G>(Points::Device(p), Scalars::Device(s), None)

@@ -11,6 +11,7 @@
 //   results      jacobian_t<Fp> (144 B, = blstrs::G1Projective) / jacobian_t<Fp2> (288 B)
 #include "field.cuh"
 #include "msm.cuh"
+#include "msm_affine.cuh"
 
 using namespace cuzk_msm;
 // Point kernels use the wrappers of curve.cuh: the bucket accumulation the inlined Fp product
@@ -185,6 +186,44 @@ CUZK_MSM_ACCUMULATE(g1, FpAcc, PT_THREADS_G1, false, 4)
 CUZK_MSM_ACCUMULATE(g1, FpAcc, PT_THREADS_G1, false, 5)
 CUZK_MSM_ACCUMULATE(g2, Fp2Acc, PT_THREADS_G2, false, 4)
 CUZK_MSM_ACCUMULATE(g2, Fp2Acc, PT_THREADS_G2, false, 6)
+
+// Batch-affine level-1 accumulation (msm_affine.cuh), G1. Threads per block: layout.rs's
+// AFFINE_THREADS; occupancy variants: GroupLayout::min_blocks of G1, default AFFINE_MIN_BLOCKS.
+#define AFFINE_THREADS 128
+
+/** Chain states of the batch-affine accumulation: one thread per chain g < G. */
+extern "C" __global__ void cuzk_msm_affine_init_g1(const u32* offsets, u32 K, u32 G, u32 L, chain_meta* meta,
+                                                   u32* first_keys, affine_t<Fp>* first_pts) {
+    body_affine_init<Fp>(global_tid(), G, L, offsets, K, meta, first_keys, first_pts);
+}
+
+/** Batch-affine level-1 accumulation: S threads, CH chains of L entries each (msm_affine.cuh);
+ *  one variant per occupancy target MB, as the XYZZ kernels. */
+#define CUZK_MSM_ACCUMULATE_AFFINE(MB)                                                                       \
+    extern "C" __global__ void __launch_bounds__(AFFINE_THREADS, MB) cuzk_msm_accumulate_affine_g1_mb##MB(    \
+        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAcc>* points,     \
+        xyzz_t<FpAcc>* buckets, chain_meta* meta, affine_t<FpAcc>* acc, FpAcc* scratch, u32* first_keys,      \
+        affine_t<FpAcc>* first_pts, u32 fresh) {                                                              \
+        const u32 s = global_tid();                                                                          \
+        if (s >= S) return;                                                                                  \
+        affine_args<FpAcc> a{list,    offsets, K,         S,         CH,           L,   points,               \
+                             buckets, meta,    acc,       scratch,   first_keys,   first_pts, fresh != 0};    \
+        body_accumulate_affine<FpAcc>(s, a);                                                                 \
+    }
+CUZK_MSM_ACCUMULATE_AFFINE(3)
+CUZK_MSM_ACCUMULATE_AFFINE(4)
+CUZK_MSM_ACCUMULATE_AFFINE(5)
+
+/** Level 2 over the 2 G chain slots (entries 2g: first run, 2g + 1: open run) in segments of L;
+ *  S = ceil(2 G / L) threads; as cuzk_msm_partials_g1 otherwise. */
+extern "C" __global__ void __launch_bounds__(PT_THREADS_G1) cuzk_msm_affine_partials_g1(
+    const u32* first_keys, const affine_t<Fp>* first_pts, const chain_meta* meta, const affine_t<Fp>* acc, u32 count,
+    u32 L, u32 S, u32* out_keys, xyzz_t<Fp>* out_pts, xyzz_t<Fp>* buckets, u32 final_pass, u32 K, u32 fresh) {
+    const u32 s = global_tid();
+    if (s < S)
+        body_accumulate_sorted<Fp>(s, affine_entries<Fp>{first_keys, first_pts, meta, acc}, count, L, out_keys,
+                                   out_pts, buckets, final_pass, K, fresh != 0);
+}
 
 #define CUZK_MSM_KERNELS(SUF, F, PT, RT, OB)                                                                 \
     /** Level-n accumulation of key-sorted partials in segments of L; S = ceil(count / L) threads. */      \

@@ -304,12 +304,19 @@ CUZK_HD void body_accumulate(u32 s, u32 S, const u32* list, const u32* offsets, 
     }
 }
 
-/// Level-n accumulation of a key-sorted XYZZ list (count entries) in segments of L, thread s.
-/// With `final_pass` (a single segment) every run goes to its bucket.
-template <class F>
-CUZK_HD void body_accumulate_partials(u32 s, const u32* keys, const xyzz_t<F>* pts, u32 count, u32 L,
-                                      u32* out_keys, xyzz_t<F>* out_pts, xyzz_t<F>* buckets, u32 final_pass,
-                                      u32 K, bool fresh) {
+/// Entries of a key-sorted XYZZ partial list (level >= 2 input).
+template <class F> struct xyzz_entries {
+    const u32* keys;
+    const xyzz_t<F>* pts;
+    CUZK_HD u32 key(u32 i) const { return keys[i]; }
+    CUZK_HD xyzz_t<F> add_to(const xyzz_t<F>& acc, u32 i) const { return xyzz_add_ool(acc, load_xyzz(pts + i)); }
+};
+
+/// Level-n accumulation of a key-sorted list of `count` entries (`E`: key(i), add_to(acc, i)) in
+/// segments of L, thread s. With `final_pass` (a single segment) every run goes to its bucket.
+template <class F, class E>
+CUZK_HD void body_accumulate_sorted(u32 s, const E& src, u32 count, u32 L, u32* out_keys, xyzz_t<F>* out_pts,
+                                    xyzz_t<F>* buckets, u32 final_pass, u32 K, bool fresh) {
     const u64 start64 = (u64)s * L;
     if (start64 >= count) {
         if (!final_pass) {
@@ -325,10 +332,10 @@ CUZK_HD void body_accumulate_partials(u32 s, const u32* keys, const xyzz_t<F>* p
     u32 run_start = start;
     xyzz_t<F> acc = xyzz_inf<F>();
     for (u32 i = start; i < end; i++) {
-        const u32 k = keys[i];
-        acc = xyzz_add_ool(acc, load_xyzz(pts + i));
+        const u32 k = src.key(i);
+        acc = src.add_to(acc, i);
         const bool has_next = i + 1 < end;
-        if (!has_next || keys[i + 1] != k) {
+        if (!has_next || src.key(i + 1) != k) {
             const bool is_first = run_start == start;
             const bool is_last = !has_next;
             if (final_pass || (!is_first && !is_last)) {
@@ -348,6 +355,15 @@ CUZK_HD void body_accumulate_partials(u32 s, const u32* keys, const xyzz_t<F>* p
             run_start = i + 1;
         }
     }
+}
+
+/// Level-n accumulation of a key-sorted XYZZ list (see body_accumulate_sorted).
+template <class F>
+CUZK_HD void body_accumulate_partials(u32 s, const u32* keys, const xyzz_t<F>* pts, u32 count, u32 L,
+                                      u32* out_keys, xyzz_t<F>* out_pts, xyzz_t<F>* buckets, u32 final_pass,
+                                      u32 K, bool fresh) {
+    body_accumulate_sorted<F>(s, xyzz_entries<F>{keys, pts}, count, L, out_keys, out_pts, buckets, final_pass, K,
+                              fresh);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -71,8 +71,8 @@ use rayon::prelude::*;
 
 use cuzk::config::parse_bytes;
 use cuzk::gpu::alloc::{
-    fmt_gib, DeviceAllocator, FakeMemInfo, PartitionShape, PlanOptions, TierKind, GIB, MIB,
-    SAFETY_MARGIN,
+    fmt_gib, DeviceAllocator, FakeMemInfo, MemInfo, PartitionShape, PlanOptions, TierKind, GIB,
+    MIB, SAFETY_MARGIN,
 };
 use cuzk::gpu::device;
 use cuzk::progress::{Reporter, Timings};
@@ -784,24 +784,39 @@ struct PhaseOutcome {
     over: bool,
 }
 
+/// An allocator of device 0 planning with the accumulation settings of `env` (what the engine's
+/// allocators use).
+fn env_allocator(env: &EngineConfig, mem: Arc<dyn MemInfo>, cap: Option<u64>) -> DeviceAllocator {
+    DeviceAllocator::new(0, mem, cap)
+        .with_accumulation(env.msm_accumulation, env.msm_affine_min_list)
+}
+
+/// Device bytes of tier `kind` (streaming: its smallest chunk) with the MSM limits of `env`.
+fn tier_bytes_env(env: &EngineConfig, shape: &PartitionShape, kind: TierKind) -> u64 {
+    let mem = Arc::new(FakeMemInfo::new(&[(1, 1)]));
+    let lim = env_allocator(env, mem, None).msm_limits();
+    match kind {
+        TierKind::Streaming => shape.streaming_min_bytes_with(&lim),
+        k => shape.tier_bytes_with(k, false, &lim),
+    }
+}
+
 fn resolve_limit(
     vram: &Vram,
-    env: Option<u64>,
+    env: &EngineConfig,
+    env_limit: Option<u64>,
     shape: &PartitionShape,
 ) -> Result<Option<u64>, Error> {
     Ok(match vram {
-        Vram::Env => env,
+        Vram::Env => env_limit,
         Vram::None => None,
         Vram::Bytes(b) => Some(*b),
         Vram::Tier(kind) => {
-            let bytes = match kind {
-                TierKind::Streaming => shape.streaming_min_bytes(),
-                k => shape.tier_bytes(*k, false),
-            };
+            let bytes = tier_bytes_env(env, shape, *kind);
             let cap = SAFETY_MARGIN + bytes + MIB;
             // Check on a fake card that the planner really picks this tier at this cap.
             let mem = Arc::new(FakeMemInfo::new(&[(cap * 4, cap * 4)]));
-            let alloc = DeviceAllocator::new(0, mem, Some(cap));
+            let alloc = env_allocator(env, mem, Some(cap));
             let plan = alloc.plan(shape, &PlanOptions::default())?;
             if plan.tier.kind() != *kind {
                 return Err(Error::InvalidConfig {
@@ -833,7 +848,7 @@ fn run_phase(
     if let Some(w) = phase.workers {
         cfg.gpu_workers_per_device = w;
     }
-    cfg.vram_limit = resolve_limit(&phase.vram, env.vram_limit, &shape)?;
+    cfg.vram_limit = resolve_limit(&phase.vram, env, env.vram_limit, &shape)?;
     let devices: Vec<usize> = match &cfg.devices {
         Some(d) => d.clone(),
         None => (0..device::device_count()?).collect(),
@@ -1078,7 +1093,7 @@ fn planner_simulation(
     env: &EngineConfig,
     shape: &PartitionShape,
 ) -> Result<(), Error> {
-    let limit = resolve_limit(&args.base.vram, env.vram_limit, shape)?;
+    let limit = resolve_limit(&args.base.vram, env, env.vram_limit, shape)?;
     let workers = args
         .base
         .workers
@@ -1190,11 +1205,8 @@ fn real_main() -> Result<ExitCode, Error> {
         t.elapsed().as_secs_f64()
     );
     for k in TierKind::ALL {
-        let b = match k {
-            TierKind::Streaming => shape.streaming_min_bytes(),
-            k => shape.tier_bytes(k, false),
-        };
-        let forced = match resolve_limit(&Vram::Tier(k), None, &shape) {
+        let b = tier_bytes_env(&env, &shape, k);
+        let forced = match resolve_limit(&Vram::Tier(k), &env, None, &shape) {
             Ok(Some(cap)) => format!("forced by --vram-limit {} (cap {})", k.name(), fmt_gib(cap)),
             Ok(None) => String::new(),
             Err(_) => "cannot be forced by a cap at this size".into(),

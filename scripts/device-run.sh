@@ -31,6 +31,11 @@
 #   kernels-g  the NTT change and CUZK_GPU_SECTIONS: gpu_ntt, gpu_prove (both fixtures), the
 #            NTT bench, 2^27 partitions, `cuzk prove --repeat 8 --jobs 4` (8 MiB) with 1 and 2
 #            GPU sections
+#   kernels-h, kernels-i  the sixth session's set (batch-affine accumulation), back to back:
+#            (h) gpu_msm (forced batch-affine cases included), `check` and gpu_prove on both
+#            fixtures with CUZK_MSM_AFFINE_MIN_LIST=0 (batch-affine on every G1 MSM), gpu_prove
+#            with the default; (i) the MSM bench with both accumulations in one call (A/B,
+#            profiled); (j) 2^27 partitions resident with each accumulation and capped at 16 GiB
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
@@ -209,6 +214,21 @@ kernels-g)
   CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27 t bench_ntt timeout 120 $F/bench_ntt --bench zzz
   t b27 timeout 200 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   for s in 1 2; do CUZK_GPU_SECTIONS=$s prove_fixture8 prove8_s$s --repeat 8 --jobs 4; done
+  ;;
+kernels-h)
+  "$0" fixtures-gpu
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  CUZK_MSM_AFFINE_MIN_LIST=0 check_tiers 300
+  export CUZK_MSM_AFFINE_MIN_LIST=0; gpu_prove_both; unset CUZK_MSM_AFFINE_MIN_LIST
+  ;;
+kernels-i)
+  CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_PROFILE=1 CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2= \
+    CUZK_BENCH_MSM_POREP=27 t msm_ab timeout 300 $F/msm --bench zzz
+  ;;
+kernels-j)
+  for a in affine xyzz; do CUZK_MSM_ACCUMULATION=$a t b27_$a timeout 150 $F/batch --log2 27 --reuse \
+    --phase name=resident-$a,vram=none,w=1,c=1,j=1,p=3; done
+  t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
   ;;
 fixtures)
   CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &

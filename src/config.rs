@@ -17,6 +17,8 @@
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
 //! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
+//! | `CUZK_MSM_ACCUMULATION` | `affine` (batch-affine G1 bucket accumulation on long lists) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
+//! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest G1 bucket list (entries) accumulated batch-affine; `0`: every G1 MSM | `268435456` (2^28) |
 //! | `CUZK_GPU_SPMV` | `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 //! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 
@@ -84,6 +86,13 @@ pub struct EngineConfig {
     /// GPU backend, compiled path: compute a, b, c on the CPU even when the matrices fit on the
     /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
     pub cpu_spmv_only: bool,
+    /// How G1 MSM buckets are accumulated on the GPU (`CUZK_MSM_ACCUMULATION`: `affine`, the
+    /// default, or `xyzz`); see [`crate::gpu::layout::Accumulation`].
+    pub msm_accumulation: crate::gpu::layout::Accumulation,
+    /// Shortest bucket list (entries) accumulated batch-affine (`CUZK_MSM_AFFINE_MIN_LIST`;
+    /// `None`: [`crate::gpu::layout::AFFINE_MIN_LIST`]). 0 runs it on every G1 MSM (the GPU ==
+    /// CPU checks of small partitions use this).
+    pub msm_affine_min_list: Option<u64>,
     /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
     /// fails with a timeout fault and the device is retired (`None`: [`DEFAULT_STAGE_TIMEOUT`]).
     pub stage_timeout: Option<Duration>,
@@ -192,6 +201,19 @@ impl EngineConfig {
         }
         if let Some(v) = var("CUZK_GPU_SPMV") {
             c.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
+        }
+        if let Some(v) = var("CUZK_MSM_ACCUMULATION") {
+            c.msm_accumulation = crate::gpu::layout::Accumulation::parse(&v)
+                .ok_or_else(|| bad("CUZK_MSM_ACCUMULATION", &v, "expected affine or xyzz"))?;
+        }
+        if let Some(v) = var("CUZK_MSM_AFFINE_MIN_LIST") {
+            c.msm_affine_min_list = Some(v.trim().parse::<u64>().map_err(|_| {
+                bad(
+                    "CUZK_MSM_AFFINE_MIN_LIST",
+                    &v,
+                    "expected a number of list entries",
+                )
+            })?);
         }
         if let Some(v) = var("CUZK_CIRCUIT_CACHE") {
             c.circuit_cache = match v.trim() {

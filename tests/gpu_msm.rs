@@ -533,3 +533,148 @@ fn forced_windows_and_chunked_lists() {
         Err(Error::InvalidConfig { .. })
     ));
 }
+
+/// The batch-affine accumulation (cuda/msm_affine.cuh), forced onto small lists
+/// (`affine_min_list: 0`): random and edge scalars over points with repeats and infinities,
+/// one point and its negation under one scalar (doublings and cancellations inside a chain),
+/// chunked lists (buckets added to, not stored), a density bitmap, and the XYZZ setting.
+#[test]
+fn batch_affine_accumulation_matches_blstrs() {
+    let Some(dev) = device() else { return };
+    let cfg = MsmConfig {
+        affine_min_list: 0,
+        ..MsmConfig::default()
+    };
+    let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
+    let sizes: Vec<usize> = sizes_upto(max_log().min(20), false)
+        .into_iter()
+        .filter(|&n| n > 0)
+        .collect();
+    check::<G1>(
+        &mut ws,
+        &sizes,
+        &[Kind::Random, Kind::PoRep, Kind::MinusOne],
+        21,
+    );
+    let a = ws.stats().affine.expect("the batch-affine kernel ran");
+    assert_eq!(a.chains_per_thread, 256);
+    check::<G1>(&mut ws, &[1, 3, 4097, 65537], &[Kind::Repeated], 22);
+
+    // P x 600, -P x 400, Q x 50, infinity x 3, all under one scalar: every window's digit puts
+    // them in one bucket, whose chains meet P + P, P + (-P) and (-P) + P.
+    let mut rng = ChaCha20Rng::seed_from_u64(23);
+    let (p, q) = (
+        G1Projective::random(&mut rng),
+        G1Projective::random(&mut rng),
+    );
+    let mut proj = vec![p; 600];
+    proj.extend(vec![-p; 400]);
+    proj.extend(vec![q; 50]);
+    proj.extend(vec![G1Projective::identity(); 3]);
+    let mut aff = vec![G1Affine::default(); proj.len()];
+    G1Projective::batch_normalize(&proj, &mut aff);
+    for c in [None, Some(3)] {
+        let s = vec![Scalar::random(&mut rng); proj.len()];
+        let want = G1::reference(&proj, &s);
+        let mut ws = MsmWorkspace::with_config(
+            &dev,
+            MsmConfig {
+                window_bits: c,
+                ..cfg.clone()
+            },
+        )
+        .unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
+        assert!(ws.stats().affine.is_some());
+        assert_eq!(got, want, "P / -P / Q, window {c:?}");
+    }
+
+    // chunked lists: later chunks add into the buckets
+    let n = 30_001;
+    let (proj, aff) = points::<G1Projective>(n, 24);
+    let s = scalars(n, Kind::Random, 25);
+    let want = G1::reference(&proj, &s);
+    for (c, cap) in [(13u32, 100_000u64), (20, 100_000), (16, 1 << 30)] {
+        let mut ws = MsmWorkspace::with_config(
+            &dev,
+            MsmConfig {
+                window_bits: Some(c),
+                max_list_entries: cap,
+                ..cfg.clone()
+            },
+        )
+        .unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
+        assert!(ws.stats().affine.is_some());
+        assert_eq!(got, want, "c={c} cap={cap} chunks={}", ws.stats().chunks);
+    }
+    // every occupancy variant, and other batch sizes (1: no batching; 7: chains of odd count)
+    for (mb, ch) in [(3u32, 256u32), (4, 256), (5, 1), (5, 7), (5, 1024)] {
+        let mut ws = MsmWorkspace::with_config(
+            &dev,
+            MsmConfig {
+                accumulate_min_blocks: Some(mb),
+                affine_chains_per_thread: ch,
+                ..cfg.clone()
+            },
+        )
+        .unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
+        let a = ws.stats().affine.expect("batch-affine");
+        assert_eq!((ws.stats().min_blocks, a.chains_per_thread), (mb, ch));
+        assert_eq!(got, want, "mb={mb} CH={ch}");
+    }
+    let mut ws = MsmWorkspace::with_config(
+        &dev,
+        MsmConfig {
+            affine_chains_per_thread: 0,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None),
+        Err(Error::InvalidConfig { .. })
+    ));
+    // the XYZZ setting runs the XYZZ kernel on the same input
+    let mut ws = MsmWorkspace::with_config(
+        &dev,
+        MsmConfig {
+            accumulation: cuzk::gpu::msm::Accumulation::Xyzz,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        ws.msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap(),
+        want
+    );
+    assert_eq!(ws.stats().affine, None);
+
+    // density bitmap (the L / A / B_G1 shape)
+    let mut bits = vec![0u64; n.div_ceil(64)];
+    let mut used = Vec::new();
+    for j in 0..n {
+        if rng.gen_bool(0.4) {
+            bits[j / 64] |= 1 << (j % 64);
+            used.push(j);
+        }
+    }
+    let (proj, aff) = points::<G1Projective>(used.len(), 26);
+    let s = scalars(n, Kind::PoRep, 27);
+    let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
+    let want = G1::reference(&proj, &sel);
+    let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
+    let got = ws
+        .msm_g1(Points::Host(&aff), Scalars::Host(&s), Some(&bits))
+        .unwrap();
+    assert!(ws.stats().affine.is_some());
+    assert_eq!(got, want, "density");
+}

@@ -224,16 +224,18 @@ fn bad_paths_fail_before_any_work() {
 }
 
 /// Bad per-device counts in the environment (`CUZK_GPU_SECTIONS`, `CUZK_GPU_WORKERS_PER_DEVICE`)
+/// and a bad `CUZK_MSM_ACCUMULATION`
 /// are the configuration error (104, exit status 14) naming the variable, before any proving.
 #[test]
 fn bad_per_device_counts_exit_14() {
     let d = tmp_dir("counts");
     let c1 = gen_c1_2kib(&d, "q");
-    for (var, value) in [
-        ("CUZK_GPU_SECTIONS", "0"),
-        ("CUZK_GPU_SECTIONS", "two"),
-        ("CUZK_GPU_SECTIONS", "65"),
-        ("CUZK_GPU_WORKERS_PER_DEVICE", "0"),
+    for (var, value, why) in [
+        ("CUZK_GPU_SECTIONS", "0", "1..=64"),
+        ("CUZK_GPU_SECTIONS", "two", "1..=64"),
+        ("CUZK_GPU_SECTIONS", "65", "1..=64"),
+        ("CUZK_GPU_WORKERS_PER_DEVICE", "0", "1..=64"),
+        ("CUZK_MSM_ACCUMULATION", "fast", "affine or xyzz"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
             .args([
@@ -253,7 +255,7 @@ fn bad_per_device_counts_exit_14() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(14), "{var}={value}: {stderr}");
         assert!(
-            stderr.contains("error 104") && stderr.contains(var) && stderr.contains("1..=64"),
+            stderr.contains("error 104") && stderr.contains(var) && stderr.contains(why),
             "{var}={value}: {stderr}"
         );
     }

@@ -67,8 +67,8 @@ pub const SAFETY_MARGIN: u64 = 512 << 20;
 
 pub use crate::gpu::layout::FR_BYTES;
 use crate::gpu::layout::{
-    align_up, h_step_bytes, msm_workspace_bytes, streamed_bases_bytes, MsmLimits, MsmShape,
-    G1_LAYOUT, G2_LAYOUT,
+    align_up, h_step_bytes, msm_workspace_bytes, streamed_bases_bytes, Accumulation, MsmLimits,
+    MsmShape, G1_LAYOUT, G2_LAYOUT,
 };
 
 /// Bytes of one G1 affine point as stored on the device (x, y in `Fp`, 2 × 48 B).
@@ -785,6 +785,17 @@ impl DeviceAllocator {
     /// scale with it; default [`DEFAULT_SM_COUNT`]).
     pub fn with_sm_count(mut self, sm_count: u32) -> Self {
         self.limits.sm_count = sm_count.max(1);
+        self
+    }
+
+    /// Plans G1 MSMs with this bucket accumulation (default [`Accumulation::BatchAffine`]; its
+    /// chain states are part of every plan that uses it) and, when given, this shortest
+    /// batch-affine list (default `layout::AFFINE_MIN_LIST`).
+    pub fn with_accumulation(mut self, accumulation: Accumulation, min_list: Option<u64>) -> Self {
+        self.limits.accumulation = accumulation;
+        if let Some(m) = min_list {
+            self.limits.affine_min_list = m;
+        }
         self
     }
 

@@ -119,6 +119,89 @@ pub fn window_bits_for(m: usize, g: &GroupLayout) -> u32 {
     best.1
 }
 
+/// How the level-1 bucket accumulation of a G1 MSM adds its points (G2 always uses
+/// [`Accumulation::Xyzz`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Accumulation {
+    /// One XYZZ accumulator per thread, mixed additions (madd-2008-s): `cuzk_msm_accumulate_*`.
+    Xyzz,
+    /// Affine additions sharing one inversion per [`AFFINE_CHAINS_PER_THREAD`] chains
+    /// (Montgomery's trick; `cuda/msm_affine.cuh`) when the list has at least
+    /// [`AFFINE_MIN_LIST`] entries, else as `Xyzz`. Costs [`AFFINE_CHAIN_BYTES`] of device
+    /// memory per chain, about 4 B per list entry.
+    #[default]
+    BatchAffine,
+}
+
+impl Accumulation {
+    /// Parses `xyzz` / `affine` (the values of `CUZK_MSM_ACCUMULATION`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "xyzz" => Some(Accumulation::Xyzz),
+            "affine" | "batch-affine" => Some(Accumulation::BatchAffine),
+            _ => None,
+        }
+    }
+}
+
+/// Chains per thread of the batch-affine accumulation: the additions that share one inversion.
+/// The H200 probe (BENCHMARKS.md) measured 0.40 ns per addition at 256, 0.33 at 1024, against
+/// 0.47-0.52 ns for the XYZZ mixed addition.
+pub const AFFINE_CHAINS_PER_THREAD: u32 = 256;
+/// Fewest list entries per batch-affine chain: each chain leaves two partial sums, and its state
+/// costs [`AFFINE_CHAIN_BYTES`].
+pub const AFFINE_MIN_STEPS: u64 = 64;
+/// Smallest list (entries) accumulated batch-affine; shorter lists leave too few chains per
+/// thread for the threads a device needs, and use the XYZZ kernel.
+pub const AFFINE_MIN_LIST: u64 = 1 << 28;
+/// Threads per block of the batch-affine kernel (`AFFINE_THREADS` in cuda/msm.cu).
+pub const AFFINE_THREADS: u32 = 128;
+/// Default occupancy variant of the batch-affine kernel (blocks per multiprocessor; the variants
+/// are G1's [`GroupLayout::min_blocks`], chosen with [`MsmLimits::accumulate_min_blocks`]).
+pub const AFFINE_MIN_BLOCKS: u32 = 5;
+/// Device bytes per batch-affine chain: its bookkeeping (16 B), accumulator (96), prefix
+/// product (48), first-run key (4) and sum (96).
+pub const AFFINE_CHAIN_BYTES: u64 = 16 + 96 + 48 + 4 + 96;
+
+/// Launch shape of a batch-affine level-1 accumulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AffineShape {
+    /// Threads.
+    pub threads: u32,
+    /// Chains per thread (the additions per inversion).
+    pub chains_per_thread: u32,
+    /// List entries per chain.
+    pub steps: u32,
+}
+
+impl AffineShape {
+    /// Chains in all (`threads × chains_per_thread`).
+    pub fn chains(&self) -> u64 {
+        self.threads as u64 * self.chains_per_thread as u64
+    }
+
+    /// The shape for a list of `len` entries on `sms` multiprocessors, or `None` when `len` is
+    /// below `lim.affine_min_list` (default [`AFFINE_MIN_LIST`]) or 0: at most one wave of
+    /// resident threads (`sms × blocks × AFFINE_THREADS`, blocks = the occupancy variant) of
+    /// `lim.affine_chains_per_thread` chains, and at least [`AFFINE_MIN_STEPS`] entries per chain.
+    pub fn for_list(len: u64, sms: u64, lim: &MsmLimits) -> Option<Self> {
+        if len == 0 || len < lim.affine_min_list {
+            return None;
+        }
+        let ch = lim.affine_chains_per_thread.max(1) as u64;
+        let mb = lim.accumulate_min_blocks.unwrap_or(AFFINE_MIN_BLOCKS) as u64;
+        let wave = sms.max(1) * mb * AFFINE_THREADS as u64;
+        let chains = len.div_ceil(AFFINE_MIN_STEPS).min(wave * ch);
+        let threads = chains.div_ceil(ch).max(1);
+        let steps = len.div_ceil(threads * ch);
+        Some(AffineShape {
+            threads: threads as u32,
+            chains_per_thread: ch as u32,
+            steps: steps as u32,
+        })
+    }
+}
+
 /// The MSM settings that change its buffer sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmLimits {
@@ -130,6 +213,13 @@ pub struct MsmLimits {
     pub accumulate_min_blocks: Option<u32>,
     /// Streaming multiprocessors of the device (sizes the segment buffers).
     pub sm_count: u32,
+    /// How G1 buckets are accumulated.
+    pub accumulation: Accumulation,
+    /// Shortest list accumulated batch-affine (default [`AFFINE_MIN_LIST`]).
+    pub affine_min_list: u64,
+    /// Batch-affine chains per thread: additions per inversion (default
+    /// [`AFFINE_CHAINS_PER_THREAD`]).
+    pub affine_chains_per_thread: u32,
 }
 
 impl MsmLimits {
@@ -141,6 +231,9 @@ impl MsmLimits {
             max_list_entries: 1 << 31,
             accumulate_min_blocks: None,
             sm_count,
+            accumulation: Accumulation::BatchAffine,
+            affine_min_list: AFFINE_MIN_LIST,
+            affine_chains_per_thread: AFFINE_CHAINS_PER_THREAD,
         }
     }
 }
@@ -182,7 +275,7 @@ pub fn scan_scratch(len: u64) -> u64 {
 }
 
 /// Number of MSM workspace buffers ([`MsmSizes::slots`]).
-pub const MSM_SLOTS: usize = 19;
+pub const MSM_SLOTS: usize = 24;
 
 /// Every size one MSM of a workspace uses, for `m` scalars that are neither 0 nor 1 and `n1`
 /// ones (known after the classification); `gpu::msm` sizes its launches and buffers from it.
@@ -202,6 +295,9 @@ pub struct MsmSizes {
     pub mb: u32,
     /// Level-1 segments.
     pub s1: u32,
+    /// Batch-affine launch shape (G1 with [`Accumulation::BatchAffine`] and a long enough
+    /// list), or `None` for the XYZZ kernel.
+    pub affine: Option<AffineShape>,
     /// Capacity of the level ≥ 2 partial buffers.
     pub lvl_cap: u64,
     /// Buckets per running-sum chunk.
@@ -215,7 +311,8 @@ pub struct MsmSizes {
     /// Bytes of each workspace buffer this MSM needs (0: not used), in the order of
     /// `gpu::msm`'s buffers: scalars, points, density words, density prefix, scan scratch,
     /// indices, counters, counts, cursors, list, buckets, 3 partial keys, 3 partial points,
-    /// 2 sums; plus one result slot.
+    /// 2 sums, then the batch-affine chain meta, accumulators, prefix products, first keys,
+    /// first sums; plus one result slot.
     pub slots: [u64; MSM_SLOTS],
     /// Bytes of one result slot (W + 1 Jacobian points).
     pub result: u64,
@@ -238,6 +335,11 @@ pub mod slot {
     pub const PART_KEYS: [usize; 3] = [11, 12, 13];
     pub const PART_PTS: [usize; 3] = [14, 15, 16];
     pub const SUMS: [usize; 2] = [17, 18];
+    pub const CHAIN_META: usize = 19;
+    pub const CHAIN_ACC: usize = 20;
+    pub const CHAIN_SCRATCH: usize = 21;
+    pub const FIRST_KEYS: usize = 22;
+    pub const FIRST_PTS: usize = 23;
 }
 
 /// Bytes of a buffer of `len` elements of `elem` bytes as a workspace allocates it (at least
@@ -283,7 +385,17 @@ impl MsmSizes {
             .unwrap_or_else(|| g.default_min_blocks(m));
         let s1_cap = (sms * mb as u64 * g.pt_threads as u64).max(1);
         let s1 = (chunk_m * nw as u64).div_ceil(64).clamp(1, s1_cap) as u32;
-        let lvl_cap = (2 * s1 as u64).div_ceil(PARTIAL_SEGMENT as u64) * 2 + 2;
+        let affine = if g.name == G1_LAYOUT.name && lim.accumulation == Accumulation::BatchAffine {
+            AffineShape::for_list(chunk_m * nw as u64, sms, lim)
+        } else {
+            None
+        };
+        // level-1 output entries: 2 per segment / chain
+        let l1_out = match affine {
+            Some(a) => 2 * a.chains(),
+            None => 2 * s1 as u64,
+        };
+        let lvl_cap = l1_out.div_ceil(PARTIAL_SEGMENT as u64) * 2 + 2;
         let red_chunk = if m == 0 {
             1
         } else {
@@ -317,8 +429,20 @@ impl MsmSizes {
             slots[slot::CURSORS] = buf(k + 1, 4);
             slots[slot::LIST] = buf(chunk_m * nw as u64, 4);
             slots[slot::BUCKETS] = buf((k + 1) * xb, 1);
-            slots[slot::PART_KEYS[0]] = buf(2 * s1 as u64, 4);
-            slots[slot::PART_PTS[0]] = buf(2 * s1 as u64 * xb, 1);
+            match affine {
+                Some(a) => {
+                    let gch = a.chains();
+                    slots[slot::CHAIN_META] = buf(gch, 16);
+                    slots[slot::CHAIN_ACC] = buf(gch, g.affine_bytes);
+                    slots[slot::CHAIN_SCRATCH] = buf(gch, 48);
+                    slots[slot::FIRST_KEYS] = buf(gch, 4);
+                    slots[slot::FIRST_PTS] = buf(gch, g.affine_bytes);
+                }
+                None => {
+                    slots[slot::PART_KEYS[0]] = buf(2 * s1 as u64, 4);
+                    slots[slot::PART_PTS[0]] = buf(2 * s1 as u64 * xb, 1);
+                }
+            }
             for l in 1..3 {
                 slots[slot::PART_KEYS[l]] = buf(lvl_cap, 4);
                 slots[slot::PART_PTS[l]] = buf(lvl_cap * xb, 1);
@@ -338,6 +462,7 @@ impl MsmSizes {
             chunk_m,
             mb,
             s1,
+            affine,
             lvl_cap,
             red_chunk,
             per_w,
@@ -522,6 +647,75 @@ mod tests {
                 assert!(z.result <= bound[MSM_SLOTS]);
             }
         }
+    }
+
+    #[test]
+    fn batch_affine_shape_and_bytes() {
+        // 2^27 scalars at c = 20: 13 windows, one wave of 132 x 5 x 128 threads of 256 chains
+        let len = 13u64 << 27;
+        let lim = MsmLimits::defaults(132);
+        let a = AffineShape::for_list(len, 132, &lim).unwrap();
+        assert_eq!((a.threads, a.chains_per_thread, a.steps), (84_480, 256, 81));
+        assert!(a.chains() * a.steps as u64 >= len);
+        assert_eq!(AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &lim), None);
+        let forced = MsmLimits {
+            affine_min_list: 0,
+            ..lim
+        };
+        assert_eq!(AffineShape::for_list(0, 132, &forced), None);
+        // a short list (tests force the path): one thread, at least 64 entries per chain
+        let b = AffineShape::for_list(1000, 132, &forced).unwrap();
+        assert_eq!((b.threads, b.chains_per_thread, b.steps), (1, 256, 4));
+        // the 4-block variant and 512 chains: capped by 64 entries per chain, not by the wave
+        let c = AffineShape::for_list(
+            len,
+            132,
+            &MsmLimits {
+                accumulate_min_blocks: Some(4),
+                affine_chains_per_thread: 512,
+                ..lim
+            },
+        )
+        .unwrap();
+        assert_eq!((c.threads, c.chains_per_thread, c.steps), (53_248, 512, 64));
+        let shape = MsmShape {
+            group: &G1_LAYOUT,
+            n: 1 << 27,
+            host_scalars: false,
+            host_points: 0,
+            density: false,
+        };
+        let lim = MsmLimits::defaults(132);
+        let z = MsmSizes::new(&shape, 1 << 27, 0, &lim).unwrap();
+        assert_eq!(z.affine, Some(a));
+        let chain: u64 = [
+            slot::CHAIN_META,
+            slot::CHAIN_ACC,
+            slot::CHAIN_SCRATCH,
+            slot::FIRST_KEYS,
+            slot::FIRST_PTS,
+        ]
+        .iter()
+        .map(|&i| z.slots[i])
+        .sum();
+        assert!(
+            chain >= a.chains() * AFFINE_CHAIN_BYTES
+                && chain < a.chains() * AFFINE_CHAIN_BYTES + 5 * ALIGN
+        );
+        assert_eq!(z.slots[slot::PART_KEYS[0]] + z.slots[slot::PART_PTS[0]], 0);
+        // level 2 takes 2 entries per chain
+        assert!(z.lvl_cap >= 2 * (2 * a.chains()).div_ceil(PARTIAL_SEGMENT as u64));
+        // G2 and the XYZZ setting keep the XYZZ kernel
+        let g2 = MsmShape {
+            group: &G2_LAYOUT,
+            ..shape
+        };
+        assert_eq!(MsmSizes::new(&g2, 1 << 27, 0, &lim).unwrap().affine, None);
+        let xy = MsmLimits {
+            accumulation: Accumulation::Xyzz,
+            ..lim
+        };
+        assert_eq!(MsmSizes::new(&shape, 1 << 27, 0, &xy).unwrap().affine, None);
     }
 
     #[test]

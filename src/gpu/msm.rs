@@ -44,7 +44,10 @@ use group::Group;
 
 use super::alloc::Arena;
 use super::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, KernelArgs, Stream};
-use super::layout::{GroupLayout, MsmLimits, MsmShape, MsmSizes, G1_LAYOUT, G2_LAYOUT};
+pub use super::layout::{Accumulation, AffineShape};
+use super::layout::{
+    GroupLayout, MsmLimits, MsmShape, MsmSizes, AFFINE_THREADS, G1_LAYOUT, G2_LAYOUT,
+};
 use crate::error::{Error, Result};
 
 /// A scalar in canonical (non-Montgomery) form: four little-endian 64-bit limbs, the integer
@@ -128,8 +131,18 @@ pub struct MsmConfig {
     /// Occupancy variant of the level-1 accumulation kernel: blocks per multiprocessor it is
     /// compiled for (`__launch_bounds__(threads, blocks)`, fewer registers per thread for more
     /// blocks). One of [`MsmGroup::MIN_BLOCKS`]; `None`: [`MsmGroup::default_min_blocks`]. The
-    /// number of segments is sized to one wave of these resident threads.
+    /// number of segments is sized to one wave of these resident threads. The batch-affine
+    /// kernel has the same G1 variants (its default: `layout::AFFINE_MIN_BLOCKS`).
     pub accumulate_min_blocks: Option<u32>,
+    /// How G1 buckets are accumulated (default [`Accumulation::BatchAffine`]: affine additions
+    /// with a shared inversion on lists of at least `layout::AFFINE_MIN_LIST` entries).
+    pub accumulation: Accumulation,
+    /// Shortest bucket list (entries) accumulated batch-affine; default
+    /// `layout::AFFINE_MIN_LIST` (tests set 0 to run the batch-affine kernel on small MSMs).
+    pub affine_min_list: u64,
+    /// Batch-affine chains per thread, the additions that share one inversion (1..=4096;
+    /// default `layout::AFFINE_CHAINS_PER_THREAD`). Device memory grows with it.
+    pub affine_chains_per_thread: u32,
     /// Record GPU time per stage into [`MsmStats::stage_ms`] (events between the stages, and a
     /// stream synchronisation at the end of [`MsmWorkspace::start`]). Off by default.
     pub profile: bool,
@@ -145,6 +158,9 @@ impl Default for MsmConfig {
             window_bits: None,
             max_list_entries: 1 << 31,
             accumulate_min_blocks: None,
+            accumulation: Accumulation::default(),
+            affine_min_list: super::layout::AFFINE_MIN_LIST,
+            affine_chains_per_thread: super::layout::AFFINE_CHAINS_PER_THREAD,
             profile: false,
             arena: None,
         }
@@ -168,6 +184,8 @@ pub struct MsmStats {
     pub chunks: u32,
     /// Occupancy variant of the accumulation kernel that ran (0 when m = 0).
     pub min_blocks: u32,
+    /// The batch-affine launch shape when the level-1 accumulation ran batch-affine.
+    pub affine: Option<AffineShape>,
     /// With [`MsmConfig::profile`]: GPU milliseconds per stage (`classify`, `ones`, `bucketing`,
     /// `accumulate`, `partials`, `window_sums`), summed over chunks; empty otherwise.
     pub stage_ms: Vec<(&'static str, f32)>,
@@ -323,6 +341,8 @@ struct Buffers {
     cursors: Slot<u32>,
     list: Slot<u32>,
     buckets: Slot<u8>,
+    /// Batch-affine chain states: meta (16 B), accumulators, prefix products, first runs.
+    chains: [Slot<u8>; 5],
     part_keys: [Slot<u32>; 3],
     part_pts: [Slot<u8>; 3],
     sums: [Slot<u8>; 2],
@@ -414,6 +434,13 @@ impl MsmWorkspace {
                 cursors: Slot::new(&ar),
                 list: Slot::new(&ar),
                 buckets: Slot::new(&ar),
+                chains: [
+                    Slot::new(&ar),
+                    Slot::new(&ar),
+                    Slot::new(&ar),
+                    Slot::new(&ar),
+                    Slot::new(&ar),
+                ],
                 part_keys: [Slot::new(&ar), Slot::new(&ar), Slot::new(&ar)],
                 part_pts: [Slot::new(&ar), Slot::new(&ar), Slot::new(&ar)],
                 sums: [Slot::new(&ar), Slot::new(&ar)],
@@ -456,6 +483,9 @@ impl MsmWorkspace {
         b.cursors.0 = None;
         b.list.0 = None;
         b.buckets.0 = None;
+        for s in b.chains.iter_mut() {
+            s.0 = None;
+        }
         for s in b.part_keys.iter_mut() {
             s.0 = None;
         }
@@ -527,6 +557,13 @@ impl MsmWorkspace {
             return Err(Error::InvalidInput(format!(
                 "msm: {n} scalars / {npts} points; at most {MAX_N} are supported"
             )));
+        }
+        if !(1..=4096).contains(&self.cfg.affine_chains_per_thread) {
+            return Err(Error::InvalidConfig {
+                name: "MsmConfig::affine_chains_per_thread".into(),
+                value: self.cfg.affine_chains_per_thread.to_string(),
+                reason: "must be between 1 and 4096".into(),
+            });
         }
         if let Some(mb) = self.cfg.accumulate_min_blocks {
             if !G::MIN_BLOCKS.contains(&mb) {
@@ -663,6 +700,9 @@ impl MsmWorkspace {
             max_list_entries: self.cfg.max_list_entries,
             accumulate_min_blocks: self.cfg.accumulate_min_blocks,
             sm_count: sms,
+            accumulation: self.cfg.accumulation,
+            affine_min_list: self.cfg.affine_min_list,
+            affine_chains_per_thread: self.cfg.affine_chains_per_thread,
         };
         let lshape = MsmShape {
             group: G::LAYOUT,
@@ -717,14 +757,40 @@ impl MsmWorkspace {
 
         // ---- Pippenger on the rest
         let mut chunks = 0u32;
-        let min_blocks = if m > 0 { mb } else { 0 };
+        let affine_mb = self
+            .cfg
+            .accumulate_min_blocks
+            .unwrap_or(super::layout::AFFINE_MIN_BLOCKS);
+        let min_blocks = match (m > 0, sz.affine) {
+            (false, _) => 0,
+            (true, Some(_)) => affine_mb,
+            (true, None) => mb,
+        };
         if m > 0 {
             let buckets = b.buckets.ensure(&dev, st, (kk + 1) * xb)?;
             let counts = b.counts.ensure(&dev, st, kk + 1)?;
             let cursors = b.cursors.ensure(&dev, st, kk + 1)?;
             let list = b.list.ensure(&dev, st, chunk_m * nw as usize)?;
-            let pk0 = b.part_keys[0].ensure(&dev, st, 2 * s1 as usize)?;
-            let pp0 = b.part_pts[0].ensure(&dev, st, 2 * s1 as usize * xb)?;
+            let affine = sz.affine;
+            let (pk0, pp0) = if affine.is_none() {
+                (
+                    b.part_keys[0].ensure(&dev, st, 2 * s1 as usize)?,
+                    b.part_pts[0].ensure(&dev, st, 2 * s1 as usize * xb)?,
+                )
+            } else {
+                (0, 0)
+            };
+            let mut ch = [0u64; 5];
+            if let Some(a) = affine {
+                let gch = a.chains() as usize;
+                let ab = G::LAYOUT.affine_bytes as usize;
+                for (p, (slot, bytes)) in ch
+                    .iter_mut()
+                    .zip(b.chains.iter_mut().zip([16, ab, 48, 4, ab]))
+                {
+                    *p = slot.ensure(&dev, st, gch * bytes)?;
+                }
+            }
             let pk1 = b.part_keys[1].ensure(&dev, st, lvl_cap)?;
             let pp1 = b.part_pts[1].ensure(&dev, st, lvl_cap * xb)?;
             let pk2 = b.part_keys[2].ensure(&dev, st, lvl_cap)?;
@@ -760,30 +826,110 @@ impl MsmWorkspace {
                 a.push_ptr(cursors).push_ptr(list);
                 launch(st, &dev, "cuzk_msm_scatter", blocks(mc, 256), 256, &mut a)?;
                 marks.mark(&dev, st, "bucketing")?;
-                // level 1: one segment per thread
-                launch(
-                    st,
-                    &dev,
-                    &format!("cuzk_msm_accumulate_{}_mb{mb}", G::SUFFIX),
-                    blocks(s1 as usize, G::PT_THREADS),
-                    G::PT_THREADS,
-                    KernelArgs::new()
-                        .push_ptr(list)
-                        .push_ptr(counts)
-                        .push_u32(k as u32)
-                        .push_u32(s1)
-                        .push_ptr(points_ptr)
-                        .push_ptr(buckets)
-                        .push_ptr(pk0)
-                        .push_ptr(pp0)
-                        .push_u32((m0 == 0) as u32),
-                )?;
-                marks.mark(&dev, st, "accumulate")?;
+                let fresh = (m0 == 0) as u32;
+                let (mut count, mut cur, mut toggle, done);
+                if let Some(af) = affine {
+                    // level 1, batch-affine: chain states, then L steps over CH chains per thread
+                    let gch = af.chains() as u32;
+                    launch(
+                        st,
+                        &dev,
+                        &format!("cuzk_msm_affine_init_{}", G::SUFFIX),
+                        blocks(gch as usize, 256),
+                        256,
+                        KernelArgs::new()
+                            .push_ptr(counts)
+                            .push_u32(k as u32)
+                            .push_u32(gch)
+                            .push_u32(af.steps)
+                            .push_ptr(ch[0])
+                            .push_ptr(ch[3])
+                            .push_ptr(ch[4]),
+                    )?;
+                    launch(
+                        st,
+                        &dev,
+                        &format!("cuzk_msm_accumulate_affine_{}_mb{affine_mb}", G::SUFFIX),
+                        blocks(af.threads as usize, AFFINE_THREADS),
+                        AFFINE_THREADS,
+                        KernelArgs::new()
+                            .push_ptr(list)
+                            .push_ptr(counts)
+                            .push_u32(k as u32)
+                            .push_u32(af.threads)
+                            .push_u32(af.chains_per_thread)
+                            .push_u32(af.steps)
+                            .push_ptr(points_ptr)
+                            .push_ptr(buckets)
+                            .push_ptr(ch[0])
+                            .push_ptr(ch[1])
+                            .push_ptr(ch[2])
+                            .push_ptr(ch[3])
+                            .push_ptr(ch[4])
+                            .push_u32(fresh),
+                    )?;
+                    marks.mark(&dev, st, "accumulate")?;
+                    // level 2 over the 2 G chain slots (first run, open run)
+                    let n2 = 2 * gch;
+                    let fin = n2 <= PARTIAL_SEGMENT;
+                    let (l, s) = if fin {
+                        (n2, 1)
+                    } else {
+                        (PARTIAL_SEGMENT, n2.div_ceil(PARTIAL_SEGMENT))
+                    };
+                    launch(
+                        st,
+                        &dev,
+                        &format!("cuzk_msm_affine_partials_{}", G::SUFFIX),
+                        blocks(s as usize, G::PT_THREADS),
+                        G::PT_THREADS,
+                        KernelArgs::new()
+                            .push_ptr(ch[3])
+                            .push_ptr(ch[4])
+                            .push_ptr(ch[0])
+                            .push_ptr(ch[1])
+                            .push_u32(n2)
+                            .push_u32(l)
+                            .push_u32(s)
+                            .push_ptr(pk1)
+                            .push_ptr(pp1)
+                            .push_ptr(buckets)
+                            .push_u32(fin as u32)
+                            .push_u32(k as u32)
+                            .push_u32(fresh),
+                    )?;
+                    count = 2 * s;
+                    cur = (pk1, pp1);
+                    toggle = true;
+                    done = fin;
+                } else {
+                    // level 1: one segment per thread
+                    launch(
+                        st,
+                        &dev,
+                        &format!("cuzk_msm_accumulate_{}_mb{mb}", G::SUFFIX),
+                        blocks(s1 as usize, G::PT_THREADS),
+                        G::PT_THREADS,
+                        KernelArgs::new()
+                            .push_ptr(list)
+                            .push_ptr(counts)
+                            .push_u32(k as u32)
+                            .push_u32(s1)
+                            .push_ptr(points_ptr)
+                            .push_ptr(buckets)
+                            .push_ptr(pk0)
+                            .push_ptr(pp0)
+                            .push_u32(fresh),
+                    )?;
+                    marks.mark(&dev, st, "accumulate")?;
+                    count = 2 * s1;
+                    cur = (pk0, pp0);
+                    toggle = false;
+                    done = false;
+                }
                 // levels >= 2 until a single segment remains
-                let mut count = 2 * s1;
-                let mut cur = (pk0, pp0);
-                let mut toggle = false;
-                loop {
+                let mut more = !done;
+                while more {
                     let fin = count <= PARTIAL_SEGMENT;
                     let (l, s) = if fin {
                         (count, 1)
@@ -808,11 +954,9 @@ impl MsmWorkspace {
                             .push_ptr(buckets)
                             .push_u32(fin as u32)
                             .push_u32(k as u32)
-                            .push_u32((m0 == 0) as u32),
+                            .push_u32(fresh),
                     )?;
-                    if fin {
-                        break;
-                    }
+                    more = !fin;
                     cur = out;
                     toggle = !toggle;
                     count = 2 * s;
@@ -851,6 +995,7 @@ impl MsmWorkspace {
             windows: nw,
             chunks,
             min_blocks,
+            affine: if m > 0 { sz.affine } else { None },
             stage_ms,
         };
         Ok(MsmTicket {

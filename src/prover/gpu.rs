@@ -239,7 +239,8 @@ impl GpuBackend {
             }
             let dev = Device::get(o)?;
             let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit)
-                .with_sm_count(dev.sm_count());
+                .with_sm_count(dev.sm_count())
+                .with_accumulation(config.msm_accumulation, config.msm_affine_min_list);
             let (free, total) = dev.mem_get_info()?;
             capacities.push(config.vram_limit.map_or(total, |l| l.min(total)));
             log::info!(
@@ -821,6 +822,9 @@ fn run_on(
         dev,
         MsmConfig {
             arena: Some(arena.clone()),
+            // the accumulation the plan was sized for
+            accumulation: slot.alloc.msm_limits().accumulation,
+            affine_min_list: slot.alloc.msm_limits().affine_min_list,
             ..Default::default()
         },
     )?;

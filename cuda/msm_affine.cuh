@@ -1,0 +1,201 @@
+// cuda/msm_affine.cuh -- batch-affine bucket accumulation (level 1 of msm.cuh's step 3), G1.
+//
+// The bucket-grouped list is cut into G = S * CH contiguous chains of L entries; thread s of S owns
+// the CH chains g = i * S + s (i < CH), so that a warp's chain states are adjacent in memory. Every
+// chain keeps one affine accumulator (x, y) in device memory. Step t adds entry t of each of the
+// thread's CH chains to its accumulator, and the CH affine additions share one field inversion
+// (Montgomery's trick, "Speeding the Pollard and elliptic curve methods of factorization", Math.
+// Comp. 1987): a forward pass multiplies the denominators into prefix products (kept in
+// `scratch`), one Fermat inversion, and a backward pass peels each denominator's inverse off the
+// running inverse (2 products) before the addition itself (lambda, x3 = lambda^2 - x1 - x2,
+// y3 = lambda (x1 - x3) - y1: 3 products). With CH = 256 that is ~7.5 products per addition
+// against ~11 for the XYZZ mixed addition (madd-2008-s); the probe of cuda/test_kernels.cu and
+// BENCHMARKS.md measure the trade.
+//
+// Exceptional cases take the denominator 1 (no product): an idle chain (past the list), a point
+// at infinity (skipped), an empty accumulator (it becomes the point), P = -A (the accumulator
+// becomes empty). P = A is a doubling with denominator 2y and numerator 3x^2.
+//
+// Run boundaries: a chain that reaches the end of its bucket flushes the accumulator: its first
+// run goes to the chain's `first` slot (the run may have started in an earlier chain), a run that
+// lies wholly inside the chain goes straight to its bucket (its only writer), and the run open at
+// the end stays in the state as the chain's `last` slot. Entries 2g (first) and 2g + 1 (last) are
+// sorted by key across chains; level 2 (body_accumulate_sorted over affine_entries) sums them like
+// the XYZZ path's partials. Idle chains carry the sentinel key K.
+#pragma once
+
+#include "msm.cuh"
+
+namespace cuzk_msm {
+
+/// Chain flag: the accumulator is empty (infinity).
+#define CUZK_CHAIN_EMPTY 1u
+/// Chain flag: the chain's first run is still open (its flush goes to the `first` slot).
+#define CUZK_CHAIN_FIRST 2u
+
+/// Per-chain bookkeeping, 16 B: x = bucket key of the open run, y = end of that bucket in the
+/// list (offsets[key + 1]), z = CUZK_CHAIN_* flags, w unused.
+typedef uint4 chain_meta;
+
+/// Chain g of G: its start g L; meta = (key of the bucket holding entry g L, that bucket's end,
+/// EMPTY | FIRST); first slot = (key, infinity). Chains starting past the list (N = offsets[K])
+/// get the sentinel key K.
+template <class F>
+CUZK_HD void body_affine_init(u32 g, u32 G, u32 L, const u32* offsets, u32 K, chain_meta* meta, u32* first_keys,
+                              affine_t<F>* first_pts) {
+    if (g >= G) return;
+    const u32 N = offsets[K];
+    const u64 start = (u64)g * L;
+    u32 k = K, kend = N;
+    if (start < N) {
+        u32 lo = 0, hi = K;
+        while (hi - lo > 1) {
+            const u32 mid = (lo + hi) >> 1;
+            if (offsets[mid] <= start)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        k = lo;
+        kend = offsets[k + 1];
+    }
+    meta[g] = make_uint4(k, kend, CUZK_CHAIN_EMPTY | CUZK_CHAIN_FIRST, 0u);
+    first_keys[g] = k;
+    F::zero().store(&first_pts[g].x);
+    F::zero().store(&first_pts[g].y);
+}
+
+/// The arguments of one level-1 batch-affine launch.
+template <class F> struct affine_args {
+    const u32* list;     // bucket-grouped list, N entries (point index | sign << 31)
+    const u32* offsets;  // K + 1 bucket offsets, offsets[K] = N
+    u32 K;               // buckets
+    u32 S, CH, L;        // threads, chains per thread, entries per chain
+    const affine_t<F>* points;
+    xyzz_t<F>* buckets;
+    chain_meta* meta;    // G = S CH chain states
+    affine_t<F>* acc;    // G accumulators
+    F* scratch;          // G prefix products
+    u32* first_keys;     // G first-run keys (written by the init)
+    affine_t<F>* first_pts;  // G first-run sums
+    bool fresh;          // buckets still infinity (plain stores)
+};
+
+/// Point of list entry e (sign applied); `inf` when it is the point at infinity.
+template <class F> CUZK_HD affine_t<F> entry_point(const affine_t<F>* points, u32 e, bool& inf) {
+    affine_t<F> p = load_affine(points + (e & 0x7fffffffu));
+    inf = is_inf(p);
+    if (e >> 31) p.y = -p.y;
+    return p;
+}
+
+/// Closes the run of chain g at a bucket boundary (the entry at `pos` starts another bucket): the
+/// accumulator goes to the first slot or to its bucket, and the chain moves to the bucket of `pos`.
+template <class F>
+CUZK_COLD void affine_flush(const affine_args<F>& a, u32 g, u64 pos, chain_meta& m) {
+    if (!(m.z & CUZK_CHAIN_EMPTY)) {
+        const affine_t<F> v = load_affine(a.acc + g);
+        if (m.z & CUZK_CHAIN_FIRST) {
+            v.x.store(&a.first_pts[g].x);
+            v.y.store(&a.first_pts[g].y);
+        } else {
+            bucket_put(a.buckets, m.x, xyzz_from_affine(v), a.fresh);
+        }
+    }
+    u32 k = m.x + 1;
+    while (a.offsets[k + 1] <= pos) k++;
+    m = make_uint4(k, a.offsets[k + 1], CUZK_CHAIN_EMPTY, 0u);
+    a.meta[g] = m;
+}
+
+/// Thread s: L steps over its CH chains (see the header comment).
+template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<F>& a) {
+    const u32 N = a.offsets[a.K];
+    for (u32 t = 0; t < a.L; t++) {
+        // forward: denominators into prefix products
+        F prefix = F::one();
+        for (u32 i = 0; i < a.CH; i++) {
+            const u32 g = i * a.S + s;
+            const u64 pos = (u64)g * a.L + t;
+            if (pos < N) {
+                chain_meta m = a.meta[g];
+                if (pos >= m.y) affine_flush(a, g, pos, m);
+                if (!(m.z & CUZK_CHAIN_EMPTY)) {
+                    const u32 e = a.list[pos];
+                    const affine_t<F>* P = a.points + (e & 0x7fffffffu);
+                    const F px = F::load(&P->x);
+                    const F ax = F::load(&a.acc[g].x);
+                    if (px.v == ax.v) {
+                        bool inf;
+                        const affine_t<F> p = entry_point(a.points, e, inf);
+                        const F ay = F::load(&a.acc[g].y);
+                        if (!inf && p.y.v == ay.v) prefix = prefix * F::dbl(ay);
+                    } else if (!(px.is_zero() && F::load(&P->y).is_zero())) {
+                        prefix = prefix * (px - ax);
+                    }
+                }
+            }
+            prefix.store(a.scratch + g);
+        }
+        F inv = {cuzk::Fp::inverse(prefix.v)};
+        // backward: peel each inverse, add
+        for (u32 i = a.CH; i-- > 0;) {
+            const u32 g = i * a.S + s;
+            const u64 pos = (u64)g * a.L + t;
+            if (pos >= N) continue;
+            const u32 e = a.list[pos];
+            bool inf;
+            const affine_t<F> p = entry_point(a.points, e, inf);
+            if (inf) continue;
+            uint32_t* flags = &a.meta[g].z;
+            const u32 fl = *flags;
+            if (fl & CUZK_CHAIN_EMPTY) {
+                p.x.store(&a.acc[g].x);
+                p.y.store(&a.acc[g].y);
+                *flags = fl & ~CUZK_CHAIN_EMPTY;
+                continue;
+            }
+            const affine_t<F> q = load_affine(a.acc + g);
+            F num, den;
+            if (p.x.v == q.x.v) {
+                if (!(p.y.v == q.y.v)) {  // P = -A
+                    *flags = fl | CUZK_CHAIN_EMPTY;
+                    continue;
+                }
+                num = F::sqr(q.x);
+                num = num + F::dbl(num);
+                den = F::dbl(q.y);
+            } else {
+                num = p.y - q.y;
+                den = p.x - q.x;
+            }
+            const F inv_i = i ? inv * F::load(a.scratch + g - a.S) : inv;
+            inv = inv * den;
+            const F lambda = num * inv_i;
+            const F x3 = F::sqr(lambda) - q.x - p.x;
+            const F y3 = lambda * (q.x - x3) - q.y;
+            x3.store(&a.acc[g].x);
+            y3.store(&a.acc[g].y);
+        }
+    }
+}
+
+/// Level-2 entries of the batch-affine chains: 2g = chain g's first slot, 2g + 1 its state (the
+/// run open at the end; infinity when empty).
+template <class F> struct affine_entries {
+    const u32* first_keys;
+    const affine_t<F>* first_pts;
+    const chain_meta* meta;
+    const affine_t<F>* acc;
+    CUZK_HD u32 key(u32 i) const { return (i & 1) ? meta[i >> 1].x : first_keys[i >> 1]; }
+    CUZK_HD xyzz_t<F> add_to(const xyzz_t<F>& s, u32 i) const {
+        const u32 g = i >> 1;
+        if (i & 1) {
+            if (meta[g].z & CUZK_CHAIN_EMPTY) return s;
+            return xyzz_add_affine_ool(s, load_affine(acc + g), false);
+        }
+        return xyzz_add_affine_ool(s, load_affine(first_pts + g), false);
+    }
+};
+
+}  // namespace cuzk_msm
