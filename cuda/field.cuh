@@ -466,16 +466,30 @@ struct alignas(16) Field {
     /// a^2 (Montgomery).
     __device__ __forceinline__ static Field sqr(const Field& a) { return mul(a, a); }
     /// a^e for an exponent given as N little-endian 32-bit limbs (plain integer, not Montgomery).
+    /// Fixed 4-bit windows, left to right (Knuth, TAOCP vol. 2, 4.6.3): the table a^0..a^15
+    /// (14 products), then per nibble four squarings and one product when it is nonzero, with
+    /// the leading zero nibbles and the squarings before the first nonzero one skipped. For the
+    /// inversion exponents: Fp p - 2 485 products (613 bit by bit), Fr r - 2 325 (420).
     template <class Exp>
     __device__ __forceinline__ static Field pow_limbs(const Field& a, Exp e) {
+        Field t[16];
+        t[0] = one();
+        t[1] = a;
+#pragma unroll 1
+        for (int i = 2; i < 16; i++) t[i] = mul(t[i - 1], a);
         Field r = one();
+        bool started = false;
 #pragma unroll 1
         for (int i = N - 1; i >= 0; i--) {
             const uint32_t w = e(i);
 #pragma unroll 1
-            for (int b = 31; b >= 0; b--) {
-                r = sqr(r);
-                if ((w >> b) & 1) r = mul(r, a);
+            for (int b = 28; b >= 0; b -= 4) {
+                if (started) r = sqr(sqr(sqr(sqr(r))));
+                const uint32_t d = (w >> b) & 15u;
+                if (d) {
+                    r = started ? mul(r, t[d]) : t[d];
+                    started = true;
+                }
             }
         }
         return r;

@@ -8,8 +8,8 @@
 // Comp. 1987): a forward pass multiplies the denominators into prefix products (kept in
 // `scratch`), one Fermat inversion, and a backward pass peels each denominator's inverse off the
 // running inverse (2 products) before the addition itself (lambda, x3 = lambda^2 - x1 - x2,
-// y3 = lambda (x1 - x3) - y1: 3 products). With CH = 256 that is ~7.5 products per addition
-// against ~11 for the XYZZ mixed addition (madd-2008-s); the probe of cuda/test_kernels.cu and
+// y3 = lambda (x1 - x3) - y1: 3 products). With CH = 256 that is ~7.9 products per addition
+// (6 + 485 / 256) against ~11 for the XYZZ mixed addition (madd-2008-s); the probe of cuda/test_kernels.cu and
 // BENCHMARKS.md measure the trade.
 //
 // Exceptional cases take the denominator 1 (no product): an idle chain (past the list), a point

@@ -1099,7 +1099,7 @@ fn planner_simulation(
         .workers
         .unwrap_or_else(|| env.workers_per_device());
     let card = 139 * GIB;
-    let alloc = DeviceAllocator::new(0, Arc::new(FakeMemInfo::new(&[(card, card)])), limit);
+    let alloc = env_allocator(env, Arc::new(FakeMemInfo::new(&[(card, card)])), limit);
     println!(
         "planner simulation: {workers} workers at once, {} card, cap {}",
         fmt_gib(card),

@@ -31,11 +31,15 @@
 #   kernels-g  the NTT change and CUZK_GPU_SECTIONS: gpu_ntt, gpu_prove (both fixtures), the
 #            NTT bench, 2^27 partitions, `cuzk prove --repeat 8 --jobs 4` (8 MiB) with 1 and 2
 #            GPU sections
-#   kernels-h, kernels-i  the sixth session's set (batch-affine accumulation), back to back:
+#   kernels-h … kernels-k  the sixth session's set (batch-affine accumulation), back to back:
 #            (h) gpu_msm (forced batch-affine cases included), `check` and gpu_prove on both
 #            fixtures with CUZK_MSM_AFFINE_MIN_LIST=0 (batch-affine on every G1 MSM), gpu_prove
 #            with the default; (i) the MSM bench with both accumulations in one call (A/B,
-#            profiled); (j) 2^27 partitions resident with each accumulation and capped at 16 GiB
+#            profiled); (j) 2^27 partitions resident with each accumulation and capped at 16 GiB;
+#            (k) the windowed inversion and the batch-affine tuning: gpu_field, gpu_fixed_base,
+#            gpu_msm, then the MSM bench at G1 2^26 / 2^27 with the occupancy / window sweep at
+#            2^27 and 128 / 512 / 1024 chains per thread; (l) the final defaults (4 blocks, a full
+#            wave of threads first): gpu_msm, the MSM bench at G1 2^26 / 2^27, two 2^27 partitions
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
@@ -229,6 +233,18 @@ kernels-j)
   for a in affine xyzz; do CUZK_MSM_ACCUMULATION=$a t b27_$a timeout 150 $F/batch --log2 27 --reuse \
     --phase name=resident-$a,vram=none,w=1,c=1,j=1,p=3; done
   t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+kernels-k)
+  t gpu_field timeout 120 $F/gpu_field --test-threads=1
+  t gpu_fixed_base timeout 120 $F/gpu_fixed_base
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_SWEEP=27 \
+    CUZK_BENCH_MSM_AFFINE_CHAINS=128,512,1024 CUZK_BENCH_MSM_PROFILE=1 t msm_tune timeout 300 $F/msm --bench zzz
+  ;;
+kernels-l)
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_PROFILE=1 t msm_final timeout 200 $F/msm --bench zzz
+  t b27_final timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
   ;;
 fixtures)
   CUZK_FIXTURE_DIR=/tmp/fx2 t fixture2 $F/make_fixture --sector-size 2KiB &

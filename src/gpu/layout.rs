@@ -144,13 +144,18 @@ impl Accumulation {
     }
 }
 
-/// Chains per thread of the batch-affine accumulation: the additions that share one inversion.
-/// The H200 probe (BENCHMARKS.md) measured 0.40 ns per addition at 256, 0.33 at 1024, against
-/// 0.47-0.52 ns for the XYZZ mixed addition.
+/// Most chains per thread of the batch-affine accumulation: the additions that share one
+/// inversion. The H200 probe (BENCHMARKS.md) measured 0.40 ns per addition at 256, 0.33 at 1024,
+/// against 0.47-0.52 ns for the XYZZ mixed addition; in the kernel at 2^27, 512 and 1024 (fewer
+/// threads for the same chain length) were 10 % and 24 % slower than 256.
 pub const AFFINE_CHAINS_PER_THREAD: u32 = 256;
-/// Fewest list entries per batch-affine chain: each chain leaves two partial sums, and its state
-/// costs [`AFFINE_CHAIN_BYTES`].
+/// List entries per batch-affine chain the shape aims at, at least (shorter lists at
+/// [`AFFINE_MIN_CHAINS`] per thread get fewer threads): each chain leaves two partial sums, and
+/// its state costs [`AFFINE_CHAIN_BYTES`].
 pub const AFFINE_MIN_STEPS: u64 = 64;
+/// Fewest batch-affine chains per thread [`AffineShape::for_list`] picks (unless the configured
+/// most is lower).
+pub const AFFINE_MIN_CHAINS: u64 = 32;
 /// Smallest list (entries) accumulated batch-affine; shorter lists leave too few chains per
 /// thread for the threads a device needs, and use the XYZZ kernel.
 pub const AFFINE_MIN_LIST: u64 = 1 << 28;
@@ -158,7 +163,8 @@ pub const AFFINE_MIN_LIST: u64 = 1 << 28;
 pub const AFFINE_THREADS: u32 = 128;
 /// Default occupancy variant of the batch-affine kernel (blocks per multiprocessor; the variants
 /// are G1's [`GroupLayout::min_blocks`], chosen with [`MsmLimits::accumulate_min_blocks`]).
-pub const AFFINE_MIN_BLOCKS: u32 = 5;
+/// H200, 2^27: 4 blocks 1092 ms, 3 1102, 5 1119 (spills: 188 / 72 / 552 B per thread).
+pub const AFFINE_MIN_BLOCKS: u32 = 4;
 /// Device bytes per batch-affine chain: its bookkeeping (16 B), accumulator (96), prefix
 /// product (48), first-run key (4) and sum (96).
 pub const AFFINE_CHAIN_BYTES: u64 = 16 + 96 + 48 + 4 + 96;
@@ -182,17 +188,22 @@ impl AffineShape {
 
     /// The shape for a list of `len` entries on `sms` multiprocessors, or `None` when `len` is
     /// below `lim.affine_min_list` (default [`AFFINE_MIN_LIST`]) or 0: at most one wave of
-    /// resident threads (`sms × blocks × AFFINE_THREADS`, blocks = the occupancy variant) of
-    /// `lim.affine_chains_per_thread` chains, and at least [`AFFINE_MIN_STEPS`] entries per chain.
+    /// resident threads (`sms × blocks × AFFINE_THREADS`, blocks = the occupancy variant), each
+    /// with `len / (wave × AFFINE_MIN_STEPS)` chains clamped to [`AFFINE_MIN_CHAINS`] ..=
+    /// `lim.affine_chains_per_thread`; chains of about `len / chains` entries (rounding up to
+    /// whole threads may leave short lists fewer than [`AFFINE_MIN_STEPS`]).
     pub fn for_list(len: u64, sms: u64, lim: &MsmLimits) -> Option<Self> {
         if len == 0 || len < lim.affine_min_list {
             return None;
         }
-        let ch = lim.affine_chains_per_thread.max(1) as u64;
+        let max_ch = lim.affine_chains_per_thread.max(1) as u64;
         let mb = lim.accumulate_min_blocks.unwrap_or(AFFINE_MIN_BLOCKS) as u64;
         let wave = sms.max(1) * mb * AFFINE_THREADS as u64;
-        let chains = len.div_ceil(AFFINE_MIN_STEPS).min(wave * ch);
-        let threads = chains.div_ceil(ch).max(1);
+        // Threads first (a full wave: the H200 measured 642 ms at 2^26 with 128 chains on a full
+        // wave against 680 ms with 256 on 63 % of it), then as many chains as the list gives
+        // each thread at AFFINE_MIN_STEPS entries per chain, at least AFFINE_MIN_CHAINS.
+        let ch = (len / (wave * AFFINE_MIN_STEPS)).clamp(max_ch.min(AFFINE_MIN_CHAINS), max_ch);
+        let threads = len.div_ceil(ch * AFFINE_MIN_STEPS).clamp(1, wave);
         let steps = len.div_ceil(threads * ch);
         Some(AffineShape {
             threads: threads as u32,
@@ -526,11 +537,19 @@ pub fn msm_workspace_slots(shapes: &[MsmShape], lim: &MsmLimits) -> Result<[u64;
     for s in shapes {
         for m in worst_m(s.n, s.group, lim) {
             // ones: the most the partial-sum buffer can take is when every other scalar is 1
-            let z = MsmSizes::new(s, m, s.n, lim)?;
-            for (o, b) in out.iter_mut().zip(z.slots) {
-                *o = (*o).max(b);
+            // a smaller m of the same window may fall below the batch-affine threshold and
+            // need the XYZZ kernel's buffers instead: plan both
+            let xyzz = MsmLimits {
+                accumulation: Accumulation::Xyzz,
+                ..*lim
+            };
+            for l in [lim, &xyzz] {
+                let z = MsmSizes::new(s, m, s.n, l)?;
+                for (o, b) in out.iter_mut().zip(z.slots) {
+                    *o = (*o).max(b);
+                }
+                out[MSM_SLOTS] = out[MSM_SLOTS].max(z.result);
             }
-            out[MSM_SLOTS] = out[MSM_SLOTS].max(z.result);
         }
     }
     out[MSM_SLOTS + 1] = out[MSM_SLOTS];
@@ -655,29 +674,40 @@ mod tests {
         let len = 13u64 << 27;
         let lim = MsmLimits::defaults(132);
         let a = AffineShape::for_list(len, 132, &lim).unwrap();
-        assert_eq!((a.threads, a.chains_per_thread, a.steps), (84_480, 256, 81));
+        // a full wave of the 4-block variant, 256 chains of 101 entries
+        assert_eq!(
+            (a.threads, a.chains_per_thread, a.steps),
+            (67_584, 256, 101)
+        );
         assert!(a.chains() * a.steps as u64 >= len);
         assert_eq!(AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &lim), None);
+        // 2^26: the full wave, fewer chains
+        let h = AffineShape::for_list(13 << 26, 132, &lim).unwrap();
+        assert_eq!((h.threads, h.chains_per_thread, h.steps), (67_584, 201, 65));
         let forced = MsmLimits {
             affine_min_list: 0,
             ..lim
         };
         assert_eq!(AffineShape::for_list(0, 132, &forced), None);
-        // a short list (tests force the path): one thread, at least 64 entries per chain
+        // short lists (tests force the path): 32 chains, fewer threads
         let b = AffineShape::for_list(1000, 132, &forced).unwrap();
-        assert_eq!((b.threads, b.chains_per_thread, b.steps), (1, 256, 4));
-        // the 4-block variant and 512 chains: capped by 64 entries per chain, not by the wave
-        let c = AffineShape::for_list(
-            len,
-            132,
-            &MsmLimits {
-                accumulate_min_blocks: Some(4),
-                affine_chains_per_thread: 512,
-                ..lim
-            },
-        )
-        .unwrap();
-        assert_eq!((c.threads, c.chains_per_thread, c.steps), (53_248, 512, 64));
+        assert_eq!((b.threads, b.chains_per_thread, b.steps), (1, 32, 32));
+        let b = AffineShape::for_list(15 << 20, 132, &forced).unwrap();
+        assert_eq!((b.threads, b.chains_per_thread, b.steps), (7_680, 32, 64));
+        // a configured most below the floor is taken as is
+        let one = MsmLimits {
+            affine_chains_per_thread: 7,
+            ..forced
+        };
+        let b = AffineShape::for_list(30_000, 132, &one).unwrap();
+        assert_eq!((b.threads, b.chains_per_thread, b.steps), (67, 7, 64));
+        for len in [1u64, 63, 64, 65, 4097, 1 << 28, 13 << 27] {
+            for l in [forced, one] {
+                let s = AffineShape::for_list(len, 132, &l).unwrap();
+                assert!(s.chains() * s.steps as u64 >= len, "{len}");
+                assert!(s.threads as u64 <= 132 * 4 * AFFINE_THREADS as u64);
+            }
+        }
         let shape = MsmShape {
             group: &G1_LAYOUT,
             n: 1 << 27,
@@ -716,6 +746,41 @@ mod tests {
             ..lim
         };
         assert_eq!(MsmSizes::new(&shape, 1 << 27, 0, &xy).unwrap().affine, None);
+    }
+
+    /// An m just below the batch-affine threshold runs the XYZZ kernel; the workspace bound of
+    /// the largest m (batch-affine) must still cover its segment buffers.
+    #[test]
+    fn workspace_bound_covers_both_sides_of_the_affine_threshold() {
+        for min_list in [AFFINE_MIN_LIST, 1 << 29, 1 << 30] {
+            let lim = MsmLimits {
+                affine_min_list: min_list,
+                ..MsmLimits::defaults(132)
+            };
+            for n in [1u64 << 26, 1 << 27] {
+                let shape = MsmShape {
+                    group: &G1_LAYOUT,
+                    n,
+                    host_scalars: false,
+                    host_points: 0,
+                    density: false,
+                };
+                let bound = msm_workspace_slots(&[shape], &lim).unwrap();
+                let c = window_bits_for(n as usize, &G1_LAYOUT);
+                let nw = (255 / c + 1) as u64;
+                let m0 = min_list / nw;
+                for m in [m0.saturating_sub(1), m0, m0 + 1, n / 2, n] {
+                    let m = m.min(n);
+                    let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
+                    for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
+                        assert!(
+                            s <= b,
+                            "min_list {min_list} n {n} m {m} slot {i}: {s} > {b}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
