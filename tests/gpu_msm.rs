@@ -577,18 +577,11 @@ fn batch_affine_accumulation_matches_blstrs() {
     for c in [None, Some(3)] {
         let s = vec![Scalar::random(&mut rng); proj.len()];
         let want = G1::reference(&proj, &s);
-        let mut ws = MsmWorkspace::with_config(
-            &dev,
-            MsmConfig {
-                window_bits: c,
-                ..cfg.clone()
-            },
-        )
-        .unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
-            .unwrap();
-        assert!(ws.stats().affine.is_some());
+        let cfg_c = MsmConfig {
+            window_bits: c,
+            ..cfg.clone()
+        };
+        let (got, _) = affine_msm(&dev, cfg_c, &aff, &s, None);
         assert_eq!(got, want, "P / -P / Q, window {c:?}");
     }
 
@@ -598,38 +591,25 @@ fn batch_affine_accumulation_matches_blstrs() {
     let s = scalars(n, Kind::Random, 25);
     let want = G1::reference(&proj, &s);
     for (c, cap) in [(13u32, 100_000u64), (20, 100_000), (16, 1 << 30)] {
-        let mut ws = MsmWorkspace::with_config(
-            &dev,
-            MsmConfig {
-                window_bits: Some(c),
-                max_list_entries: cap,
-                ..cfg.clone()
-            },
-        )
-        .unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
-            .unwrap();
-        assert!(ws.stats().affine.is_some());
-        assert_eq!(got, want, "c={c} cap={cap} chunks={}", ws.stats().chunks);
+        let cfg_c = MsmConfig {
+            window_bits: Some(c),
+            max_list_entries: cap,
+            ..cfg.clone()
+        };
+        let (got, st) = affine_msm(&dev, cfg_c, &aff, &s, None);
+        assert_eq!(got, want, "c={c} cap={cap} chunks={}", st.chunks);
     }
     // every occupancy variant, and other batch sizes (1: no batching; 7: chains of odd count;
     // 31: just below the floor of 32)
     for (mb, ch) in [(3u32, 32u32), (4, 32), (5, 1), (5, 7), (5, 31)] {
-        let mut ws = MsmWorkspace::with_config(
-            &dev,
-            MsmConfig {
-                accumulate_min_blocks: Some(mb),
-                affine_chains_per_thread: ch,
-                ..cfg.clone()
-            },
-        )
-        .unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
-            .unwrap();
-        let a = ws.stats().affine.expect("batch-affine");
-        assert_eq!((ws.stats().min_blocks, a.chains_per_thread), (mb, ch));
+        let cfg_c = MsmConfig {
+            accumulate_min_blocks: Some(mb),
+            affine_chains_per_thread: ch,
+            ..cfg.clone()
+        };
+        let (got, st) = affine_msm(&dev, cfg_c, &aff, &s, None);
+        let a = st.affine.expect("batch-affine");
+        assert_eq!((st.min_blocks, a.chains_per_thread), (mb, ch));
         assert_eq!(got, want, "mb={mb} CH={ch}");
     }
     let mut ws = MsmWorkspace::with_config(
@@ -673,10 +653,26 @@ fn batch_affine_accumulation_matches_blstrs() {
     let s = scalars(n, Kind::PoRep, 27);
     let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
     let want = G1::reference(&proj, &sel);
-    let mut ws = MsmWorkspace::with_config(&dev, cfg).unwrap();
-    let got = ws
-        .msm_g1(Points::Host(&aff), Scalars::Host(&s), Some(&bits))
-        .unwrap();
-    assert!(ws.stats().affine.is_some());
+    let (got, _) = affine_msm(&dev, cfg, &aff, &s, Some(&bits));
     assert_eq!(got, want, "density");
+}
+
+/// One G1 MSM on a new workspace of `cfg`; asserts that the batch-affine kernel ran.
+fn affine_msm(
+    dev: &Arc<Device>,
+    cfg: MsmConfig,
+    aff: &[G1Affine],
+    s: &[Scalar],
+    density: Option<&[u64]>,
+) -> (G1Projective, cuzk::gpu::msm::MsmStats) {
+    let mut ws = MsmWorkspace::with_config(dev, cfg).unwrap();
+    let got = ws
+        .msm_g1(Points::Host(aff), Scalars::Host(s), density)
+        .unwrap();
+    let st = ws.stats().clone();
+    assert!(
+        st.affine.is_some(),
+        "the batch-affine kernel did not run: {st:?}"
+    );
+    (got, st)
 }
