@@ -39,7 +39,8 @@
 #            (k) the windowed inversion and the batch-affine tuning: gpu_field, gpu_fixed_base,
 #            gpu_msm, then the MSM bench at G1 2^26 / 2^27 with the occupancy / window sweep at
 #            2^27 and 128 / 512 / 1024 chains per thread; (l) the final defaults (4 blocks, a full
-#            wave of threads first): gpu_msm, the MSM bench at G1 2^26 / 2^27, two 2^27 partitions
+#            wave of threads first): gpu_msm, the MSM bench at G1 2^26 / 2^27, two 2^27 partitions;
+#            (m) the last build: gpu_msm, `check` and gpu_prove with batch-affine forced
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
@@ -240,6 +241,13 @@ kernels-k)
   t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
   CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_SWEEP=27 \
     CUZK_BENCH_MSM_AFFINE_CHAINS=128,512,1024 CUZK_BENCH_MSM_PROFILE=1 t msm_tune timeout 300 $F/msm --bench zzz
+  ;;
+kernels-m)
+  # The last build of the sixth session: gpu_msm, then batch-affine forced on every G1 MSM:
+  # GPU == CPU of all five MSMs on three tiers and gpu_prove on both fixtures.
+  "$0" fixtures-gpu
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200; gpu_prove_both; unset CUZK_MSM_AFFINE_MIN_LIST
   ;;
 kernels-l)
   t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
