@@ -235,21 +235,30 @@ extern "C" __global__ void cuzk_ntt_scale(Fr* data, unsigned n, int mode, Fr sca
 }
 
 /// The pointwise step of the Groth16 H polynomial on coset evaluations (natural order in):
-/// a[i] <- (a[i]*b[i] - c[i]) * z_inv, written to position bitrev(i) (z_inv: 1 / Z on the
-/// coset times whatever scale the caller folds in; src/gpu/ntt.rs h_step passes 1 / (Z n^3)) (so the following inverse
-/// transform can be a DIT pass sequence: bit-reversed in, natural out).
-extern "C" __global__ void cuzk_ntt_h_combine(Fr* a, const Fr* b, const Fr* c, unsigned log_n,
-                                              Fr z_inv) {
+/// a[i] <- a[i] * b[i] * k, written to position bitrev(i) so that the following inverse transform
+/// can be a DIT pass sequence (bit-reversed in, natural out). C's coset evaluations are not needed:
+/// src/gpu/ntt.rs h_step subtracts C's coefficients after that transform (cuzk_ntt_sub_bitrev), and
+/// folds 1 / Z on the coset and the transforms' 1/n factors into k.
+extern "C" __global__ void cuzk_ntt_h_combine(Fr* a, const Fr* b, unsigned log_n, Fr k) {
     const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >> log_n) return;
     const uint32_t q = cuzk::ntt::bitrev(p, log_n);
     if (p > q) return;
-    Fr vp = (Fr::load(a + p) * Fr::load(b + p) - Fr::load(c + p)) * z_inv;
+    Fr vp = Fr::load(a + p) * Fr::load(b + p) * k;
     if (p == q) {
         vp.store(a + p);
         return;
     }
-    Fr vq = (Fr::load(a + q) * Fr::load(b + q) - Fr::load(c + q)) * z_inv;
+    Fr vq = Fr::load(a + q) * Fr::load(b + q) * k;
     vq.store(a + p);
     vp.store(a + q);
+}
+
+/// a[i] <- a[i] - c[bitrev(i)]: a in natural order, c in bit-reversed order (the output of a DIF
+/// pass sequence). One thread per element; c's reads are scattered but each is a whole 32-byte
+/// sector.
+extern "C" __global__ void cuzk_ntt_sub_bitrev(Fr* a, const Fr* c, unsigned log_n) {
+    const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >> log_n) return;
+    (Fr::load(a + p) - Fr::load(c + cuzk::ntt::bitrev(p, log_n))).store(a + p);
 }

@@ -10,7 +10,8 @@
 //! - [`ntt`]: in-place transform of a device slice, natural order in and out (forward, inverse
 //!   scaled by 1/n, coset variants).
 //! - [`h_step`]: `a <- icoset( (coset(ifft a) * coset(ifft b) - coset(ifft c)) / Z )` on device
-//!   slices, Z = g^n - 1 on the coset; `b` and `c` are overwritten.
+//!   slices, Z = g^n - 1 on the coset, in six transforms (C's coset evaluations are never
+//!   formed); `b` and `c` are overwritten.
 //! - [`dif`], [`dit`], [`bit_reverse`] with [`Scaling`]: the building blocks, for callers that
 //!   want to keep data in bit-reversed order between steps.
 //! - [`ntt_host`], [`h_step_host`]: the same on host slices (upload, compute, download).
@@ -514,9 +515,15 @@ pub fn ntt_with(
 /// `a <- icoset_fft( (coset_fft(ifft a) * coset_fft(ifft b) - coset_fft(ifft c)) / (g^n - 1) )`
 ///
 /// i.e. bellperson's `ifft`, `coset_fft`, `mul_assign`, `sub_assign`, `divide_by_z_on_coset`,
-/// `icoset_fft` sequence, with the result (n coefficients, natural order) in `a`. `b` and `c`
-/// are overwritten with intermediate values. Seven transforms and one pointwise pass, queued on
-/// `stream`. Errors as [`ntt`], plus mismatched lengths.
+/// `icoset_fft` sequence, with the result (n coefficients, natural order) in `a`, equal to it
+/// element for element. `b` and `c` are overwritten with intermediate values.
+///
+/// Six transforms instead of seven: C's coset evaluations are never formed. The coset
+/// interpolation is linear and C has degree < n, so
+/// `icoset((A·B − C)/Z) = icoset(A·B)/Z − C/Z` with C = ifft(c): `c` gets one inverse
+/// transform, and its coefficients (divided by Z) are subtracted after the last one. Six
+/// transforms, one pointwise product and one subtraction pass, queued on `stream`. Errors as
+/// [`ntt`], plus mismatched lengths.
 pub fn h_step(
     stream: &Stream,
     a: &mut DeviceSliceMut<'_, Scalar>,
@@ -547,21 +554,23 @@ pub fn h_step_with(
     same_device(stream, b)?;
     same_device(stream, c)?;
     let ninv = inv_n(n)?;
-    // The 1/n of the three inverse transforms and of the last one are folded into the
-    // pointwise step's constant, so that a, b and the result are scaled by g^±i alone (one
-    // product per element fewer each): with a' = n A, b' = n B (unscaled inverse transforms)
-    // and c' = n^2 C (c's coefficients scaled by n), (a' b' - c') z^-1 n^-3 = (A B - C) / (Z n),
-    // and the last inverse transform's own 1/n is the n^-3's third factor.
-    let n_fr = Scalar::from(n as u64);
-    // coefficients * g^i * s, bit-reversed; then coset evaluations, natural order
-    let to_coset = |x: &mut DeviceSliceMut<'_, Scalar>, s: Scalar| -> Result<()> {
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let z = g.pow_vartime([n as u64]) - Scalar::ONE;
+    let z_inv = Option::<Scalar>::from(z.invert())
+        .ok_or_else(|| Error::internal("Z vanishes on the coset"))?;
+    // The 1/n of the inverse transforms are folded into the constants, so that a, b and the
+    // result are scaled by g^±i alone (one product per element fewer each): with a' = n A and
+    // b' = n B on the coset (unscaled inverse transforms), a' b' / (Z n^3) = A B / (Z n), and the
+    // last inverse transform's own 1/n is the n^-3's third factor.
+    // coefficients * g^i, bit-reversed; then coset evaluations, natural order
+    let to_coset = |x: &mut DeviceSliceMut<'_, Scalar>| -> Result<()> {
         passes(
             stream,
             x,
             false,
             true,
             Scaling::None,
-            Scaling::MulCosetPowers(s),
+            Scaling::MulCosetPowers(Scalar::ONE),
             product,
         )?;
         passes(
@@ -574,36 +583,29 @@ pub fn h_step_with(
             product,
         )
     };
-    to_coset(a, Scalar::ONE)?;
-    to_coset(b, Scalar::ONE)?;
-    to_coset(c, n_fr)?;
-    let g = Scalar::MULTIPLICATIVE_GENERATOR;
-    let z = g.pow_vartime([n as u64]) - Scalar::ONE;
-    // the pointwise constant: 1 / (Z n^3) (see above)
-    let z_inv = Option::<Scalar>::from(z.invert())
-        .ok_or_else(|| Error::internal("Z vanishes on the coset"))?
-        * ninv
-        * ninv
-        * ninv;
-    let k = stream.device().kernel("cuzk_ntt_h_combine")?;
+    to_coset(a)?;
+    to_coset(b)?;
+    // C / Z in coefficients, bit-reversed order
+    passes(
+        stream,
+        c,
+        false,
+        true,
+        Scaling::None,
+        Scaling::Mul(ninv * z_inv),
+        product,
+    )?;
+    let dev = stream.device();
+    let k = dev.kernel("cuzk_ntt_h_combine")?;
     let mut args = KernelArgs::new();
     args.push_ptr(a.device_ptr())
         .push_ptr(b.device_ptr())
-        .push_ptr(c.device_ptr())
         .push_u32(log_n)
-        .push(z_inv);
-    // SAFETY: cuzk_ntt_h_combine(Fr* a, const Fr* b, const Fr* c, unsigned log_n, Fr z_inv);
-    // all three slices hold 2^log_n elements on this stream's device.
-    unsafe {
-        stream.launch(
-            &k,
-            "cuzk_ntt_h_combine",
-            (n as u32).div_ceil(256),
-            256,
-            0,
-            &mut args,
-        )?
-    };
+        .push(z_inv * ninv * ninv * ninv);
+    let grid = (n as u32).div_ceil(256);
+    // SAFETY: cuzk_ntt_h_combine(Fr* a, const Fr* b, unsigned log_n, Fr k); both slices hold
+    // 2^log_n elements on this stream's device.
+    unsafe { stream.launch(&k, "cuzk_ntt_h_combine", grid, 256, 0, &mut args)? };
     passes(
         stream,
         a,
@@ -612,7 +614,15 @@ pub fn h_step_with(
         Scaling::None,
         Scaling::MulCosetInversePowers(Scalar::ONE),
         product,
-    )
+    )?;
+    let k = dev.kernel("cuzk_ntt_sub_bitrev")?;
+    let mut args = KernelArgs::new();
+    args.push_ptr(a.device_ptr())
+        .push_ptr(c.device_ptr())
+        .push_u32(log_n);
+    // SAFETY: cuzk_ntt_sub_bitrev(Fr* a, const Fr* c, unsigned log_n); both slices hold
+    // 2^log_n elements on this stream's device.
+    unsafe { stream.launch(&k, "cuzk_ntt_sub_bitrev", grid, 256, 0, &mut args) }
 }
 
 /// [`ntt`] on a host slice: uploads, transforms on a new stream of `device`, downloads into

@@ -712,7 +712,7 @@ fn run_on(
 
     // ---- H polynomial. When the plan's working memory holds three domain buffers (3·n·32 B;
     // resident and full staging always, partial too: its 2·n·32 B staging plus the MSM pass it
-    // has not started yet), a, b, c are staged and the seven NTTs and the pointwise pass run on
+    // has not started yet), a, b, c are staged and the six NTTs and the pointwise passes run on
     // the device, and the MSMs run after two buffers are freed. Otherwise (streaming) h comes
     // from the CPU NTT and only h (n·32 B) is uploaded.
     let chunk = match plan.tier {
