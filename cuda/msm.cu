@@ -14,12 +14,26 @@
 #include "msm_affine.cuh"
 
 using namespace cuzk_msm;
-// Point kernels use the wrappers of curve.cuh: the bucket accumulation the inlined Fp product
+// Point kernels use the wrappers of curve.cuh: the XYZZ bucket accumulation the inlined Fp product
 // (FpI / Fp2I), every other kernel the out-of-line one (FpX / Fp2X); same layouts (see there).
 typedef cuzk_curve::FpX Fp;
 typedef cuzk_curve::Fp2X Fp2;
 typedef cuzk_curve::FpI FpAcc;
 typedef cuzk_curve::Fp2I Fp2Acc;
+// The batch-affine accumulation's kind: the one out-of-line product (default) or, with
+// -DCUZK_AFFINE_OOL=0 (CUZK_NVCC_FLAGS), the inlined one. Unlike the XYZZ loop (one mixed
+// addition per iteration), a step here runs a forward pass, an inversion and a backward pass:
+// inlined, that was 7,500 instructions (120 KB) of hot code, and warps stalled on instruction
+// fetch (ncu: 31 % of the cycles between issues). Out of line the loops are ~1,100 instructions
+// around one 440-instruction product: H200 G1 2^27 1,092 -> 909 ms (BENCHMARKS.md, seventh session).
+#ifndef CUZK_AFFINE_OOL
+#define CUZK_AFFINE_OOL 1
+#endif
+#if CUZK_AFFINE_OOL
+typedef cuzk_curve::FpX FpAff;
+#else
+typedef cuzk_curve::FpI FpAff;
+#endif
 
 #define FULL_MASK 0xffffffffu
 
@@ -201,14 +215,14 @@ extern "C" __global__ void cuzk_msm_affine_init_g1(const u32* offsets, u32 K, u3
  *  one variant per occupancy target MB, as the XYZZ kernels. */
 #define CUZK_MSM_ACCUMULATE_AFFINE(MB)                                                                       \
     extern "C" __global__ void __launch_bounds__(AFFINE_THREADS, MB) cuzk_msm_accumulate_affine_g1_mb##MB(    \
-        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAcc>* points,     \
-        xyzz_t<FpAcc>* buckets, chain_meta* meta, affine_t<FpAcc>* acc, FpAcc* scratch, u32* first_keys,      \
-        affine_t<FpAcc>* first_pts, u32 fresh) {                                                              \
+        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAff>* points,     \
+        xyzz_t<FpAff>* buckets, chain_meta* meta, affine_t<FpAff>* acc, FpAff* scratch, u32* first_keys,      \
+        affine_t<FpAff>* first_pts, u32 fresh) {                                                              \
         const u32 s = global_tid();                                                                          \
         if (s >= S) return;                                                                                  \
-        affine_args<FpAcc> a{list,    offsets, K,         S,         CH,           L,   points,               \
+        affine_args<FpAff> a{list,    offsets, K,         S,         CH,           L,   points,               \
                              buckets, meta,    acc,       scratch,   first_keys,   first_pts, fresh != 0};    \
-        body_accumulate_affine<FpAcc>(s, a);                                                                 \
+        body_accumulate_affine<FpAff>(s, a);                                                                 \
     }
 CUZK_MSM_ACCUMULATE_AFFINE(3)
 CUZK_MSM_ACCUMULATE_AFFINE(4)

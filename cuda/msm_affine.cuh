@@ -108,6 +108,16 @@ CUZK_COLD void affine_flush(const affine_args<F>& a, u32 g, u64 pos, chain_meta&
     a.meta[g] = m;
 }
 
+/// The Fermat inversion of one step, out of line: called once per CH additions, and its code
+/// (two inlined products) stays out of the loop bodies.
+CUZK_COLD cuzk::Fp fp_inverse_ool(cuzk::Fp a) { return cuzk::Fp::inverse(a); }
+
+/// 3 x^2, the numerator of a doubling (P = A inside a chain: rare), out of line.
+template <class F> CUZK_COLD F affine_dbl_num(F x) {
+    const F s = F::sqr(x);
+    return s + F::dbl(s);
+}
+
 /// Thread s: L steps over its CH chains (see the header comment).
 template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<F>& a) {
     const u32 N = a.offsets[a.K];
@@ -125,19 +135,22 @@ template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<
                     const affine_t<F>* P = a.points + (e & 0x7fffffffu);
                     const F px = F::load(&P->x);
                     const F ax = F::load(&a.acc[g].x);
+                    // one product site for both denominators (the code size is the limiter)
+                    F den = F::one();
                     if (px.v == ax.v) {
                         bool inf;
                         const affine_t<F> p = entry_point(a.points, e, inf);
                         const F ay = F::load(&a.acc[g].y);
-                        if (!inf && p.y.v == ay.v) prefix = prefix * F::dbl(ay);
+                        if (!inf && p.y.v == ay.v) den = F::dbl(ay);
                     } else if (!(px.is_zero() && F::load(&P->y).is_zero())) {
-                        prefix = prefix * (px - ax);
+                        den = px - ax;
                     }
+                    prefix = prefix * den;
                 }
             }
             prefix.store(a.scratch + g);
         }
-        F inv = {cuzk::Fp::inverse(prefix.v)};
+        F inv = {fp_inverse_ool(prefix.v)};
         // backward: peel each inverse, add
         for (u32 i = a.CH; i-- > 0;) {
             const u32 g = i * a.S + s;
@@ -162,8 +175,7 @@ template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<
                     *flags = fl | CUZK_CHAIN_EMPTY;
                     continue;
                 }
-                num = F::sqr(q.x);
-                num = num + F::dbl(num);
+                num = affine_dbl_num(q.x);
                 den = F::dbl(q.y);
             } else {
                 num = p.y - q.y;

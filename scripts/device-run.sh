@@ -41,6 +41,21 @@
 #            2^27 and 128 / 512 / 1024 chains per thread; (l) the final defaults (4 blocks, a full
 #            wave of threads first): gpu_msm, the MSM bench at G1 2^26 / 2^27, two 2^27 partitions;
 #            (m) the last build: gpu_msm, `check` and gpu_prove with batch-affine forced
+#   kernels-n  the seventh session's H step in six transforms: fixtures-gpu, gpu_ntt (the H step
+#            against bellperson's seven-transform sequence), gpu_prove on both fixtures, the NTT
+#            bench at 2^24 / 2^27, the batch-affine threshold (both accumulations at G1 2^23 …
+#            2^25, extra chain counts; the PoRep mix at 2^27 profiled), two 2^27 partitions
+#   kernels-o  the batch-affine kernel's code size (products and the inversion sharing sites):
+#            gpu_field, gpu_fixed_base, gpu_msm, the MSM bench at G1 2^26 / 2^27 of the build
+#            before (msm_old), this one (msm) and its out-of-line-product build (msm_ool:
+#            CUZK_NVCC_FLAGS=-DCUZK_AFFINE_OOL=1), same call; `check` with batch-affine forced;
+#            two 2^27 partitions
+#   kernels-p  the seventh session's final build (out-of-line products in the batch-affine
+#            kernel): fixtures-gpu, gpu_msm, `check` and gpu_prove on both fixtures with
+#            batch-affine forced, the MSM bench (both accumulations at G1 2^24 / 2^26 / 2^27, the
+#            occupancy / window sweep at 2^27), 2^27 partitions resident and capped at 16 GiB
+#   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
+#            states, memory, occupancy, launch statistics)
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
 #            in the same warm lease): compiled == reference (a, b, c, witness, densities, proof
 #            bytes), GPU proof == CPU proof, `prove --backend gpu --repeat 4` with
@@ -248,6 +263,40 @@ kernels-m)
   "$0" fixtures-gpu
   t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
   export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200; gpu_prove_both; unset CUZK_MSM_AFFINE_MIN_LIST
+  ;;
+kernels-n)
+  "$0" fixtures-gpu
+  t gpu_ntt timeout 300 $F/gpu_ntt --test-threads=1
+  gpu_prove_both
+  CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27 t bench_ntt timeout 200 $F/bench_ntt --bench zzz
+  CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_PROFILE=1 CUZK_BENCH_MSM_G1=23,24,25 CUZK_BENCH_MSM_G2= \
+    CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_AFFINE_CHAINS=32,128 t msm_thr timeout 300 $F/msm --bench zzz
+  t b27 timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
+  ;;
+kernels-o)
+  t gpu_field timeout 120 $F/gpu_field
+  t gpu_fixed_base timeout 120 $F/gpu_fixed_base
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  for v in msm_old msm msm_ool; do [ -x $F/$v ] && CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_POREP= \
+    CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_PROFILE=1 t ab_$v timeout 200 $F/$v --bench zzz; done
+  export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200; unset CUZK_MSM_AFFINE_MIN_LIST
+  t b27 timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
+  ;;
+kernels-p)
+  "$0" fixtures-gpu
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200; gpu_prove_both; unset CUZK_MSM_AFFINE_MIN_LIST
+  CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_PROFILE=1 CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2= \
+    CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_SWEEP=27 t msm_p timeout 300 $F/msm --bench zzz
+  t b27 timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
+  t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+ncu-affine)
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  CUZK_BENCH_MSM_G1=26 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= t ncu_affine timeout 400 "$NCU" \
+    --kernel-name regex:accumulate_affine --launch-count 1 --section SpeedOfLight \
+    --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
+    --section LaunchStats --section ComputeWorkloadAnalysis $F/msm --bench zzz
   ;;
 kernels-l)
   t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
