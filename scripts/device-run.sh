@@ -54,6 +54,8 @@
 #            kernel): fixtures-gpu, gpu_msm, `check` and gpu_prove on both fixtures with
 #            batch-affine forced, the MSM bench (both accumulations at G1 2^24 / 2^26 / 2^27, the
 #            occupancy / window sweep at 2^27), 2^27 partitions resident and capped at 16 GiB
+#   kernels-q  the final build (at most 512 chains per thread): gpu_msm, the MSM bench at G1
+#            2^27, three 2^27 partitions resident
 #   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
 #            states, memory, occupancy, launch statistics)
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
@@ -290,6 +292,11 @@ kernels-p)
     CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_SWEEP=27 t msm_p timeout 300 $F/msm --bench zzz
   t b27 timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
   t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w2,vram=16GiB,w=2,c=2,j=2,p=2
+  ;;
+kernels-q)
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  CUZK_BENCH_MSM_G1=27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 t msm27 timeout 200 $F/msm --bench zzz
+  t b27 timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   ;;
 ncu-affine)
   NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

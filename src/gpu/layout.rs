@@ -146,9 +146,11 @@ impl Accumulation {
 
 /// Most chains per thread of the batch-affine accumulation: the additions that share one
 /// inversion. The H200 probe (BENCHMARKS.md) measured 0.40 ns per addition at 256, 0.33 at 1024,
-/// against 0.47-0.52 ns for the XYZZ mixed addition; in the kernel at 2^27, 512 and 1024 (fewer
-/// threads for the same chain length) were 10 % and 24 % slower than 256.
-pub const AFFINE_CHAINS_PER_THREAD: u32 = 256;
+/// against 0.47-0.52 ns for the XYZZ mixed addition. In the kernel with its out-of-line product,
+/// at 2^27 (a full wave either way): 403 chains of 65 entries 869 ms, 256 of 101 907 ms, 128 of
+/// 202 1,036 ms (seventh session). Below ~2^27 points the list gives fewer than 256 chains per
+/// thread at 64 entries each anyway; device memory grows by 260 B per chain (7.1 GB at 2^27).
+pub const AFFINE_CHAINS_PER_THREAD: u32 = 512;
 /// List entries per batch-affine chain the shape aims at, at least (shorter lists at
 /// [`AFFINE_MIN_CHAINS`] per thread get fewer threads): each chain leaves two partial sums, and
 /// its state costs [`AFFINE_CHAIN_BYTES`].
@@ -670,14 +672,14 @@ mod tests {
 
     #[test]
     fn batch_affine_shape_and_bytes() {
-        // 2^27 scalars at c = 20: 13 windows, one wave of 132 x 5 x 128 threads of 256 chains
+        // 2^27 scalars at c = 20: 13 windows, one wave of 132 x 4 x 128 threads
         let len = 13u64 << 27;
         let lim = MsmLimits::defaults(132);
         let a = AffineShape::for_list(len, 132, &lim).unwrap();
-        // a full wave of the 4-block variant, 256 chains of 101 entries
+        // a full wave of the 4-block variant, 403 chains of 65 entries (the H200's 869 ms)
         assert_eq!(
             (a.threads, a.chains_per_thread, a.steps),
-            (67_584, 256, 101)
+            (67_584, 403, 65)
         );
         assert!(a.chains() * a.steps as u64 >= len);
         assert_eq!(AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &lim), None);
