@@ -8,13 +8,14 @@
 // Comp. 1987): a forward pass multiplies the denominators into prefix products (kept in
 // `scratch`), one Fermat inversion, and a backward pass peels each denominator's inverse off the
 // running inverse (2 products) before the addition itself (lambda, x3 = lambda^2 - x1 - x2,
-// y3 = lambda (x1 - x3) - y1: 3 products). With CH = 256 that is ~7.9 products per addition
-// (6 + 485 / 256) against ~11 for the XYZZ mixed addition (madd-2008-s); the probe of cuda/test_kernels.cu and
-// BENCHMARKS.md measure the trade.
+// y3 = lambda (x1 - x3) - y1: 3 products). With CH = 403 (2^27) that is ~7.2 products per
+// addition (6 + 485 / 403) against ~11 for the XYZZ mixed addition (madd-2008-s); the probe of
+// cuda/test_kernels.cu and BENCHMARKS.md measure the trade.
 //
-// Exceptional cases take the denominator 1 (no product): an idle chain (past the list), a point
-// at infinity (skipped), an empty accumulator (it becomes the point), P = -A (the accumulator
-// becomes empty). P = A is a doubling with denominator 2y and numerator 3x^2.
+// Exceptional cases take the denominator 1 (a product by one in the forward pass, which keeps a
+// single product site; nothing in the backward pass): a point at infinity (skipped), P = -A (the
+// accumulator becomes empty); an idle chain (past the list) and an empty accumulator (it becomes
+// the point) take no product at all. P = A is a doubling with denominator 2y and numerator 3x^2.
 //
 // Run boundaries: a chain that reaches the end of its bucket flushes the accumulator: its first
 // run goes to the chain's `first` slot (the run may have started in an earlier chain), a run that
