@@ -677,10 +677,7 @@ mod tests {
         let lim = MsmLimits::defaults(132);
         let a = AffineShape::for_list(len, 132, &lim).unwrap();
         // a full wave of the 4-block variant, 403 chains of 65 entries (the H200's 869 ms)
-        assert_eq!(
-            (a.threads, a.chains_per_thread, a.steps),
-            (67_584, 403, 65)
-        );
+        assert_eq!((a.threads, a.chains_per_thread, a.steps), (67_584, 403, 65));
         assert!(a.chains() * a.steps as u64 >= len);
         assert_eq!(AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &lim), None);
         // 2^26: the full wave, fewer chains
