@@ -19,6 +19,11 @@
 //!   `affine` or `xyzz`; `both`: the criterion runs use the default and each size's printed runs
 //!   are made with both (same call, same data: the A/B of BENCHMARKS.md), batch-affine then at
 //!   every size (below `layout::AFFINE_MIN_LIST` too).
+//! - `CUZK_BENCH_MSM_TWO_PASS_MIN_LIST` (default `layout::TWO_PASS_MIN_LIST`): shortest list
+//!   scattered in two passes in every run (`18446744073709551615`: the one-pass scatter only,
+//!   the A/B of BENCHMARKS.md).
+//! - `CUZK_BENCH_MSM_TWO_PASS_WINDOWS` (default `layout::TWO_PASS_GROUP_WINDOWS`): windows per
+//!   group of the two-pass scatter in every run.
 //! - `CUZK_BENCH_MSM_AFFINE_CHAINS` (default empty): batch-affine chains per thread (additions
 //!   per inversion) of extra printed runs at every G1 size, e.g. `128,512`.
 //!
@@ -81,6 +86,18 @@ fn base_config() -> MsmConfig {
             0
         } else {
             MsmConfig::default().affine_min_list
+        },
+        two_pass_min_list: match std::env::var("CUZK_BENCH_MSM_TWO_PASS_MIN_LIST") {
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                panic!("CUZK_BENCH_MSM_TWO_PASS_MIN_LIST={v:?}: expected a number of entries")
+            }),
+            Err(_) => MsmConfig::default().two_pass_min_list,
+        },
+        two_pass_group_windows: match std::env::var("CUZK_BENCH_MSM_TWO_PASS_WINDOWS") {
+            Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+                panic!("CUZK_BENCH_MSM_TWO_PASS_WINDOWS={v:?}: expected a number of windows")
+            }),
+            Err(_) => MsmConfig::default().two_pass_group_windows,
         },
         ..MsmConfig::default()
     }

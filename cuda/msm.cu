@@ -140,6 +140,27 @@ extern "C" __global__ void cuzk_msm_histogram(const u64* scalars, u32 mont, cons
     body_histogram(global_tid(), a, counts);
 }
 
+/// One thread per coarse bin g < G of a group (see body_coarse_init).
+extern "C" __global__ void cuzk_msm_coarse_init(const u32* offsets, u32 kb0, u32 lb, u32 G, u32* ccur) {
+    body_coarse_init(global_tid(), offsets, kb0, lb, G, ccur);
+}
+
+/// Two-pass scatter, pass A: one thread per rest entry i < m, windows [w0, w1) (body_scatter_coarse).
+extern "C" __global__ void cuzk_msm_scatter_coarse(const u64* scalars, u32 mont, const u32* dens_words,
+                                                   const u32* dens_prefix, const u32* rest, u32 m, u32 c, u32 w0,
+                                                   u32 w1, u32 lb, u32* ccur, u32* tmp_val, u32* tmp_key) {
+    bucket_args a{scalars, mont, dens_words, dens_prefix, rest, m, c, w0, w1};
+    body_scatter_coarse(global_tid(), a, lb, w0 << (c - 1), ccur, tmp_val, tmp_key);
+}
+
+/// Two-pass scatter, pass B: block g per coarse bin of the group whose keys start at kb0
+/// (body_scatter_fine; lb <= CUZK_TWO_PASS_FINE_BITS).
+extern "C" __global__ void cuzk_msm_scatter_fine(const u32* offsets, u32 kb0, u32 lb, const u32* tmp_val,
+                                                 const u32* tmp_key, u32* list) {
+    __shared__ u32 cur[1u << CUZK_TWO_PASS_FINE_BITS];
+    body_scatter_fine(blockIdx.x, threadIdx.x, blockDim.x, offsets, kb0, lb, cur, tmp_val, tmp_key, list);
+}
+
 /// One thread per rest entry i < m: list[cursors[key]++] = point index | sign << 31.
 extern "C" __global__ void cuzk_msm_scatter(const u64* scalars, u32 mont, const u32* dens_words,
                                             const u32* dens_prefix, const u32* rest, u32 m, u32 c, u32 w0, u32 w1,

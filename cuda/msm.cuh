@@ -13,6 +13,7 @@
 //                  W = floor(255 / c) + 1 windows cover every s < 2^255 > r).
 //   2. bucketing : counting sort of (window, |d|) keys: histogram (atomics) -> exclusive scan ->
 //                  scatter (atomics); the list holds point index | (d < 0) << 31 grouped by key.
+//                  Long lists scatter in two passes, by coarse bin then by key (2' below).
 //   3. accumulate: the grouped list is cut into equal segments, one per thread (load balance does
 //                  not depend on the bucket sizes). Runs inside a segment go straight to their
 //                  bucket; the first and the last run of every segment go to a "partials" list
@@ -38,6 +39,7 @@ typedef unsigned long long u64;
 CUZK_HD u64 mulhi64(u64 a, u64 b) { return __umul64hi(a, b); }
 CUZK_HD u32 popc32(u32 x) { return __popc(x); }
 CUZK_HD u32 atomic_add_u32(u32* p, u32 v) { return atomicAdd(p, v); }
+CUZK_HD u32 atomic_add_shared(u32* p, u32 v) { return atomicAdd(p, v); }
 #else
 inline u64 mulhi64(u64 a, u64 b) { return (u64)(((unsigned __int128)a * b) >> 64); }
 inline u32 popc32(u32 x) { return (u32)__builtin_popcount(x); }
@@ -46,6 +48,7 @@ inline u32 atomic_add_u32(u32* p, u32 v) {
     *p = o + v;
     return o;
 }
+inline u32 atomic_add_shared(u32* p, u32 v) { return atomic_add_u32(p, v); }
 #endif
 
 /// BLS12-381 scalar field modulus r, little-endian 64-bit limbs.
@@ -208,6 +211,75 @@ CUZK_HD void body_scatter(u32 i, const bucket_args& a, u32* cursors, u32* list) 
         u32 pos = atomic_add_u32(&cursors[k], 1u);
         list[pos] = p | (d < 0 ? 0x80000000u : 0u);
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2'. two-pass scatter of long lists (instead of body_scatter)
+//
+// body_scatter writes each entry to a random place of the whole list: on a list larger than the
+// L2 every 4-byte store costs a sector read and write-back of DRAM (ncu, H200 G1 2^26: 96 GB of
+// DRAM traffic for a 3.5 GB list, 77 ms of the 86 ms bucketing). After the histogram and its
+// scan (the offsets of every key, as before), the bucket index b = |d| - 1 of window w is split
+// into a coarse bin g = (k - kb0) >> lb (k = w B + b, kb0 = the window group's first key) and
+// lb low bits; coarse bins are contiguous key ranges:
+//   A. per window group [w0, w1): tmp[ccur[g]++] = (entry, k), ccur starting at the bin's list
+//      offset relative to the group (body_coarse_init): tmp holds the group's entries grouped by
+//      coarse bin, in the order of the final list. The blocks in flight append to the fronts of
+//      the group's bins (3 x 2^14 at c = 20: two sectors each, 3 MiB, in the L2).
+//   B. one block per coarse bin: list[cur[k]++] = entry with the bin's 2^lb cursors in shared
+//      memory. A bin's entries land in its own list range (4,096 entries at 2^26): no global
+//      atomics, and the blocks in flight write a few MB.
+// A first version with 2^10 coarse bins per window and per-entry global atomics in pass B too
+// lost to the one-pass scatter (14 + 11 ms per group at 2^26: the atomics on the few counters the
+// blocks in flight share). A version with block tiles aggregated in shared memory and 2^9 bins
+// per window (no per-entry global atomics at all) lost more: its pass-B blocks each write a
+// 512 KB list range, so the blocks in flight write 0.5 GB at once (153 vs 87 ms at 2^26).
+// Places within a bucket are assigned by atomics: the order in a bucket is unspecified (as before).
+
+/// ccur[g] = offsets[kb0 + (g << lb)] - offsets[kb0] for g < G (a group's coarse bins).
+CUZK_HD void body_coarse_init(u32 g, const u32* offsets, u32 kb0, u32 lb, u32 G, u32* ccur) {
+    if (g < G) ccur[g] = offsets[kb0 + (g << lb)] - offsets[kb0];
+}
+
+/// Pass A, one thread per rest entry i < m, windows [w0, w1) of the args (the group), key
+/// k = w B + |d| - 1 as in the whole list; kb0 = w0 B.
+CUZK_HD void body_scatter_coarse(u32 i, const bucket_args& a, u32 lb, u32 kb0, u32* ccur, u32* tmp_val,
+                                 u32* tmp_key) {
+    if (i >= a.m) return;
+    u32 j = a.rest[i];
+    u64 s[4];
+    load_scalar(a.scalars, j, a.mont, s);
+    u32 p = point_index(j, a.dens_words, a.dens_prefix);
+    const u32 B = 1u << (a.c - 1);
+    for_each_digit(s, a.c, a.w0, a.w1, [&](u32 w, int d) {
+        u32 k = w * B + (u32)(d < 0 ? -d : d) - 1u;
+        u32 pos = atomic_add_u32(&ccur[(k - kb0) >> lb], 1u);
+        tmp_val[pos] = p | (d < 0 ? 0x80000000u : 0u);
+        tmp_key[pos] = k;
+    });
+}
+
+/// Most bucket-index bits below a coarse bin (layout::TWO_PASS_FINE_BITS): pass B keeps a bin's
+/// 2^lb cursors in shared memory.
+#define CUZK_TWO_PASS_FINE_BITS 9
+
+/// Pass B, block g of a group's coarse bins (threads t of T): the bin's 2^lb cursors in shared
+/// memory start at its keys' list offsets; every entry of the bin's tmp range goes to
+/// list[cur[key - bin base]++]. A bin of all entries (e.g. equal scalars) is one block's serial
+/// work.
+CUZK_HD void body_scatter_fine(u32 g, u32 t, u32 T, const u32* offsets, u32 kb0, u32 lb, u32* cur,
+                               const u32* tmp_val, const u32* tmp_key, u32* list) {
+    const u32 kbase = kb0 + (g << lb);
+    const u32 begin = offsets[kbase] - offsets[kb0];
+    const u32 end = offsets[kbase + (1u << lb)] - offsets[kb0];
+    for (u32 i = t; i < (1u << lb); i += T) cur[i] = offsets[kbase + i];
+#if defined(__CUDA_ARCH__)
+    __syncthreads();
+#endif
+    for (u32 i = begin + t; i < end; i += T) {
+        u32 pos = atomic_add_shared(&cur[tmp_key[i] - kbase], 1u);
+        list[pos] = tmp_val[i];
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -56,6 +56,13 @@
 #            occupancy / window sweep at 2^27), 2^27 partitions resident and capped at 16 GiB
 #   kernels-q  the final build (at most 512 chains per thread): gpu_msm, the MSM bench at G1
 #            2^27, three 2^27 partitions resident
+#   kernels-r  the two-pass scatter: gpu_msm, the MSM bench with the one-pass and the two-pass
+#            scatter (same call), `check`, ncu of the bucketing kernels at 2^26, 2^27 partitions
+#   kernels-t  the final build (two-pass scatter): gpu_msm (the rest only if it passes),
+#            fixtures-gpu, gpu_prove on both fixtures, `check`, the MSM bench at G1 2^26 / 2^27
+#            with 3 and 7 windows per group
+#   ncu-sort-ntt  ncu of the bucketing kernels (histogram, scan, scatter) at G1 2^26 and of three
+#            NTT passes at 2^27
 #   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
 #            states, memory, occupancy, launch statistics)
 #   synth    the compiled circuit vs the reference synthesis on both fixtures (needs `fixtures`
@@ -304,6 +311,44 @@ ncu-affine)
     --kernel-name regex:accumulate_affine --launch-count 1 --section SpeedOfLight \
     --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
     --section LaunchStats --section ComputeWorkloadAnalysis $F/msm --bench zzz
+  ;;
+kernels-r)
+  # the two-pass scatter: gpu_msm, the MSM bench one-pass then two-pass (same call), `check`,
+  # ncu of the bucketing kernels at 2^26, two 2^27 partitions
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  CUZK_BENCH_MSM_TWO_PASS_MIN_LIST=18446744073709551615 CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2= \
+    CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_PROFILE=1 t msm_onepass timeout 300 $F/msm --bench zzz
+  CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_PROFILE=1 \
+    t msm_twopass timeout 300 $F/msm --bench zzz
+  check_tiers 200
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  CUZK_BENCH_MSM_G1=26 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= t ncu_twopass timeout 300 "$NCU" \
+    --kernel-name regex:'histogram|scatter|coarse' --launch-count 16 --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis $F/msm --bench zzz
+  t b27 timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
+  ;;
+kernels-t)
+  # the final build (two-pass scatter): gpu_msm (the rest only if it passes), fixtures-gpu,
+  # gpu_prove on both fixtures, `check`, the MSM bench with 3 and 7 windows per group
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  grep -q "^gpu_msm rc=0" "$S" || exit 1
+  "$0" fixtures-gpu
+  gpu_prove_both
+  check_tiers 200
+  (export CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_PROFILE=1; t msm_gw3 timeout 300 $F/msm --bench zzz)
+  (export CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 \
+    CUZK_BENCH_MSM_TWO_PASS_WINDOWS=7; t msm_gw7 timeout 300 $F/msm --bench zzz)
+  ;;
+ncu-sort-ntt)
+  # the bucketing kernels (counting sort) at G1 2^26 and the NTT passes at 2^27, ncu
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  CUZK_BENCH_MSM_G1=26 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= t ncu_sort timeout 300 "$NCU" \
+    --kernel-name regex:'histogram|scatter|scan' --launch-count 8 --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section LaunchStats $F/msm --bench zzz
+  CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=27 t ncu_ntt timeout 300 "$NCU" \
+    --kernel-name regex:ntt_pass --launch-count 3 --section SpeedOfLight --section WarpStateStats \
+    --section Occupancy --section LaunchStats --section ComputeWorkloadAnalysis \
+    --section MemoryWorkloadAnalysis $F/bench_ntt --bench zzz
   ;;
 kernels-l)
   t gpu_msm timeout 200 $F/gpu_msm --test-threads=3

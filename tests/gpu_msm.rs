@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk::gpu::device::Device;
-use cuzk::gpu::msm::{CanonicalScalar, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
+use cuzk::gpu::msm::{
+    Accumulation, CanonicalScalar, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2,
+};
 use cuzk::Error;
 use ff::Field;
 use group::{Curve, Group};
@@ -675,4 +677,126 @@ fn affine_msm(
         "the batch-affine kernel did not run: {st:?}"
     );
     (got, st)
+}
+
+/// The two-pass scatter (cuda/msm.cuh 2': by coarse bin into a staging buffer, then by key),
+/// forced onto every list (`two_pass_min_list: 0`): G1 and G2, random, edge and PoRep scalars,
+/// every window from 2 bits (128 windows: groups of 3 and a last one of 2; no bits below the
+/// coarse bin) to 21 (6 bits below it), chunked lists, a density bitmap, and both
+/// accumulations, 1 / 5 / all windows per group. The one-pass setting (`u64::MAX`) runs the old scatter on the same input.
+#[test]
+fn two_pass_scatter_matches_blstrs() {
+    let Some(dev) = device() else { return };
+    let cfg = MsmConfig {
+        two_pass_min_list: 0,
+        ..MsmConfig::default()
+    };
+    let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
+    let sizes: Vec<usize> = sizes_upto(max_log().min(20), false)
+        .into_iter()
+        .filter(|&n| n > 0)
+        .collect();
+    check::<G1>(
+        &mut ws,
+        &sizes,
+        &[Kind::Random, Kind::PoRep, Kind::MinusOne, Kind::Repeated],
+        31,
+    );
+    assert!(ws.stats().two_pass.is_some(), "{:?}", ws.stats());
+    check::<G2>(&mut ws, &[1, 4097, 65537], &[Kind::Random, Kind::PoRep], 32);
+    assert!(ws.stats().two_pass.is_some(), "{:?}", ws.stats());
+
+    let n = 30_001;
+    let (proj, aff) = points::<G1Projective>(n, 33);
+    let s = scalars(n, Kind::Random, 34);
+    let want = G1::reference(&proj, &s);
+    // (window, list cap, accumulation, bits below the coarse bin: c - 1 - min(c - 1, 14))
+    for (c, cap, acc, lb) in [
+        (2u32, 1u64 << 30, Accumulation::Xyzz, 0u32),
+        (3, 1 << 30, Accumulation::Xyzz, 0),
+        (7, 100_000, Accumulation::Xyzz, 0),
+        (11, 1 << 30, Accumulation::BatchAffine, 0),
+        (16, 100_000, Accumulation::BatchAffine, 1),
+        (20, 100_000, Accumulation::Xyzz, 5),
+        (21, 1 << 30, Accumulation::BatchAffine, 6),
+    ] {
+        let cfg_c = MsmConfig {
+            window_bits: Some(c),
+            max_list_entries: cap,
+            accumulation: acc,
+            affine_min_list: 0,
+            ..cfg.clone()
+        };
+        let mut ws = MsmWorkspace::with_config(&dev, cfg_c).unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
+        let st = ws.stats().clone();
+        let t = st.two_pass.expect("two-pass scatter");
+        assert_eq!(t.lb, lb, "c={c}");
+        assert_eq!(t.coarse_bins, t.group_windows << (c - 1 - t.lb), "c={c}");
+        assert_eq!(got, want, "c={c} cap={cap} {acc:?} chunks={}", st.chunks);
+    }
+    // one window per group, five, all of them
+    for gw in [1u32, 5, 99] {
+        let cfg_g = MsmConfig {
+            two_pass_group_windows: gw,
+            ..cfg.clone()
+        };
+        let mut ws = MsmWorkspace::with_config(&dev, cfg_g).unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
+        let st = ws.stats().clone();
+        let t = st.two_pass.expect("two-pass scatter");
+        assert_eq!(t.group_windows, gw.min(st.windows));
+        assert_eq!(got, want, "{gw} windows per group");
+    }
+    for n in [1000usize, 100_003] {
+        let mut rng = ChaCha20Rng::seed_from_u64(n as u64);
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        let mut used = Vec::new();
+        for j in 0..n {
+            if rng.gen_bool(0.4) {
+                bits[j / 64] |= 1 << (j % 64);
+                used.push(j);
+            }
+        }
+        let (proj, aff) = points::<G1Projective>(used.len(), n as u64 + 1);
+        let s = scalars(n, Kind::Random, n as u64 + 2);
+        let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
+        let want = G1::reference(&proj, &sel);
+        let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), Some(&bits))
+            .unwrap();
+        assert!(ws.stats().two_pass.is_some());
+        assert_eq!(got, want, "density n={n}");
+    }
+    // the one-pass setting and the default on the same list (the default takes two passes from
+    // layout::TWO_PASS_MIN_LIST entries)
+    let n = (1usize << max_log().min(20)) + 1;
+    let (proj, aff) = points::<G1Projective>(n, 35);
+    let s = scalars(n, Kind::Random, 36);
+    let want = G1::reference(&proj, &s);
+    for (min_list, two) in [
+        (u64::MAX, false),
+        (MsmConfig::default().two_pass_min_list, true),
+    ] {
+        let mut ws = MsmWorkspace::with_config(
+            &dev,
+            MsmConfig {
+                two_pass_min_list: min_list,
+                ..MsmConfig::default()
+            },
+        )
+        .unwrap();
+        let got = ws
+            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
+            .unwrap();
+        let st = ws.stats().clone();
+        let long = st.m as u64 * st.windows as u64 >= MsmConfig::default().two_pass_min_list;
+        assert_eq!(st.two_pass.is_some(), two && long, "{st:?}");
+        assert_eq!(got, want, "two_pass_min_list={min_list}");
+    }
 }

@@ -171,6 +171,57 @@ pub const AFFINE_MIN_BLOCKS: u32 = 4;
 /// product (48), first-run key (4) and sum (96).
 pub const AFFINE_CHAIN_BYTES: u64 = 16 + 96 + 48 + 4 + 96;
 
+/// Shortest bucket list (entries) scattered in two passes (coarse bin, then key: `cuda/msm.cuh`
+/// 2'). H200: two passes win at 2^24 random scalars (218 M entries: bucketing 17.4 vs 21.7 ms)
+/// and lose on the PoRep mix at 2^27 (75 M entries: 5.7 vs 4.3 ms), so the crossover is taken
+/// at 2^27 entries.
+pub const TWO_PASS_MIN_LIST: u64 = 1 << 27;
+/// Windows per group of the two-pass scatter: its staging buffer holds one group's entries,
+/// 8 B each (24 B per scalar, 3.2 GB at 2^27 against the list's 7 GB); each group reads the
+/// scalars once more.
+pub const TWO_PASS_GROUP_WINDOWS: u32 = 3;
+/// Most coarse bins per window of the two-pass scatter's first pass (the top bits of the
+/// bucket index): 2^14, so that its per-entry atomics spread over 3 × 2^14 counters (H200,
+/// 2^26: with 2^10 bins they were the limit, 14 ms per group) while the bins' fronts (two
+/// sectors each, 3 MiB) stay in the L2, and each bin's list range is small (4 Ki entries at
+/// 2^26) for the second pass.
+pub const TWO_PASS_COARSE_BITS: u32 = 14;
+/// Most bucket-index bits below a coarse bin (`CUZK_TWO_PASS_FINE_BITS` in cuda/msm.cuh): the
+/// second pass keeps a bin's 2^9 cursors in shared memory. Windows of up to 24 bits fit.
+pub const TWO_PASS_FINE_BITS: u32 = 9;
+
+/// Shape of a two-pass scatter (`cuda/msm.cuh` 2').
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TwoPass {
+    /// Bucket-index bits below the coarse bin: coarse bin = (key − group base) >> `lb`.
+    pub lb: u32,
+    /// Windows per group (the last group may have fewer).
+    pub group_windows: u32,
+    /// Coarse bins of a full group, `group_windows × 2^(c − 1 − lb)`.
+    pub coarse_bins: u32,
+}
+
+impl TwoPass {
+    /// The shape for window bits `c`, `nw` windows and `chunk_m` scalars per list chunk, or
+    /// `None` when the list (`chunk_m × nw` entries) is below `lim.two_pass_min_list`.
+    pub fn for_list(c: u32, nw: u32, chunk_m: u64, lim: &MsmLimits) -> Option<Self> {
+        let len = chunk_m * nw as u64;
+        if len == 0 || len < lim.two_pass_min_list {
+            return None;
+        }
+        let h = (c - 1).min(TWO_PASS_COARSE_BITS);
+        if c - 1 - h > TWO_PASS_FINE_BITS {
+            return None;
+        }
+        let gw = lim.two_pass_group_windows.min(nw).max(1);
+        Some(TwoPass {
+            lb: c - 1 - h,
+            group_windows: gw,
+            coarse_bins: gw << h,
+        })
+    }
+}
+
 /// Launch shape of a batch-affine level-1 accumulation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AffineShape {
@@ -233,6 +284,10 @@ pub struct MsmLimits {
     /// Batch-affine chains per thread: additions per inversion (default
     /// [`AFFINE_CHAINS_PER_THREAD`]).
     pub affine_chains_per_thread: u32,
+    /// Shortest list scattered in two passes (default [`TWO_PASS_MIN_LIST`]).
+    pub two_pass_min_list: u64,
+    /// Windows per group of the two-pass scatter (default [`TWO_PASS_GROUP_WINDOWS`]).
+    pub two_pass_group_windows: u32,
 }
 
 impl MsmLimits {
@@ -247,6 +302,8 @@ impl MsmLimits {
             accumulation: Accumulation::BatchAffine,
             affine_min_list: AFFINE_MIN_LIST,
             affine_chains_per_thread: AFFINE_CHAINS_PER_THREAD,
+            two_pass_min_list: TWO_PASS_MIN_LIST,
+            two_pass_group_windows: TWO_PASS_GROUP_WINDOWS,
         }
     }
 }
@@ -288,7 +345,7 @@ pub fn scan_scratch(len: u64) -> u64 {
 }
 
 /// Number of MSM workspace buffers ([`MsmSizes::slots`]).
-pub const MSM_SLOTS: usize = 24;
+pub const MSM_SLOTS: usize = 26;
 
 /// Every size one MSM of a workspace uses, for `m` scalars that are neither 0 nor 1 and `n1`
 /// ones (known after the classification); `gpu::msm` sizes its launches and buffers from it.
@@ -311,6 +368,8 @@ pub struct MsmSizes {
     /// Batch-affine launch shape (G1 with [`Accumulation::BatchAffine`] and a long enough
     /// list), or `None` for the XYZZ kernel.
     pub affine: Option<AffineShape>,
+    /// Two-pass scatter shape, or `None` for the one-pass scatter.
+    pub two_pass: Option<TwoPass>,
     /// Capacity of the level ≥ 2 partial buffers.
     pub lvl_cap: u64,
     /// Buckets per running-sum chunk.
@@ -325,7 +384,8 @@ pub struct MsmSizes {
     /// `gpu::msm`'s buffers: scalars, points, density words, density prefix, scan scratch,
     /// indices, counters, counts, cursors, list, buckets, 3 partial keys, 3 partial points,
     /// 2 sums, then the batch-affine chain meta, accumulators, prefix products, first keys,
-    /// first sums; plus one result slot.
+    /// first sums, then the two-pass scatter's staging (entries and keys of one window group)
+    /// and coarse cursors; plus one result slot.
     pub slots: [u64; MSM_SLOTS],
     /// Bytes of one result slot (W + 1 Jacobian points).
     pub result: u64,
@@ -353,6 +413,8 @@ pub mod slot {
     pub const CHAIN_SCRATCH: usize = 21;
     pub const FIRST_KEYS: usize = 22;
     pub const FIRST_PTS: usize = 23;
+    pub const TWO_PASS_TMP: usize = 24;
+    pub const COARSE: usize = 25;
 }
 
 /// Bytes of a buffer of `len` elements of `elem` bytes as a workspace allocates it (at least
@@ -403,6 +465,7 @@ impl MsmSizes {
         } else {
             None
         };
+        let two_pass = TwoPass::for_list(c, nw, chunk_m, lim);
         // level-1 output entries: 2 per segment / chain
         let l1_out = match affine {
             Some(a) => 2 * a.chains(),
@@ -439,7 +502,9 @@ impl MsmSizes {
         if m > 0 {
             scan = scan.max(scan_scratch(k + 1));
             slots[slot::COUNTS] = buf(k + 1, 4);
-            slots[slot::CURSORS] = buf(k + 1, 4);
+            if two_pass.is_none() {
+                slots[slot::CURSORS] = buf(k + 1, 4);
+            }
             slots[slot::LIST] = buf(chunk_m * nw as u64, 4);
             slots[slot::BUCKETS] = buf((k + 1) * xb, 1);
             match affine {
@@ -460,6 +525,10 @@ impl MsmSizes {
                 slots[slot::PART_KEYS[l]] = buf(lvl_cap, 4);
                 slots[slot::PART_PTS[l]] = buf(lvl_cap * xb, 1);
             }
+            if let Some(t) = two_pass {
+                slots[slot::TWO_PASS_TMP] = buf(2 * chunk_m * t.group_windows as u64, 4);
+                slots[slot::COARSE] = buf(t.coarse_bins as u64, 4);
+            }
         }
         if scan > 0 {
             slots[slot::SCAN_TMP] = buf(scan, 4);
@@ -476,6 +545,7 @@ impl MsmSizes {
             mb,
             s1,
             affine,
+            two_pass,
             lvl_cap,
             red_chunk,
             per_w,
@@ -749,6 +819,48 @@ mod tests {
 
     /// An m just below the batch-affine threshold runs the XYZZ kernel; the workspace bound of
     /// the largest m (batch-affine) must still cover its segment buffers.
+    #[test]
+    fn two_pass_shape_covers_every_window_and_the_threshold() {
+        let lim = MsmLimits::defaults(132);
+        for c in 2..=24u32 {
+            let nw = 255 / c + 1;
+            let t = TwoPass::for_list(c, nw, 1 << 24, &lim).expect("two passes");
+            assert!(t.lb <= TWO_PASS_FINE_BITS, "c={c}");
+            assert_eq!(t.lb, (c - 1).saturating_sub(TWO_PASS_COARSE_BITS));
+            assert_eq!(t.coarse_bins, t.group_windows << (c - 1 - t.lb));
+            assert_eq!(t.group_windows, TWO_PASS_GROUP_WINDOWS.min(nw));
+            let all = MsmLimits {
+                two_pass_group_windows: u32::MAX,
+                two_pass_min_list: 0,
+                ..lim
+            };
+            assert_eq!(TwoPass::for_list(c, nw, 1, &all).unwrap().group_windows, nw);
+        }
+        // the threshold is on list entries, m × W
+        let m = TWO_PASS_MIN_LIST / 13;
+        assert!(TwoPass::for_list(20, 13, m, &lim).is_none());
+        assert!(TwoPass::for_list(20, 13, m + 1, &lim).is_some());
+        let z = MsmSizes::new(
+            &MsmShape {
+                group: &G1_LAYOUT,
+                n: 1 << 27,
+                host_scalars: false,
+                host_points: 0,
+                density: false,
+            },
+            1 << 27,
+            0,
+            &lim,
+        )
+        .unwrap();
+        let t = z.two_pass.unwrap();
+        assert_eq!((z.c, t.lb, t.group_windows), (20, 5, 3));
+        // staging: 3 windows of 8-byte entries; the coarse cursors; no global cursors
+        assert_eq!(z.slots[slot::TWO_PASS_TMP], 3 << 30);
+        assert_eq!(z.slots[slot::COARSE], 3 << 16);
+        assert_eq!(z.slots[slot::CURSORS], 0);
+    }
+
     #[test]
     fn workspace_bound_covers_both_sides_of_the_affine_threshold() {
         for min_list in [AFFINE_MIN_LIST, 1 << 29, 1 << 30] {

@@ -12,6 +12,10 @@
 //!    the i-th point.
 //! 2. **bucketing** (GPU): a counting sort of the (window, |digit|) keys (histogram with atomics,
 //!    exclusive scan, scatter); the window size c is chosen from the number of such scalars m.
+//!    Lists of at least `layout::TWO_PASS_MIN_LIST` entries scatter in two passes (by coarse
+//!    bin into a staging buffer, a group of `layout::TWO_PASS_GROUP_WINDOWS` windows at a time,
+//!    then by key with shared-memory cursors), which keeps the stores of the blocks in flight
+//!    within the L2 (cuda/msm.cuh 2'; H200 G1 2^27: 141 ms instead of 172).
 //! 3. **accumulation** (GPU): the sorted list is cut into equal segments, one per thread, so that
 //!    the load does not depend on how the scalars fall into buckets; runs that cross a segment
 //!    border are finished by a second, much smaller pass (repeated until one segment is left).
@@ -24,16 +28,14 @@
 //! host-side combination of one MSM overlaps the GPU work of the next (two result slots).
 //!
 //! Speed (H200, points and scalars resident, uniform scalars; BENCHMARKS.md): G1 2^24 in
-//! 0.21 s, 2^26 in 0.83 s, 2^27 in 1.58-1.60 s; G2 2^24 in 0.72 s. The limiter is the bucket
-//! accumulation (88 % at 2^27): a mixed addition inlined with `mul_split` products (480 SASS
-//! instructions each on sm_90, 9.5 products' worth per addition with the lazy-reduction Y3) is
-//! ~5,600 instructions of straight-line code, and the loop is latency- and fetch-bound at 5
-//! blocks per SM rather than bound by the multiply pipe.
+//! 0.20 s, 2^26 in 0.47 s, 2^27 in 0.84 s (batch-affine accumulation from 2^28 list entries);
+//! G2 2^24 in 0.72 s. The limiter is the bucket accumulation (78 % at 2^27).
 //!
 //! Memory (bytes, n scalars, m of them neither 0 nor 1, W windows, B = 2^(c-1) buckets per
 //! window, X = 192 (G1) or 384 (G2) bytes per XYZZ point): 4n (rest/ones indices) + n/8 x 2
 //! (density) + min(m W, list cap) x 4 (bucket list) + (W B + 1) x (X + 8) (buckets, counts) +
-//! small partial buffers; plus the scalars (32n) and points (96 / 192 per point) when they are
+//! small partial buffers (exactly: `layout::MsmSizes`; the two-pass scatter's staging buffer
+//! adds 8 B per scalar and window of a group, the batch-affine chain states 260 B per chain); plus the scalars (32n) and points (96 / 192 per point) when they are
 //! uploaded from the host. Buffers are kept by the [`MsmWorkspace`] for reuse and freed when it
 //! is dropped.
 
@@ -44,7 +46,7 @@ use group::Group;
 
 use super::alloc::Arena;
 use super::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, KernelArgs, Stream};
-pub use super::layout::{Accumulation, AffineShape};
+pub use super::layout::{Accumulation, AffineShape, TwoPass};
 use super::layout::{
     GroupLayout, MsmLimits, MsmShape, MsmSizes, AFFINE_THREADS, G1_LAYOUT, G2_LAYOUT,
 };
@@ -143,6 +145,13 @@ pub struct MsmConfig {
     /// Batch-affine chains per thread, the additions that share one inversion (1..=4096;
     /// default `layout::AFFINE_CHAINS_PER_THREAD`). Device memory grows with it.
     pub affine_chains_per_thread: u32,
+    /// Shortest bucket list (entries) scattered in two passes, by coarse bin and then by key
+    /// (`cuda/msm.cuh` 2'); default `layout::TWO_PASS_MIN_LIST` (tests set 0 or `u64::MAX` to
+    /// run either scatter on any MSM). Device memory: 8 B per entry of a window group.
+    pub two_pass_min_list: u64,
+    /// Windows per group of the two-pass scatter (default `layout::TWO_PASS_GROUP_WINDOWS`):
+    /// each group reads the scalars once; its staging buffer holds 8 B per scalar and window.
+    pub two_pass_group_windows: u32,
     /// Record GPU time per stage into [`MsmStats::stage_ms`] (events between the stages, and a
     /// stream synchronisation at the end of [`MsmWorkspace::start`]). Off by default.
     pub profile: bool,
@@ -161,6 +170,8 @@ impl Default for MsmConfig {
             accumulation: Accumulation::default(),
             affine_min_list: super::layout::AFFINE_MIN_LIST,
             affine_chains_per_thread: super::layout::AFFINE_CHAINS_PER_THREAD,
+            two_pass_min_list: super::layout::TWO_PASS_MIN_LIST,
+            two_pass_group_windows: super::layout::TWO_PASS_GROUP_WINDOWS,
             profile: false,
             arena: None,
         }
@@ -186,6 +197,8 @@ pub struct MsmStats {
     pub min_blocks: u32,
     /// The batch-affine launch shape when the level-1 accumulation ran batch-affine.
     pub affine: Option<AffineShape>,
+    /// The two-pass scatter's shape when the list was scattered in two passes.
+    pub two_pass: Option<TwoPass>,
     /// With [`MsmConfig::profile`]: GPU milliseconds per stage (`classify`, `ones`, `bucketing`,
     /// `accumulate`, `partials`, `window_sums`), summed over chunks; empty otherwise.
     pub stage_ms: Vec<(&'static str, f32)>,
@@ -346,6 +359,9 @@ struct Buffers {
     part_keys: [Slot<u32>; 3],
     part_pts: [Slot<u8>; 3],
     sums: [Slot<u8>; 2],
+    /// Two-pass scatter: a window group's entries then their keys; coarse cursors.
+    two_pass_tmp: Slot<u32>,
+    coarse: Slot<u32>,
 }
 
 /// An MSM in flight: its result is read by [`MsmWorkspace::finish`].
@@ -444,6 +460,8 @@ impl MsmWorkspace {
                 part_keys: [Slot::new(&ar), Slot::new(&ar), Slot::new(&ar)],
                 part_pts: [Slot::new(&ar), Slot::new(&ar), Slot::new(&ar)],
                 sums: [Slot::new(&ar), Slot::new(&ar)],
+                two_pass_tmp: Slot::new(&ar),
+                coarse: Slot::new(&ar),
             },
             slots: [slot()?, slot()?],
             parked: Vec::new(),
@@ -482,6 +500,8 @@ impl MsmWorkspace {
         b.counts.0 = None;
         b.cursors.0 = None;
         b.list.0 = None;
+        b.two_pass_tmp.0 = None;
+        b.coarse.0 = None;
         b.buckets.0 = None;
         for s in b.chains.iter_mut() {
             s.0 = None;
@@ -703,6 +723,8 @@ impl MsmWorkspace {
             accumulation: self.cfg.accumulation,
             affine_min_list: self.cfg.affine_min_list,
             affine_chains_per_thread: self.cfg.affine_chains_per_thread,
+            two_pass_min_list: self.cfg.two_pass_min_list,
+            two_pass_group_windows: self.cfg.two_pass_group_windows,
         };
         let lshape = MsmShape {
             group: G::LAYOUT,
@@ -769,7 +791,11 @@ impl MsmWorkspace {
         if m > 0 {
             let buckets = b.buckets.ensure(&dev, st, (kk + 1) * xb)?;
             let counts = b.counts.ensure(&dev, st, kk + 1)?;
-            let cursors = b.cursors.ensure(&dev, st, kk + 1)?;
+            let cursors = if sz.two_pass.is_none() {
+                b.cursors.ensure(&dev, st, kk + 1)?
+            } else {
+                0
+            };
             let list = b.list.ensure(&dev, st, chunk_m * nw as usize)?;
             let affine = sz.affine;
             let (pk0, pp0) = if affine.is_none() {
@@ -791,6 +817,13 @@ impl MsmWorkspace {
                     *p = slot.ensure(&dev, st, gch * bytes)?;
                 }
             }
+            let two_pass = sz.two_pass.map(|t| -> Result<_> {
+                let cap = chunk_m * t.group_windows as usize;
+                let tmp = b.two_pass_tmp.ensure(&dev, st, 2 * cap)?;
+                let ccur = b.coarse.ensure(&dev, st, t.coarse_bins as usize)?;
+                Ok((t, tmp, tmp + 4 * cap as u64, ccur))
+            });
+            let two_pass = two_pass.transpose()?;
             let pk1 = b.part_keys[1].ensure(&dev, st, lvl_cap)?;
             let pp1 = b.part_pts[1].ensure(&dev, st, lvl_cap * xb)?;
             let pk2 = b.part_keys[2].ensure(&dev, st, lvl_cap)?;
@@ -803,8 +836,7 @@ impl MsmWorkspace {
             while m0 < m {
                 let mc = chunk_m.min(m - m0);
                 chunks += 1;
-                zero(st, &mut b.counts, kk + 1)?;
-                let bucket_args = |a: &mut KernelArgs| {
+                let bucket_args = |a: &mut KernelArgs, w0: u32, w1: u32| {
                     a.push_ptr(scalars_ptr)
                         .push_u32(mont)
                         .push_ptr(dw)
@@ -812,19 +844,74 @@ impl MsmWorkspace {
                         .push_ptr(rest_ptr + 4 * m0 as u64)
                         .push_u32(mc as u32)
                         .push_u32(c)
-                        .push_u32(0)
-                        .push_u32(nw);
+                        .push_u32(w0)
+                        .push_u32(w1);
                 };
+                zero(st, &mut b.counts, kk + 1)?;
                 let mut a = KernelArgs::new();
-                bucket_args(&mut a);
+                bucket_args(&mut a, 0, nw);
                 a.push_ptr(counts);
                 launch(st, &dev, "cuzk_msm_histogram", blocks(mc, 256), 256, &mut a)?;
                 scan_exclusive(st, &dev, &mut b.scan_tmp, counts, kk + 1)?;
-                copy_d2d(st, &mut b.cursors, &b.counts, kk + 1)?;
-                let mut a = KernelArgs::new();
-                bucket_args(&mut a);
-                a.push_ptr(cursors).push_ptr(list);
-                launch(st, &dev, "cuzk_msm_scatter", blocks(mc, 256), 256, &mut a)?;
+                if let Some((t, tmp_val, tmp_key, ccur)) = two_pass {
+                    // by coarse bin into tmp, then by key into the list, a window group at a
+                    // time (cuda/msm.cuh 2')
+                    let half = 1u32 << (c - 1);
+                    let mut w0 = 0u32;
+                    while w0 < nw {
+                        let w1 = (w0 + t.group_windows).min(nw);
+                        let kb0 = w0 * half;
+                        let bins = (w1 - w0) << (c - 1 - t.lb);
+                        launch(
+                            st,
+                            &dev,
+                            "cuzk_msm_coarse_init",
+                            blocks(bins as usize, 256),
+                            256,
+                            KernelArgs::new()
+                                .push_ptr(counts)
+                                .push_u32(kb0)
+                                .push_u32(t.lb)
+                                .push_u32(bins)
+                                .push_ptr(ccur),
+                        )?;
+                        let mut a = KernelArgs::new();
+                        bucket_args(&mut a, w0, w1);
+                        a.push_u32(t.lb)
+                            .push_ptr(ccur)
+                            .push_ptr(tmp_val)
+                            .push_ptr(tmp_key);
+                        launch(
+                            st,
+                            &dev,
+                            "cuzk_msm_scatter_coarse",
+                            blocks(mc, 256),
+                            256,
+                            &mut a,
+                        )?;
+                        launch(
+                            st,
+                            &dev,
+                            "cuzk_msm_scatter_fine",
+                            bins,
+                            256,
+                            KernelArgs::new()
+                                .push_ptr(counts)
+                                .push_u32(kb0)
+                                .push_u32(t.lb)
+                                .push_ptr(tmp_val)
+                                .push_ptr(tmp_key)
+                                .push_ptr(list),
+                        )?;
+                        w0 = w1;
+                    }
+                } else {
+                    copy_d2d(st, &mut b.cursors, &b.counts, kk + 1)?;
+                    let mut a = KernelArgs::new();
+                    bucket_args(&mut a, 0, nw);
+                    a.push_ptr(cursors).push_ptr(list);
+                    launch(st, &dev, "cuzk_msm_scatter", blocks(mc, 256), 256, &mut a)?;
+                }
                 marks.mark(&dev, st, "bucketing")?;
                 let fresh = (m0 == 0) as u32;
                 let (mut count, mut cur, mut toggle, done);
@@ -996,6 +1083,7 @@ impl MsmWorkspace {
             chunks,
             min_blocks,
             affine: if m > 0 { sz.affine } else { None },
+            two_pass: if m > 0 { sz.two_pass } else { None },
             stage_ms,
         };
         Ok(MsmTicket {
