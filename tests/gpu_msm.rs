@@ -211,6 +211,14 @@ where
     }
 }
 
+/// The sizes of `sizes_upto` up to 2^20 + 1 (sparse), without 0: the forced-path tests.
+fn nonzero_sizes_upto_2_20() -> Vec<usize> {
+    sizes_upto(max_log().min(20), false)
+        .into_iter()
+        .filter(|&n| n > 0)
+        .collect()
+}
+
 fn sizes_upto(max_log: u32, dense: bool) -> Vec<usize> {
     let mut v = vec![0usize, 1, 2, 3];
     for k in [4u32, 8, 12, 16, 20, 22] {
@@ -548,10 +556,7 @@ fn batch_affine_accumulation_matches_blstrs() {
         ..MsmConfig::default()
     };
     let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
-    let sizes: Vec<usize> = sizes_upto(max_log().min(20), false)
-        .into_iter()
-        .filter(|&n| n > 0)
-        .collect();
+    let sizes = nonzero_sizes_upto_2_20();
     check::<G1>(
         &mut ws,
         &sizes,
@@ -683,7 +688,8 @@ fn affine_msm(
 /// forced onto every list (`two_pass_min_list: 0`): G1 and G2, random, edge and PoRep scalars,
 /// every window from 2 bits (128 windows: groups of 3 and a last one of 2; no bits below the
 /// coarse bin) to 21 (6 bits below it), chunked lists, a density bitmap, and both
-/// accumulations, 1 / 5 / all windows per group. The one-pass setting (`u64::MAX`) runs the old scatter on the same input.
+/// accumulations, 1 / 5 / all windows per group. The one-pass setting (`u64::MAX`) runs the old
+/// scatter on the same input.
 #[test]
 fn two_pass_scatter_matches_blstrs() {
     let Some(dev) = device() else { return };
@@ -692,10 +698,7 @@ fn two_pass_scatter_matches_blstrs() {
         ..MsmConfig::default()
     };
     let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
-    let sizes: Vec<usize> = sizes_upto(max_log().min(20), false)
-        .into_iter()
-        .filter(|&n| n > 0)
-        .collect();
+    let sizes = nonzero_sizes_upto_2_20();
     check::<G1>(
         &mut ws,
         &sizes,

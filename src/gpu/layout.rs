@@ -172,9 +172,11 @@ pub const AFFINE_MIN_BLOCKS: u32 = 4;
 pub const AFFINE_CHAIN_BYTES: u64 = 16 + 96 + 48 + 4 + 96;
 
 /// Shortest bucket list (entries) scattered in two passes (coarse bin, then key: `cuda/msm.cuh`
-/// 2'). H200: two passes win at 2^24 random scalars (218 M entries: bucketing 17.4 vs 21.7 ms)
+/// 2'). H200: two passes win at 2^24 random scalars (218 M entries: bucketing 17.4 vs 21.6 ms)
 /// and lose on the PoRep mix at 2^27 (75 M entries: 5.7 vs 4.3 ms), so the crossover is taken
-/// at 2^27 entries.
+/// at 2^27 entries. (A coarse bin is one block's work in the second pass: on a long list of
+/// equal or tightly clustered scalars that block moves most of a window alone — correct, and
+/// slower than one pass; the prover's long lists, the H MSM's, are uniform.)
 pub const TWO_PASS_MIN_LIST: u64 = 1 << 27;
 /// Windows per group of the two-pass scatter: its staging buffer holds one group's entries,
 /// 8 B each (24 B per scalar, 3.2 GB at 2^27 against the list's 7 GB); each group reads the
@@ -610,12 +612,18 @@ pub fn msm_workspace_slots(shapes: &[MsmShape], lim: &MsmLimits) -> Result<[u64;
         for m in worst_m(s.n, s.group, lim) {
             // ones: the most the partial-sum buffer can take is when every other scalar is 1
             // a smaller m of the same window may fall below the batch-affine threshold and
-            // need the XYZZ kernel's buffers instead: plan both
+            // need the XYZZ kernel's buffers instead, or below the two-pass threshold and need
+            // the one-pass scatter's cursors: plan every combination
             let xyzz = MsmLimits {
                 accumulation: Accumulation::Xyzz,
                 ..*lim
             };
-            for l in [lim, &xyzz] {
+            let one_pass = |l: &MsmLimits| MsmLimits {
+                two_pass_min_list: u64::MAX,
+                ..*l
+            };
+            for l in [*lim, xyzz, one_pass(lim), one_pass(&xyzz)] {
+                let l = &l;
                 let z = MsmSizes::new(s, m, s.n, l)?;
                 for (o, b) in out.iter_mut().zip(z.slots) {
                     *o = (*o).max(b);
@@ -817,8 +825,6 @@ mod tests {
         assert_eq!(MsmSizes::new(&shape, 1 << 27, 0, &xy).unwrap().affine, None);
     }
 
-    /// An m just below the batch-affine threshold runs the XYZZ kernel; the workspace bound of
-    /// the largest m (batch-affine) must still cover its segment buffers.
     #[test]
     fn two_pass_shape_covers_every_window_and_the_threshold() {
         let lim = MsmLimits::defaults(132);
@@ -861,6 +867,45 @@ mod tests {
         assert_eq!(z.slots[slot::CURSORS], 0);
     }
 
+    #[test]
+    fn workspace_bound_covers_both_sides_of_the_two_pass_threshold() {
+        // an m of the same window as the largest but below the two-pass threshold runs the
+        // one-pass scatter, whose cursors the largest m does not need (a fixed window: n alone
+        // is planned)
+        for window_bits in [None, Some(19), Some(20)] {
+            let lim = MsmLimits {
+                window_bits,
+                ..MsmLimits::defaults(132)
+            };
+            let shape = MsmShape {
+                group: &G1_LAYOUT,
+                n: 1 << 27,
+                host_scalars: false,
+                host_points: 0,
+                density: false,
+            };
+            let bound = msm_workspace_slots(&[shape], &lim).unwrap();
+            for m in (1..=(1u64 << 27)).step_by(1 << 19) {
+                let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
+                for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
+                    assert!(s <= b, "{window_bits:?} m {m} slot {i}: {s} > {b}");
+                }
+            }
+            // both sides occur
+            let c = lim.window_bits.unwrap_or(19) as u64;
+            let m0 = TWO_PASS_MIN_LIST / (255 / c + 1);
+            for (m, two) in [(m0 - 1, false), (m0 + 1, true)] {
+                let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
+                if z.c as u64 == c {
+                    assert_eq!(z.two_pass.is_some(), two, "m {m}");
+                    assert_eq!(z.slots[slot::CURSORS] > 0, !two);
+                }
+            }
+        }
+    }
+
+    /// An m just below the batch-affine threshold runs the XYZZ kernel; the workspace bound of
+    /// the largest m (batch-affine) must still cover its segment buffers.
     #[test]
     fn workspace_bound_covers_both_sides_of_the_affine_threshold() {
         for min_list in [AFFINE_MIN_LIST, 1 << 29, 1 << 30] {

@@ -33,11 +33,12 @@
 //!
 //! Memory (bytes, n scalars, m of them neither 0 nor 1, W windows, B = 2^(c-1) buckets per
 //! window, X = 192 (G1) or 384 (G2) bytes per XYZZ point): 4n (rest/ones indices) + n/8 x 2
-//! (density) + min(m W, list cap) x 4 (bucket list) + (W B + 1) x (X + 8) (buckets, counts) +
-//! small partial buffers (exactly: `layout::MsmSizes`; the two-pass scatter's staging buffer
-//! adds 8 B per scalar and window of a group, the batch-affine chain states 260 B per chain); plus the scalars (32n) and points (96 / 192 per point) when they are
-//! uploaded from the host. Buffers are kept by the [`MsmWorkspace`] for reuse and freed when it
-//! is dropped.
+//! (density) + min(m W, list cap) x 4 (bucket list) + (W B + 1) x (X + 8) (buckets, counts,
+//! cursors; X + 4 with the two-pass scatter) + small partial buffers; the two-pass scatter's
+//! staging buffer adds 8 B per scalar and window of a group, the batch-affine chain states
+//! 260 B per chain (exactly: `layout::MsmSizes`); plus the scalars (32n) and points (96 / 192
+//! per point) when they are uploaded from the host. Buffers are kept by the [`MsmWorkspace`]
+//! for reuse and freed when it is dropped.
 
 use std::sync::Arc;
 
