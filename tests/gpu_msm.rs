@@ -211,12 +211,16 @@ where
     }
 }
 
-/// The sizes of `sizes_upto` up to 2^20 + 1 (sparse), without 0: the forced-path tests.
-fn nonzero_sizes_upto_2_20() -> Vec<usize> {
-    sizes_upto(max_log().min(20), false)
+/// A workspace of `cfg` (a forced path) after the generic G1 check over the sparse sizes up to
+/// 2^20 + 1, without 0.
+fn check_forced(dev: &Arc<Device>, cfg: &MsmConfig, kinds: &[Kind], seed: u64) -> MsmWorkspace {
+    let mut ws = MsmWorkspace::with_config(dev, cfg.clone()).unwrap();
+    let sizes: Vec<usize> = sizes_upto(max_log().min(20), false)
         .into_iter()
         .filter(|&n| n > 0)
-        .collect()
+        .collect();
+    check::<G1>(&mut ws, &sizes, kinds, seed);
+    ws
 }
 
 fn sizes_upto(max_log: u32, dense: bool) -> Vec<usize> {
@@ -555,14 +559,7 @@ fn batch_affine_accumulation_matches_blstrs() {
         affine_min_list: 0,
         ..MsmConfig::default()
     };
-    let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
-    let sizes = nonzero_sizes_upto_2_20();
-    check::<G1>(
-        &mut ws,
-        &sizes,
-        &[Kind::Random, Kind::PoRep, Kind::MinusOne],
-        21,
-    );
+    let mut ws = check_forced(&dev, &cfg, &[Kind::Random, Kind::PoRep, Kind::MinusOne], 21);
     let a = ws.stats().affine.expect("the batch-affine kernel ran");
     // the largest size: several threads of 32 chains (layout::AFFINE_MIN_CHAINS) each
     assert!(a.chains_per_thread >= 32 && a.threads > 1, "{a:?}");
@@ -664,8 +661,8 @@ fn batch_affine_accumulation_matches_blstrs() {
     assert_eq!(got, want, "density");
 }
 
-/// One G1 MSM on a new workspace of `cfg`; asserts that the batch-affine kernel ran.
-fn affine_msm(
+/// One G1 MSM on a new workspace of `cfg`, and what the workspace did.
+fn one_msm(
     dev: &Arc<Device>,
     cfg: MsmConfig,
     aff: &[G1Affine],
@@ -676,7 +673,18 @@ fn affine_msm(
     let got = ws
         .msm_g1(Points::Host(aff), Scalars::Host(s), density)
         .unwrap();
-    let st = ws.stats().clone();
+    (got, ws.stats().clone())
+}
+
+/// [`one_msm`]; asserts that the batch-affine kernel ran.
+fn affine_msm(
+    dev: &Arc<Device>,
+    cfg: MsmConfig,
+    aff: &[G1Affine],
+    s: &[Scalar],
+    density: Option<&[u64]>,
+) -> (G1Projective, cuzk::gpu::msm::MsmStats) {
+    let (got, st) = one_msm(dev, cfg, aff, s, density);
     assert!(
         st.affine.is_some(),
         "the batch-affine kernel did not run: {st:?}"
@@ -697,11 +705,9 @@ fn two_pass_scatter_matches_blstrs() {
         two_pass_min_list: 0,
         ..MsmConfig::default()
     };
-    let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
-    let sizes = nonzero_sizes_upto_2_20();
-    check::<G1>(
-        &mut ws,
-        &sizes,
+    let mut ws = check_forced(
+        &dev,
+        &cfg,
         &[Kind::Random, Kind::PoRep, Kind::MinusOne, Kind::Repeated],
         31,
     );
@@ -730,12 +736,7 @@ fn two_pass_scatter_matches_blstrs() {
             affine_min_list: 0,
             ..cfg.clone()
         };
-        let mut ws = MsmWorkspace::with_config(&dev, cfg_c).unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
-            .unwrap();
-        let st = ws.stats().clone();
-        let t = st.two_pass.expect("two-pass scatter");
+        let (got, st, t) = two_pass_msm(&dev, cfg_c, &aff, &s, None);
         assert_eq!(t.lb, lb, "c={c}");
         assert_eq!(t.coarse_bins, t.group_windows << (c - 1 - t.lb), "c={c}");
         assert_eq!(got, want, "c={c} cap={cap} {acc:?} chunks={}", st.chunks);
@@ -746,12 +747,7 @@ fn two_pass_scatter_matches_blstrs() {
             two_pass_group_windows: gw,
             ..cfg.clone()
         };
-        let mut ws = MsmWorkspace::with_config(&dev, cfg_g).unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
-            .unwrap();
-        let st = ws.stats().clone();
-        let t = st.two_pass.expect("two-pass scatter");
+        let (got, st, t) = two_pass_msm(&dev, cfg_g, &aff, &s, None);
         assert_eq!(t.group_windows, gw.min(st.windows));
         assert_eq!(got, want, "{gw} windows per group");
     }
@@ -769,11 +765,7 @@ fn two_pass_scatter_matches_blstrs() {
         let s = scalars(n, Kind::Random, n as u64 + 2);
         let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
         let want = G1::reference(&proj, &sel);
-        let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), Some(&bits))
-            .unwrap();
-        assert!(ws.stats().two_pass.is_some());
+        let (got, _, _) = two_pass_msm(&dev, cfg.clone(), &aff, &s, Some(&bits));
         assert_eq!(got, want, "density n={n}");
     }
     // the one-pass setting and the default on the same list (the default takes two passes from
@@ -786,20 +778,30 @@ fn two_pass_scatter_matches_blstrs() {
         (u64::MAX, false),
         (MsmConfig::default().two_pass_min_list, true),
     ] {
-        let mut ws = MsmWorkspace::with_config(
-            &dev,
-            MsmConfig {
-                two_pass_min_list: min_list,
-                ..MsmConfig::default()
-            },
-        )
-        .unwrap();
-        let got = ws
-            .msm_g1(Points::Host(&aff), Scalars::Host(&s), None)
-            .unwrap();
-        let st = ws.stats().clone();
+        let cfg_m = MsmConfig {
+            two_pass_min_list: min_list,
+            ..MsmConfig::default()
+        };
+        let (got, st) = one_msm(&dev, cfg_m, &aff, &s, None);
         let long = st.m as u64 * st.windows as u64 >= MsmConfig::default().two_pass_min_list;
         assert_eq!(st.two_pass.is_some(), two && long, "{st:?}");
         assert_eq!(got, want, "two_pass_min_list={min_list}");
     }
+}
+
+/// [`one_msm`]; asserts that the two-pass scatter ran.
+fn two_pass_msm(
+    dev: &Arc<Device>,
+    cfg: MsmConfig,
+    aff: &[G1Affine],
+    s: &[Scalar],
+    density: Option<&[u64]>,
+) -> (
+    G1Projective,
+    cuzk::gpu::msm::MsmStats,
+    cuzk::gpu::msm::TwoPass,
+) {
+    let (got, st) = one_msm(dev, cfg, aff, s, density);
+    let t = st.two_pass.expect("two-pass scatter");
+    (got, st, t)
 }

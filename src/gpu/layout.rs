@@ -690,6 +690,25 @@ pub fn spmv_work_bytes(inputs: u64, aux: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// A G1 MSM of n scalars and points on the device, without a density map.
+    fn resident_g1(n: u64) -> MsmShape {
+        MsmShape {
+            group: &G1_LAYOUT,
+            n,
+            host_scalars: false,
+            host_points: 0,
+            density: false,
+        }
+    }
+
+    /// Every buffer of `z` (and its result slot) within the workspace bound `bound`.
+    fn assert_within(bound: &[u64; MSM_SLOTS + 2], z: &MsmSizes, what: &str) {
+        for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
+            assert!(s <= b, "{what} slot {i}: {s} > {b}");
+        }
+        assert!(z.result <= bound[MSM_SLOTS], "{what} result");
+    }
+
     #[test]
     fn window_bits_are_non_decreasing_and_worst_m_covers_each_window() {
         for g in [&G1_LAYOUT, &G2_LAYOUT] {
@@ -740,10 +759,7 @@ mod tests {
         for m in (0..=100_000u64).step_by(997) {
             for n1 in [0, 5000, 100_000 - m] {
                 let z = MsmSizes::new(&shape, m, n1, &lim).unwrap();
-                for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
-                    assert!(s <= b, "slot {i} m {m}: {s} > {b}");
-                }
-                assert!(z.result <= bound[MSM_SLOTS]);
+                assert_within(&bound, &z, &format!("m {m}"));
             }
         }
     }
@@ -785,13 +801,7 @@ mod tests {
                 assert!(s.threads as u64 <= 132 * 4 * AFFINE_THREADS as u64);
             }
         }
-        let shape = MsmShape {
-            group: &G1_LAYOUT,
-            n: 1 << 27,
-            host_scalars: false,
-            host_points: 0,
-            density: false,
-        };
+        let shape = resident_g1(1 << 27);
         let lim = MsmLimits::defaults(132);
         let z = MsmSizes::new(&shape, 1 << 27, 0, &lim).unwrap();
         assert_eq!(z.affine, Some(a));
@@ -846,19 +856,7 @@ mod tests {
         let m = TWO_PASS_MIN_LIST / 13;
         assert!(TwoPass::for_list(20, 13, m, &lim).is_none());
         assert!(TwoPass::for_list(20, 13, m + 1, &lim).is_some());
-        let z = MsmSizes::new(
-            &MsmShape {
-                group: &G1_LAYOUT,
-                n: 1 << 27,
-                host_scalars: false,
-                host_points: 0,
-                density: false,
-            },
-            1 << 27,
-            0,
-            &lim,
-        )
-        .unwrap();
+        let z = MsmSizes::new(&resident_g1(1 << 27), 1 << 27, 0, &lim).unwrap();
         let t = z.two_pass.unwrap();
         assert_eq!((z.c, t.lb, t.group_windows), (20, 5, 3));
         // staging: 3 windows of 8-byte entries; the coarse cursors; no global cursors
@@ -877,19 +875,11 @@ mod tests {
                 window_bits,
                 ..MsmLimits::defaults(132)
             };
-            let shape = MsmShape {
-                group: &G1_LAYOUT,
-                n: 1 << 27,
-                host_scalars: false,
-                host_points: 0,
-                density: false,
-            };
+            let shape = resident_g1(1 << 27);
             let bound = msm_workspace_slots(&[shape], &lim).unwrap();
             for m in (1..=(1u64 << 27)).step_by(1 << 19) {
                 let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
-                for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
-                    assert!(s <= b, "{window_bits:?} m {m} slot {i}: {s} > {b}");
-                }
+                assert_within(&bound, &z, &format!("{window_bits:?} m {m}"));
             }
             // both sides occur
             let c = lim.window_bits.unwrap_or(19) as u64;
@@ -914,13 +904,7 @@ mod tests {
                 ..MsmLimits::defaults(132)
             };
             for n in [1u64 << 26, 1 << 27] {
-                let shape = MsmShape {
-                    group: &G1_LAYOUT,
-                    n,
-                    host_scalars: false,
-                    host_points: 0,
-                    density: false,
-                };
+                let shape = resident_g1(n);
                 let bound = msm_workspace_slots(&[shape], &lim).unwrap();
                 let c = window_bits_for(n as usize, &G1_LAYOUT);
                 let nw = (255 / c + 1) as u64;
@@ -928,12 +912,7 @@ mod tests {
                 for m in [m0.saturating_sub(1), m0, m0 + 1, n / 2, n] {
                     let m = m.min(n);
                     let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
-                    for (i, (&b, &s)) in bound.iter().zip(&z.slots).enumerate() {
-                        assert!(
-                            s <= b,
-                            "min_list {min_list} n {n} m {m} slot {i}: {s} > {b}"
-                        );
-                    }
+                    assert_within(&bound, &z, &format!("min_list {min_list} n {n} m {m}"));
                 }
             }
         }
@@ -943,13 +922,7 @@ mod tests {
     fn h_msm_at_2_27_needs_gigabytes_not_the_old_fixed_window() {
         // the H MSM over 2^27 device-resident scalars: the sorted list alone is ~6.5 GiB
         let lim = MsmLimits::defaults(132);
-        let shape = MsmShape {
-            group: &G1_LAYOUT,
-            n: (1 << 27) - 1,
-            host_scalars: false,
-            host_points: 0,
-            density: false,
-        };
+        let shape = resident_g1((1 << 27) - 1);
         let b = msm_workspace_slots(&[shape], &lim).unwrap();
         assert!(b[slot::LIST] >= 6 << 30, "{}", b[slot::LIST]);
         assert!(msm_workspace_bytes(&[shape], &lim).unwrap() > 7 << 30);
