@@ -33,6 +33,11 @@
 #ifndef CUZK_MUL
 #define CUZK_MUL 0
 #endif
+// Fr's reduction rows with additions for the modulus' two low limbs (1, the default) or as
+// products like Fp's (0: `CUZK_NVCC_FLAGS=-DCUZK_FR_LOW_ADD=0`, the form before, for A/B runs).
+#ifndef CUZK_FR_LOW_ADD
+#define CUZK_FR_LOW_ADD 1
+#endif
 
 namespace cuzk {
 
@@ -108,6 +113,9 @@ struct FrParams {
     static constexpr int BITS = 255;            // bits of the modulus
     static constexpr uint32_t M0 = 0xffffffffu; // -r^-1 mod 2^32
     static constexpr int SUM_MAX = 2;           // largest K with K r < 2^256 (mul_sum)
+    /// r mod 2^64 = 2^64 - 2^32 + 1 (limbs 1, 2^32 - 1; M0 = -1): the reduction rows of
+    /// `mul_sum` add m r's two low limbs with additions instead of two IMAD.WIDE (`sum_step`).
+    static constexpr bool LOW_SOLINAS = true;
     __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FR_P[i]; }
     __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FR_ONE[i]; }
     __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FR_R2[i]; }
@@ -120,6 +128,7 @@ struct FpParams {
     static constexpr int BITS = 381;
     static constexpr uint32_t M0 = 0xfffcfffdu; // -p^-1 mod 2^32
     static constexpr int SUM_MAX = 8;           // K p < 2^384 holds up to K = 9 (mul_sum)
+    static constexpr bool LOW_SOLINAS = false;  // see FrParams
     __device__ __forceinline__ static uint32_t p(int i) { return CUZK_FP_P[i]; }
     __device__ __forceinline__ static uint32_t one(int i) { return CUZK_FP_ONE[i]; }
     __device__ __forceinline__ static uint32_t r2(int i) { return CUZK_FP_R2[i]; }
@@ -338,6 +347,35 @@ struct alignas(16) Field {
         return mul_sum<1>(x, y);
     }
 
+    /// The reduction row T += m p of `sum_step` for a modulus whose two low limbs are 1 and
+    /// 2^32 - 1 (Fr): m * 1 is m itself, added into the even pair at I, and m (2^32 - 1) is the
+    /// pair (lo, hi) = (-m, m - [m != 0]) (one subtraction with borrow), added into the odd pair at
+    /// I + 1; the limbs 2 .. N-1 of p stay IMAD.WIDE products. Two IMAD.WIDE of 2N fewer per row.
+    template <int I, class P>
+    __device__ __forceinline__ static void reduce_low_solinas(uint32_t (&A0)[2 * N + 2], uint32_t (&A1)[2 * N + 2],
+                                                             uint32_t m, P p) {
+        // even chain: m at (I, I + 1), then m p_j at (I + j, I + j + 1), j = 2, 4, ...
+        A0[I] = ptx::add_cc(A0[I], m);
+        A0[I + 1] = ptx::addc_cc(A0[I + 1], 0);
+#pragma unroll
+        for (int k = 1; k < N / 2; k++) {
+            A0[I + 2 * k] = ptx::madc_lo_cc(m, p(2 * k), A0[I + 2 * k]);
+            A0[I + 2 * k + 1] = ptx::madc_hi_cc(m, p(2 * k), A0[I + 2 * k + 1]);
+        }
+        A0[I + N] = ptx::addc(A0[I + N], 0);
+        // odd chain: m (2^32 - 1) at (I + 1, I + 2), then m p_j, j = 3, 5, ...
+        const uint32_t lo = ptx::sub_cc(0, m);   // borrow out = (m != 0)
+        const uint32_t hi = ptx::subc(m, 0);
+        A1[I + 1] = ptx::add_cc(A1[I + 1], lo);
+        A1[I + 2] = ptx::addc_cc(A1[I + 2], hi);
+#pragma unroll
+        for (int k = 1; k < N / 2; k++) {
+            A1[I + 1 + 2 * k] = ptx::madc_lo_cc(m, p(2 * k + 1), A1[I + 1 + 2 * k]);
+            A1[I + 2 + 2 * k] = ptx::madc_hi_cc(m, p(2 * k + 1), A1[I + 2 + 2 * k]);
+        }
+        A1[I + 1 + N] = ptx::addc(A1[I + 1 + N], 0);
+    }
+
     /// Row I of `mul_sum` (and so of `mul_split`, K = 1): T += sum_k b_k[I] * a_k, then
     /// T += m * p with m making limb I zero (the K products of the row share one reduction row).
     /// Products x * y_j land on position I + j: even j on pairs starting at I's parity, odd j on
@@ -356,8 +394,15 @@ struct alignas(16) Field {
             mac_pairs<I + 1, 1>(A1, b[k].l[I], A{a[k]});
         }
         const uint32_t m = (E[I] + O[I] + c) * C::M0;
-        mac_pairs<I, 0>(A0, m, p);
-        mac_pairs<I + 1, 1>(A1, m, p);
+#if CUZK_FR_LOW_ADD
+        if constexpr (C::LOW_SOLINAS)
+            reduce_low_solinas<I>(A0, A1, m, p);
+        else
+#endif
+        {
+            mac_pairs<I, 0>(A0, m, p);
+            mac_pairs<I + 1, 1>(A1, m, p);
+        }
         const uint64_t s = (uint64_t)E[I] + O[I] + c;
         c = (uint32_t)(s >> 32);
     }

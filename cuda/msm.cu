@@ -239,11 +239,11 @@ extern "C" __global__ void cuzk_msm_affine_init_g1(const u32* offsets, u32 K, u3
         const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAff>* points,     \
         xyzz_t<FpAff>* buckets, chain_meta* meta, affine_t<FpAff>* acc, FpAff* scratch, u32* first_keys,      \
         affine_t<FpAff>* first_pts, u32 fresh) {                                                              \
-        const u32 s = global_tid();                                                                          \
-        if (s >= S) return;                                                                                  \
-        affine_args<FpAff> a{list,    offsets, K,         S,         CH,           L,   points,               \
-                             buckets, meta,    acc,       scratch,   first_keys,   first_pts, fresh != 0};    \
-        body_accumulate_affine<FpAff>(s, a);                                                                 \
+        __shared__ FpAff tree[2 * AFFINE_THREADS];                                                           \
+        affine_args<FpAff> a{list,    offsets,   K,          S,    CH,   L,   points,                            \
+                             buckets, meta,      acc,        scratch,    first_keys, first_pts, fresh != 0, tree}; \
+        /* every thread of the block, also past S, joins the block's inversions */                        \
+        body_accumulate_affine<FpAff>(global_tid(), a);                                                     \
     }
 CUZK_MSM_ACCUMULATE_AFFINE(3)
 CUZK_MSM_ACCUMULATE_AFFINE(4)

@@ -8,9 +8,12 @@
 // Comp. 1987): a forward pass multiplies the denominators into prefix products (kept in
 // `scratch`), one Fermat inversion, and a backward pass peels each denominator's inverse off the
 // running inverse (2 products) before the addition itself (lambda, x3 = lambda^2 - x1 - x2,
-// y3 = lambda (x1 - x3) - y1: 3 products). With CH = 403 (2^27) that is ~7.2 products per
-// addition (6 + 485 / 403) against ~11 for the XYZZ mixed addition (madd-2008-s); the probe of
-// cuda/test_kernels.cu and BENCHMARKS.md measure the trade.
+// y3 = lambda (x1 - x3) - y1: 3 products). The threads of a block share that inversion too
+// (`block_inverse`: Montgomery's trick once more, over the block's prefix products), so a warp
+// pays ~24 / 4 + 485 / 4 products per step for it instead of 485 (SIMT: one warp's inversion
+// costs the same instructions for 1 or 32 lanes). With CH = 403 (2^27) that is ~6.3 products
+// per addition (6 + 127 / 403) against ~11 for the XYZZ mixed addition (madd-2008-s); the probe
+// of cuda/test_kernels.cu and BENCHMARKS.md measure the trade.
 //
 // Exceptional cases take the denominator 1 (a product by one in the forward pass, which keeps a
 // single product site; nothing in the backward pass): a point at infinity (skipped), P = -A (the
@@ -26,6 +29,12 @@
 #pragma once
 
 #include "msm.cuh"
+
+// The step's inversion shared by the block (1, default) or one per thread (0: the form before,
+// `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_BLOCK_INV=0`, for A/B runs).
+#ifndef CUZK_AFFINE_BLOCK_INV
+#define CUZK_AFFINE_BLOCK_INV 1
+#endif
 
 namespace cuzk_msm {
 
@@ -80,6 +89,7 @@ template <class F> struct affine_args {
     u32* first_keys;     // G first-run keys (written by the init)
     affine_t<F>* first_pts;  // G first-run sums
     bool fresh;          // buckets still infinity (plain stores)
+    F* tree;             // shared memory, 2 blockDim.x elements (block_inverse)
 };
 
 /// Point of list entry e (sign applied); `inf` when it is the point at infinity.
@@ -109,9 +119,42 @@ CUZK_COLD void affine_flush(const affine_args<F>& a, u32 g, u64 pos, chain_meta&
     a.meta[g] = m;
 }
 
-/// The Fermat inversion of one step, out of line: called once per CH additions, and its code
+/// The Fermat inversion of one step, out of line: called once per block and step, and its code
 /// (two inlined products) stays out of the loop bodies.
 CUZK_COLD cuzk::Fp fp_inverse_ool(cuzk::Fp a) { return cuzk::Fp::inverse(a); }
+
+/// x^-1 for every thread's x (x != 0) with one Fermat inversion per block: Montgomery's trick
+/// over the block as a product tree in shared memory (`tree`: 2 B elements, B = blockDim.x a
+/// power of two; heap order, node v's children 2v and 2v + 1, thread j's leaf B + j). Up: B - 1
+/// products, level by level; thread 0 inverts the root; down: a child's inverse is its parent's
+/// times its sibling (2 (B - 1) products). Only the levels with more than 32 nodes occupy more
+/// than one warp, so for B = 128 the block spends 8 + 16 warp-products and one inversion where
+/// every warp spent an inversion (~485 products). Synchronises the block: every thread of it
+/// must call it, the same number of times. x = 0 anywhere makes every inverse of the block 0
+/// (the callers' denominators are never 0: exceptional cases take 1).
+template <class F> CUZK_HD F block_inverse(const F& x, F* tree) {
+    const u32 B = blockDim.x, j = threadIdx.x;
+    x.store(tree + B + j);
+    __syncthreads();
+    for (u32 w = B >> 1; w > 0; w >>= 1) {
+        if (j < w) (F::load(tree + 2 * (w + j)) * F::load(tree + 2 * (w + j) + 1)).store(tree + w + j);
+        __syncthreads();
+    }
+    if (j == 0) F{fp_inverse_ool(F::load(tree + 1).v)}.store(tree + 1);
+    __syncthreads();
+    for (u32 w = 1; w < B; w <<= 1) {
+        if (j < w) {
+            const u32 v = w + j;
+            const F inv = F::load(tree + v), l = F::load(tree + 2 * v), r = F::load(tree + 2 * v + 1);
+            (inv * r).store(tree + 2 * v);
+            (inv * l).store(tree + 2 * v + 1);
+        }
+        __syncthreads();
+    }
+    // Only this thread reads its leaf, and the next call's first write is this thread's own leaf:
+    // no barrier needed after the read.
+    return F::load(tree + B + j);
+}
 
 /// 3 x^2, the numerator of a doubling (P = A inside a chain: rare), out of line.
 template <class F> CUZK_COLD F affine_dbl_num(F x) {
@@ -119,13 +162,15 @@ template <class F> CUZK_COLD F affine_dbl_num(F x) {
     return s + F::dbl(s);
 }
 
-/// Thread s: L steps over its CH chains (see the header comment).
+/// Thread s: L steps over its CH chains (see the header comment). Threads s >= S (the rest of
+/// the last block) own no chain but join every step's `block_inverse`.
 template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<F>& a) {
     const u32 N = a.offsets[a.K];
+    const u32 CH = s < a.S ? a.CH : 0;
     for (u32 t = 0; t < a.L; t++) {
         // forward: denominators into prefix products
         F prefix = F::one();
-        for (u32 i = 0; i < a.CH; i++) {
+        for (u32 i = 0; i < CH; i++) {
             const u32 g = i * a.S + s;
             const u64 pos = (u64)g * a.L + t;
             if (pos < N) {
@@ -151,9 +196,13 @@ template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<
             }
             prefix.store(a.scratch + g);
         }
+#if CUZK_AFFINE_BLOCK_INV
+        F inv = block_inverse(prefix, a.tree);
+#else
         F inv = {fp_inverse_ool(prefix.v)};
+#endif
         // backward: peel each inverse, add
-        for (u32 i = a.CH; i-- > 0;) {
+        for (u32 i = CH; i-- > 0;) {
             const u32 g = i * a.S + s;
             const u64 pos = (u64)g * a.L + t;
             if (pos >= N) continue;

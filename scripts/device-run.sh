@@ -61,6 +61,20 @@
 #   kernels-t  the final build (two-pass scatter): gpu_msm (the rest only if it passes),
 #            fixtures-gpu, gpu_prove on both fixtures, `check`, the MSM bench at G1 2^26 / 2^27
 #            with 3 and 7 windows per group
+#   kernels-u, kernels-v  the block-shared inversion of the batch-affine step and Fr's reduction
+#            rows with additions, A/B against the build before (bench_ntt_old, msm_old,
+#            batch_old: CUZK_NVCC_FLAGS="-DCUZK_AFFINE_BLOCK_INV=0 -DCUZK_FR_LOW_ADD=0"): (u)
+#            gpu_field, gpu_ntt, gpu_msm, the NTT bench at 2^24 / 2^27, the MSM bench (both
+#            accumulations) at G1 2^23 / 2^24 / 2^26; (v) G1 2^27 and 2^27 partitions
+#   kernels-w  the final build of that change (batch-affine from 2^26 list entries): gpu_msm (the
+#            rest only if it passes), gpu_curve, fixtures-gpu, gpu_prove on both fixtures, `check`
+#            with batch-affine forced on every G1 MSM (CUZK_MSM_AFFINE_MIN_LIST=0)
+#   kernels-x  its timings: the MSM bench (both accumulations) at G1 2^21 / 2^22, the PoRep-shaped
+#            2^27 MSMs; 2^27 partitions resident with 1 and 2 workers, capped at 16 GiB with the
+#            threshold before (CUZK_MSM_AFFINE_MIN_LIST=268435456) and this one
+#   kernels-y  the final build (batch-affine from 3 x 2^25 list entries; the partial tier runs
+#            its plan's pass): `check`, 2^27 partitions resident, then capped at 16 GiB (partial,
+#            2^23-point passes) with RUST_LOG=cuzk::gpu::alloc=debug
 #   ncu-sort-ntt  ncu of the bucketing kernels (histogram, scan, scatter) at G1 2^26 and of three
 #            NTT passes at 2^27
 #   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
@@ -338,6 +352,54 @@ kernels-t)
   (export CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_PROFILE=1; t msm_gw3 timeout 300 $F/msm --bench zzz)
   (export CUZK_BENCH_MSM_G1=26,27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 \
     CUZK_BENCH_MSM_TWO_PASS_WINDOWS=7; t msm_gw7 timeout 300 $F/msm --bench zzz)
+  ;;
+kernels-u)
+  # the block-shared inversion of the batch-affine step and Fr's reduction rows with additions:
+  # gpu_field, gpu_ntt, gpu_msm (the rest only if they pass), then the NTT and MSM benches of the
+  # build before (bench_ntt_old, msm_old: CUZK_NVCC_FLAGS="-DCUZK_AFFINE_BLOCK_INV=0
+  # -DCUZK_FR_LOW_ADD=0") and of this one, alternating, same call
+  t gpu_field timeout 60 $F/gpu_field --test-threads=1
+  t gpu_ntt timeout 150 $F/gpu_ntt --test-threads=1
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  for x in gpu_field gpu_ntt gpu_msm; do grep -q "^$x rc=0" "$S" || exit 1; done
+  (export CUZK_BENCH_NTT_TUNE_LOGS= CUZK_BENCH_NTT_LOGS=24,27
+   t ntt_old timeout 120 $F/bench_ntt_old --bench zzz; t ntt_new timeout 120 $F/bench_ntt --bench zzz)
+  (export CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_G1=23,24,26 CUZK_BENCH_MSM_G2= \
+     CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1
+   t msm_old timeout 200 $F/msm_old --bench zzz; t msm_new timeout 200 $F/msm --bench zzz)
+  ;;
+kernels-v)
+  # the same builds at G1 2^27 and in 2^27 partitions (resident; capped at 16 GiB)
+  (export CUZK_BENCH_MSM_G1=27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1
+   t msm27_old timeout 150 $F/msm_old --bench zzz; t msm27_new timeout 150 $F/msm --bench zzz)
+  t b27_old timeout 150 $F/batch_old --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
+  t b27_new timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
+  ;;
+kernels-w)
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  grep -q "^gpu_msm rc=0" "$S" || exit 1
+  t gpu_curve timeout 120 $F/gpu_curve
+  "$0" fixtures-gpu
+  gpu_prove_both
+  (export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200)
+  ;;
+kernels-x)
+  (export CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_G1=21,22 CUZK_BENCH_MSM_G2= \
+     CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1; t msm_small timeout 120 $F/msm --bench zzz)
+  (export CUZK_BENCH_MSM_G1= CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_PROFILE=1
+   t msm_porep timeout 120 $F/msm --bench zzz)
+  t b27_res timeout 200 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
+    --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=4
+  CUZK_MSM_AFFINE_MIN_LIST=268435456 t b27_cap_old timeout 100 $F/batch --log2 27 --reuse \
+    --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
+  t b27_cap timeout 100 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
+  ;;
+kernels-y)
+  check_tiers 200
+  t b27_res timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
+  (export RUST_LOG=cuzk::gpu::alloc=debug
+   t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=3)
   ;;
 ncu-sort-ntt)
   # the bucketing kernels (counting sort) at G1 2^26 and the NTT passes at 2^27, ncu

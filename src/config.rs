@@ -18,7 +18,7 @@
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
 //! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
 //! | `CUZK_MSM_ACCUMULATION` | `affine` (batch-affine G1 bucket accumulation on long lists) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
-//! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest G1 bucket list (entries) accumulated batch-affine; `0`: every G1 MSM | `268435456` (2^28) |
+//! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest G1 bucket list (entries) accumulated batch-affine; `0`: every G1 MSM | `100663296` (3 × 2^25) |
 //! | `CUZK_GPU_SPMV` | `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 //! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 

@@ -638,6 +638,14 @@ impl Tier {
             _ => None,
         }
     }
+
+    /// Points of one MSM pass of `shape` under this tier — what the GPU backend sizes its base
+    /// buffers and passes with, and so what the plan budgeted: the tier's own pass
+    /// ([`Self::pass_points`]) for `Partial` and `Streaming`, else
+    /// [`PartitionShape::pass_points`].
+    pub fn msm_pass_points(&self, shape: &PartitionShape) -> u64 {
+        self.pass_points().unwrap_or_else(|| shape.pass_points())
+    }
 }
 
 impl fmt::Display for Tier {
@@ -1541,6 +1549,35 @@ mod tests {
         assert_eq!(a.available().unwrap(), 0);
         drop((p, r));
         assert_eq!(a.available().unwrap(), 16 * GIB - SAFETY_MARGIN);
+    }
+
+    #[test]
+    fn the_backend_runs_the_plans_msm_pass() {
+        // 2^27 under a 16 GiB cap plans `Partial` with 2^23-point passes; the GPU backend sizes
+        // its base slots with `msm_pass_points`, so it must be that pass, not the default 2^24
+        // (whose double-buffered G2 slots alone, 6 GiB, broke the plan before)
+        let mem = Arc::new(FakeMemInfo::new(&[(H200_TOTAL, H200_TOTAL)]));
+        let a = DeviceAllocator::new(0, mem, Some(16 * GIB));
+        let s = shape();
+        let p = a.plan(&s, &PlanOptions::default()).unwrap();
+        assert_eq!(
+            p.tier,
+            Tier::Partial {
+                pass_points: 1 << 23
+            }
+        );
+        assert_eq!(p.tier.msm_pass_points(&s), 1 << 23);
+        assert!(s.pass_points() > 1 << 23);
+        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
+        assert!(s.partial_bytes(s.pass_points(), &lim) > p.needed);
+        let t = Tier::Streaming {
+            chunk_points: 1 << 20,
+            chunk_bytes: 0,
+        };
+        assert_eq!(t.msm_pass_points(&s), 1 << 20);
+        for t in [Tier::Resident, Tier::FullStaging] {
+            assert_eq!(t.msm_pass_points(&s), s.pass_points());
+        }
     }
 
     #[test]

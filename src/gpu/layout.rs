@@ -158,9 +158,15 @@ pub const AFFINE_MIN_STEPS: u64 = 64;
 /// Fewest batch-affine chains per thread [`AffineShape::for_list`] picks (unless the configured
 /// most is lower).
 pub const AFFINE_MIN_CHAINS: u64 = 32;
-/// Smallest list (entries) accumulated batch-affine; shorter lists leave too few chains per
-/// thread for the threads a device needs, and use the XYZZ kernel.
-pub const AFFINE_MIN_LIST: u64 = 1 << 28;
+/// Smallest list (entries) accumulated batch-affine (3 x 2^25 = 100,663,296); shorter lists
+/// leave too few chains per thread for the threads a device needs (the 132-SM wave of 67,584
+/// threads at 32 chains of 64 entries wants 2^27), and use the XYZZ kernel. With the step's
+/// inversion shared by the block (`block_inverse`), the H200 measured batch-affine ahead from
+/// G1 2^23 (117 M entries, 85 % of the wave): 110 against 125 ms; 2^24 151 against 200 ms; and
+/// behind below: 2^22 (67 M, half the wave) 74 against 50 ms, the PoRep mix at 2^27 (75 M)
+/// 120 ms and slower L and A MSMs in the partition (BENCHMARKS.md, third session of
+/// 2026-12-02).
+pub const AFFINE_MIN_LIST: u64 = 3 << 25;
 /// Threads per block of the batch-affine kernel (`AFFINE_THREADS` in cuda/msm.cu).
 pub const AFFINE_THREADS: u32 = 128;
 /// Default occupancy variant of the batch-affine kernel (blocks per multiprocessor; the variants

@@ -27,9 +27,10 @@
 //! is read after an event, see [`MsmWorkspace::start`] / [`MsmWorkspace::finish`]: the
 //! host-side combination of one MSM overlaps the GPU work of the next (two result slots).
 //!
-//! Speed (H200, points and scalars resident, uniform scalars; BENCHMARKS.md): G1 2^24 in
-//! 0.20 s, 2^26 in 0.47 s, 2^27 in 0.84 s (batch-affine accumulation from 2^28 list entries);
-//! G2 2^24 in 0.72 s. The limiter is the bucket accumulation (78 % at 2^27).
+//! Speed (H200, points and scalars resident, uniform scalars; BENCHMARKS.md): G1 2^23 in
+//! 0.11 s, 2^24 in 0.15 s, 2^26 in 0.43 s, 2^27 in 0.81 s (batch-affine accumulation from
+//! 3 x 2^25 list entries); G2 2^24 in 0.72 s. The limiter is the bucket accumulation (78 % at
+//! 2^27).
 //!
 //! Memory (bytes, n scalars, m of them neither 0 nor 1, W windows, B = 2^(c-1) buckets per
 //! window, X = 192 (G1) or 384 (G2) bytes per XYZZ point): 4n (rest/ones indices) + n/8 x 2

@@ -37,7 +37,7 @@ use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
 use crate::gpu::alloc::{
-    Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, Tier, TierKind,
+    Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, TierKind,
 };
 use crate::gpu::device::{self, Device, DeviceBuffer};
 use crate::gpu::fault::stage_deadline;
@@ -715,10 +715,9 @@ fn run_on(
     // has not started yet), a, b, c are staged and the six NTTs and the pointwise passes run on
     // the device, and the MSMs run after two buffers are freed. Otherwise (streaming) h comes
     // from the CPU NTT and only h (n·32 B) is uploaded.
-    let chunk = match plan.tier {
-        Tier::Streaming { chunk_points, .. } => chunk_points as usize,
-        _ => shape.pass_points() as usize,
-    };
+    // The plan's pass: a partial tier that fitted only with a smaller pass (2^23 at 2^27 on a
+    // 16 GiB card) must not run the default one (its G2 base slots alone would exceed the plan).
+    let chunk = plan.tier.msm_pass_points(shape) as usize;
     let mut dh = dev.alloc_in::<Fr>(Some(&arena), n)?;
     let gpu_ntt = 3 * 32 * n as u64 <= plan.work.bytes();
     let mut dbc = None;
