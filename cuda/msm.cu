@@ -234,16 +234,16 @@ extern "C" __global__ void cuzk_msm_affine_init_g1(const u32* offsets, u32 K, u3
 
 /** Batch-affine level-1 accumulation: S threads, CH chains of L entries each (msm_affine.cuh);
  *  one variant per occupancy target MB, as the XYZZ kernels. */
-#define CUZK_MSM_ACCUMULATE_AFFINE(MB)                                                                       \
-    extern "C" __global__ void __launch_bounds__(AFFINE_THREADS, MB) cuzk_msm_accumulate_affine_g1_mb##MB(    \
-        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAff>* points,     \
-        xyzz_t<FpAff>* buckets, chain_meta* meta, affine_t<FpAff>* acc, FpAff* scratch, u32* first_keys,      \
-        affine_t<FpAff>* first_pts, u32 fresh) {                                                              \
-        __shared__ FpAff tree[2 * AFFINE_THREADS];                                                           \
-        affine_args<FpAff> a{list,    offsets,   K,          S,    CH,   L,   points,                            \
+#define CUZK_MSM_ACCUMULATE_AFFINE(MB) \
+    extern "C" __global__ void __launch_bounds__(AFFINE_THREADS, MB) cuzk_msm_accumulate_affine_g1_mb##MB( \
+        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAff>* points, \
+        xyzz_t<FpAff>* buckets, chain_meta* meta, affine_t<FpAff>* acc, FpAff* scratch, u32* first_keys, \
+        affine_t<FpAff>* first_pts, u32 fresh) { \
+        __shared__ FpAff tree[2 * AFFINE_THREADS]; \
+        affine_args<FpAff> a{list,    offsets,   K,          S,    CH,   L,   points, \
                              buckets, meta,      acc,        scratch,    first_keys, first_pts, fresh != 0, tree}; \
-        /* every thread of the block, also past S, joins the block's inversions */                        \
-        body_accumulate_affine<FpAff>(global_tid(), a);                                                     \
+        /* every thread of the block, also past S, joins the block's inversions */ \
+        body_accumulate_affine<AFFINE_THREADS, FpAff>(global_tid(), a); \
     }
 CUZK_MSM_ACCUMULATE_AFFINE(3)
 CUZK_MSM_ACCUMULATE_AFFINE(4)

@@ -89,7 +89,7 @@ template <class F> struct affine_args {
     u32* first_keys;     // G first-run keys (written by the init)
     affine_t<F>* first_pts;  // G first-run sums
     bool fresh;          // buckets still infinity (plain stores)
-    F* tree;             // shared memory, 2 blockDim.x elements (block_inverse)
+    F* tree;             // shared memory, 2 B elements (block_inverse; B threads per block)
 };
 
 /// Point of list entry e (sign applied); `inf` when it is the point at infinity.
@@ -124,16 +124,17 @@ CUZK_COLD void affine_flush(const affine_args<F>& a, u32 g, u64 pos, chain_meta&
 CUZK_COLD cuzk::Fp fp_inverse_ool(cuzk::Fp a) { return cuzk::Fp::inverse(a); }
 
 /// x^-1 for every thread's x (x != 0) with one Fermat inversion per block: Montgomery's trick
-/// over the block as a product tree in shared memory (`tree`: 2 B elements, B = blockDim.x a
-/// power of two; heap order, node v's children 2v and 2v + 1, thread j's leaf B + j). Up: B - 1
+/// over the block as a product tree in shared memory (`tree`: 2 B elements; B, a power of two,
+/// must be the launch's blockDim.x: the kernel is launched with B threads only; heap order, node v's children 2v and 2v + 1, thread j's leaf B + j). Up: B - 1
 /// products, level by level; thread 0 inverts the root; down: a child's inverse is its parent's
 /// times its sibling (2 (B - 1) products). Only the levels with more than 32 nodes occupy more
 /// than one warp, so for B = 128 the block spends 8 + 16 warp-products and one inversion where
 /// every warp spent an inversion (~485 products). Synchronises the block: every thread of it
 /// must call it, the same number of times. x = 0 anywhere makes every inverse of the block 0
 /// (the callers' denominators are never 0: exceptional cases take 1).
-template <class F> CUZK_HD F block_inverse(const F& x, F* tree) {
-    const u32 B = blockDim.x, j = threadIdx.x;
+template <u32 B, class F> CUZK_HD F block_inverse(const F& x, F* tree) {
+    static_assert(B >= 2 && (B & (B - 1)) == 0, "block_inverse: B must be a power of two");
+    const u32 j = threadIdx.x;
     x.store(tree + B + j);
     __syncthreads();
     for (u32 w = B >> 1; w > 0; w >>= 1) {
@@ -163,8 +164,8 @@ template <class F> CUZK_COLD F affine_dbl_num(F x) {
 }
 
 /// Thread s: L steps over its CH chains (see the header comment). Threads s >= S (the rest of
-/// the last block) own no chain but join every step's `block_inverse`.
-template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<F>& a) {
+/// the last block) own no chain but join every step's `block_inverse` (B threads per block).
+template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<F>& a) {
     const u32 N = a.offsets[a.K];
     const u32 CH = s < a.S ? a.CH : 0;
     for (u32 t = 0; t < a.L; t++) {
@@ -197,7 +198,7 @@ template <class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<
             prefix.store(a.scratch + g);
         }
 #if CUZK_AFFINE_BLOCK_INV
-        F inv = block_inverse(prefix, a.tree);
+        F inv = block_inverse<B>(prefix, a.tree);
 #else
         F inv = {fp_inverse_ool(prefix.v)};
 #endif

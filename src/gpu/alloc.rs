@@ -23,7 +23,7 @@
 //! |---|---|
 //! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM: ≈ 9 GiB, its sorted list alone 8 GiB) |
 //! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + the MSM workspace of one 2^24-point pass + double-buffered streamed bases (2 × 2^24 × 192 B = 6 GiB) |
-//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 1.8 + 3 GiB) |
+//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 2.0 + 3 GiB = 13.03 GiB) |
 //! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!

@@ -125,8 +125,9 @@ pub fn window_bits_for(m: usize, g: &GroupLayout) -> u32 {
 pub enum Accumulation {
     /// One XYZZ accumulator per thread, mixed additions (madd-2008-s): `cuzk_msm_accumulate_*`.
     Xyzz,
-    /// Affine additions sharing one inversion per [`AFFINE_CHAINS_PER_THREAD`] chains
-    /// (Montgomery's trick; `cuda/msm_affine.cuh`) when the list has at least
+    /// Affine additions sharing one inversion per step among a block's [`AFFINE_THREADS`]
+    /// threads of up to [`AFFINE_CHAINS_PER_THREAD`] chains each (Montgomery's trick, per
+    /// thread and then across the block; `cuda/msm_affine.cuh`) when the list has at least
     /// [`AFFINE_MIN_LIST`] entries, else as `Xyzz`. Costs [`AFFINE_CHAIN_BYTES`] of device
     /// memory per chain, about 4 B per list entry.
     #[default]
@@ -235,7 +236,8 @@ impl TwoPass {
 pub struct AffineShape {
     /// Threads.
     pub threads: u32,
-    /// Chains per thread (the additions per inversion).
+    /// Chains per thread (one addition each per step; the block's threads share the step's
+    /// inversion).
     pub chains_per_thread: u32,
     /// List entries per chain.
     pub steps: u32,
@@ -289,8 +291,8 @@ pub struct MsmLimits {
     pub accumulation: Accumulation,
     /// Shortest list accumulated batch-affine (default [`AFFINE_MIN_LIST`]).
     pub affine_min_list: u64,
-    /// Batch-affine chains per thread: additions per inversion (default
-    /// [`AFFINE_CHAINS_PER_THREAD`]).
+    /// Batch-affine chains per thread: each thread's additions per step, whose prefix product
+    /// joins the block's shared inversion (default [`AFFINE_CHAINS_PER_THREAD`]).
     pub affine_chains_per_thread: u32,
     /// Shortest list scattered in two passes (default [`TWO_PASS_MIN_LIST`]).
     pub two_pass_min_list: u64,

@@ -144,7 +144,8 @@ pub struct MsmConfig {
     /// Shortest bucket list (entries) accumulated batch-affine; default
     /// `layout::AFFINE_MIN_LIST` (tests set 0 to run the batch-affine kernel on small MSMs).
     pub affine_min_list: u64,
-    /// Batch-affine chains per thread, the additions that share one inversion (1..=4096;
+    /// Batch-affine chains per thread, each thread's additions per step (the block's threads
+    /// share the step's inversion; 1..=4096;
     /// default `layout::AFFINE_CHAINS_PER_THREAD`). Device memory grows with it.
     pub affine_chains_per_thread: u32,
     /// Shortest bucket list (entries) scattered in two passes, by coarse bin and then by key

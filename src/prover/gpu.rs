@@ -712,9 +712,10 @@ fn run_on(
 
     // ---- H polynomial. When the plan's working memory holds three domain buffers (3·n·32 B;
     // resident and full staging always, partial too: its 2·n·32 B staging plus the MSM pass it
-    // has not started yet), a, b, c are staged and the six NTTs and the pointwise passes run on
-    // the device, and the MSMs run after two buffers are freed. Otherwise (streaming) h comes
-    // from the CPU NTT and only h (n·32 B) is uploaded.
+    // has not started yet; a streaming plan of at least 3·n·32 B too), a, b, c are staged and
+    // the six NTTs and the pointwise passes run on the device, and the MSMs run after two
+    // buffers are freed. Otherwise (a smaller streaming plan) h comes from the CPU NTT and only
+    // h (n·32 B) is uploaded.
     // The plan's pass: a partial tier that fitted only with a smaller pass (2^23 at 2^27 on a
     // 16 GiB card) must not run the default one (its G2 base slots alone would exceed the plan).
     let chunk = plan.tier.msm_pass_points(shape) as usize;
