@@ -3,7 +3,7 @@
 //! backend ([`cuzk::prover::gpu::GpuBackend`]).
 //!
 //! ```text
-//! cargo run --release --features cuda --example batch -- \
+//! cargo run --release --features cuda,test-hooks --example batch -- \
 //!     [-c COUNT] [-j CONCURRENCY] [--partitions P] [--workers W] [--vram-limit SIZE|TIER]
 //!     [--log2 N] [--check] [--pool-log2 K] [--seed S] [--reuse] [--dry-run] [--phase SPEC]...
 //! ```

@@ -369,7 +369,7 @@ kernels-u)
    t msm_old timeout 200 $F/msm_old --bench zzz; t msm_new timeout 200 $F/msm --bench zzz)
   ;;
 kernels-v)
-  # the same builds at G1 2^27 and in 2^27 partitions (resident; capped at 16 GiB)
+  # the same builds at G1 2^27 and in two 2^27 partitions, resident
   (export CUZK_BENCH_MSM_G1=27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1
    t msm27_old timeout 150 $F/msm_old --bench zzz; t msm27_new timeout 150 $F/msm --bench zzz)
   t b27_old timeout 150 $F/batch_old --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=2
