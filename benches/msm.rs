@@ -10,15 +10,17 @@
 //! - `CUZK_BENCH_MSM_POREP` (default `24,26,27`): G1, 96.5 % zeros/ones (48 % of them ones)
 //! - `CUZK_BENCH_MSM_PROFILE=1`: also print the GPU time per stage of one run per size.
 //! - `CUZK_BENCH_MSM_SWEEP` (default empty): log2 sizes at which every occupancy variant of the
-//!   accumulation kernel and window sizes c-2..=c+3 around the chosen c are timed (G1 and G2).
+//!   XYZZ and the batch-affine accumulation kernels and window sizes c-2..=c+3 around the chosen
+//!   c are timed (G1 and G2).
 //! - `CUZK_BENCH_MSM_AFFINE` (default empty; feature `test-hooks`): batch sizes k at which one
 //!   G1 addition is timed as the accumulation's XYZZ mixed addition and as an affine addition
 //!   batched k per inversion (Montgomery's trick), first of all.
 //!
-//! - `CUZK_BENCH_MSM_ACCUMULATION` (default `affine`): the G1 bucket accumulation of every run,
+//! - `CUZK_BENCH_MSM_ACCUMULATION` (default `affine`): the bucket accumulation of every run (G1, G2),
 //!   `affine` or `xyzz`; `both`: the criterion runs use the default and each size's printed runs
 //!   are made with both (same call, same data: the A/B of BENCHMARKS.md), batch-affine then at
-//!   every size (below `layout::AFFINE_MIN_LIST` too).
+//!   every size (below each group's threshold too: `layout::AFFINE_MIN_LIST`,
+//!   `layout::AFFINE_MIN_LIST_G2`).
 //! - `CUZK_BENCH_MSM_TWO_PASS_MIN_LIST` (default `layout::TWO_PASS_MIN_LIST`): shortest list
 //!   scattered in two passes in every run (`18446744073709551615`: the one-pass scatter only,
 //!   the A/B of BENCHMARKS.md).
@@ -77,13 +79,13 @@ fn accumulations() -> Vec<Accumulation> {
 }
 
 /// The default configuration with the bench's accumulation; with `both`, batch-affine at every
-/// list length (`affine_min_list: 0`), so that the A/B also shows where it loses.
+/// list length (`affine_min_list: Some(0)`), so that the A/B also shows where it loses.
 fn base_config() -> MsmConfig {
     let accs = accumulations();
     MsmConfig {
         accumulation: accs[0],
         affine_min_list: if accs.len() > 1 {
-            0
+            Some(0)
         } else {
             MsmConfig::default().affine_min_list
         },
@@ -235,14 +237,28 @@ fn sweep_one(
     print_stats(label, &ws, t.elapsed().as_secs_f64() * 1e3);
 }
 
-/// Occupancy variants and window sizes at 2^k.
+/// Occupancy variants (of the XYZZ kernel with the XYZZ accumulation, then of the batch-affine
+/// one, which changes the kernel only where it runs at that size) and window sizes at 2^k.
 fn sweep<G: MsmGroup>(dev: &Arc<Device>, k: u32, run: &mut dyn FnMut(&mut MsmWorkspace)) {
     for &mb in G::MIN_BLOCKS {
         let cfg = MsmConfig {
             accumulate_min_blocks: Some(mb),
+            accumulation: Accumulation::Xyzz,
             ..base_config()
         };
         sweep_one(&format!("sweep {} 2^{k} mb={mb}", G::SUFFIX), run, dev, cfg);
+    }
+    for &mb in G::LAYOUT.affine_min_blocks {
+        let cfg = MsmConfig {
+            affine_min_blocks: Some(mb),
+            ..base_config()
+        };
+        sweep_one(
+            &format!("sweep {} 2^{k} affine mb={mb}", G::SUFFIX),
+            run,
+            dev,
+            cfg,
+        );
     }
     let c0 = window_bits_for(1 << k, G::LAYOUT);
     // Up to c0 + 3: past the automatic choice's cap (MAX_AUTO_WINDOW_BITS), where fewer windows

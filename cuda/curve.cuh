@@ -17,7 +17,7 @@
 // The code is generic over the field type F, which must provide (see field.cuh and the wrappers below):
 //   F::zero(), F::one() (Montgomery 1), a + b, a - b, a * b, F::sqr(a), F::dbl(a) (= a + a),
 //   F::mul_add(a, b, c, d) (= a b + c d),
-//   a.is_zero(), -a (with -0 == 0), F::select(c, a, b) (c ? a : b, branch-free): the interface of
+//   a.is_zero(), a == b, -a (with -0 == 0), F::select(c, a, b) (c ? a : b, branch-free): the interface of
 //   the FpX / Fp2X wrappers below (cuzk::Fp / cuzk::Fp2 of field.cuh plus select).
 // CUZK_HD marks functions usable on the device (and, in the host simulation build, on the host).
 #pragma once
@@ -98,6 +98,7 @@ template <bool INL> struct alignas(16) FpT {
     __device__ __forceinline__ static FpT load(const FpT* p) { return {cuzk::Fp::load(&p->v)}; }
     __device__ __forceinline__ void store(FpT* p) const { v.store(&p->v); }
     __device__ __forceinline__ bool is_zero() const { return v.is_zero(); }
+    __device__ __forceinline__ friend bool operator==(const FpT& a, const FpT& b) { return a.v == b.v; }
     __device__ __forceinline__ static FpT sqr(const FpT& a) { return {fp_mul_k<INL>(a.v, a.v)}; }
     /// a * b + c * d with one Montgomery reduction (lazy reduction, field.cuh `mul_sum`).
     __device__ __forceinline__ static FpT mul_add(const FpT& a, const FpT& b, const FpT& c, const FpT& d) {
@@ -144,6 +145,9 @@ template <bool INL> struct alignas(16) Fp2T {
         c1.store(&p->c1);
     }
     __device__ __forceinline__ bool is_zero() const { return c0.is_zero() && c1.is_zero(); }
+    __device__ __forceinline__ friend bool operator==(const Fp2T& a, const Fp2T& b) {
+        return a.c0 == b.c0 && a.c1 == b.c1;
+    }
     __device__ __forceinline__ static Fp2T sqr(const Fp2T& a) { return fp2_sqr_ool<INL>(a); }
     /// a * b + c * d, one reduction per coordinate (two sums of four Fp products).
     __device__ __forceinline__ static Fp2T mul_add(const Fp2T& a, const Fp2T& b, const Fp2T& c, const Fp2T& d) {

@@ -31,8 +31,10 @@ typedef cuzk_curve::Fp2I Fp2Acc;
 #endif
 #if CUZK_AFFINE_OOL
 typedef cuzk_curve::FpX FpAff;
+typedef cuzk_curve::Fp2X Fp2Aff;
 #else
 typedef cuzk_curve::FpI FpAff;
+typedef cuzk_curve::Fp2I Fp2Aff;
 #endif
 
 #define FULL_MASK 0xffffffffu
@@ -222,43 +224,55 @@ CUZK_MSM_ACCUMULATE(g1, FpAcc, PT_THREADS_G1, false, 5)
 CUZK_MSM_ACCUMULATE(g2, Fp2Acc, PT_THREADS_G2, false, 4)
 CUZK_MSM_ACCUMULATE(g2, Fp2Acc, PT_THREADS_G2, false, 6)
 
-// Batch-affine level-1 accumulation (msm_affine.cuh), G1. Threads per block: layout.rs's
-// AFFINE_THREADS; occupancy variants: GroupLayout::min_blocks of G1, default AFFINE_MIN_BLOCKS.
+// Batch-affine level-1 accumulation (msm_affine.cuh), G1 and G2. Threads per block: layout.rs's
+// AFFINE_THREADS; occupancy variants: GroupLayout::affine_min_blocks of each group, defaults
+// GroupLayout::affine_default_min_blocks.
 #define AFFINE_THREADS 128
 
 /** Chain states of the batch-affine accumulation: one thread per chain g < G. */
-extern "C" __global__ void cuzk_msm_affine_init_g1(const u32* offsets, u32 K, u32 G, u32 L, chain_meta* meta,
-                                                   u32* first_keys, affine_t<Fp>* first_pts) {
-    body_affine_init<Fp>(global_tid(), G, L, offsets, K, meta, first_keys, first_pts);
-}
+#define CUZK_MSM_AFFINE_INIT(SUF, F)                                                                          \
+    extern "C" __global__ void cuzk_msm_affine_init_##SUF(const u32* offsets, u32 K, u32 G, u32 L,          \
+                                                         chain_meta* meta, u32* first_keys,                  \
+                                                         affine_t<F>* first_pts) {                           \
+        body_affine_init<F>(global_tid(), G, L, offsets, K, meta, first_keys, first_pts);                   \
+    }
+CUZK_MSM_AFFINE_INIT(g1, Fp)
+CUZK_MSM_AFFINE_INIT(g2, Fp2)
 
 /** Batch-affine level-1 accumulation: S threads, CH chains of L entries each (msm_affine.cuh);
- *  one variant per occupancy target MB, as the XYZZ kernels. */
-#define CUZK_MSM_ACCUMULATE_AFFINE(MB) \
-    extern "C" __global__ void __launch_bounds__(AFFINE_THREADS, MB) cuzk_msm_accumulate_affine_g1_mb##MB( \
-        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<FpAff>* points, \
-        xyzz_t<FpAff>* buckets, chain_meta* meta, affine_t<FpAff>* acc, FpAff* scratch, u32* first_keys, \
-        affine_t<FpAff>* first_pts, u32 fresh) { \
-        __shared__ FpAff tree[2 * AFFINE_THREADS]; \
-        affine_args<FpAff> a{list,    offsets,   K,          S,    CH,   L,   points, \
-                             buckets, meta,      acc,        scratch,    first_keys, first_pts, fresh != 0, tree}; \
-        /* every thread of the block, also past S, joins the block's inversions */ \
-        body_accumulate_affine<AFFINE_THREADS, FpAff>(global_tid(), a); \
+ *  one variant per occupancy target MB, as the XYZZ kernels. The step's shared tree holds
+ *  2 AFFINE_THREADS field elements (12 KiB for G1, 24 KiB for G2). */
+#define CUZK_MSM_ACCUMULATE_AFFINE(SUF, F, MB)                                                                \
+    extern "C" __global__ void __launch_bounds__(AFFINE_THREADS, MB) cuzk_msm_accumulate_affine_##SUF##_mb##MB( \
+        const u32* list, const u32* offsets, u32 K, u32 S, u32 CH, u32 L, const affine_t<F>* points,          \
+        xyzz_t<F>* buckets, chain_meta* meta, affine_t<F>* acc, F* scratch, u32* first_keys,                 \
+        affine_t<F>* first_pts, u32 fresh) {                                                                  \
+        __shared__ F tree[2 * AFFINE_THREADS];                                                                \
+        affine_args<F> a{list,    offsets, K,       S,          CH,         L,         points,                \
+                         buckets, meta,    acc,     scratch,    first_keys, first_pts, fresh != 0, tree};     \
+        /* every thread of the block, also past S, joins the block's inversions */                           \
+        body_accumulate_affine<AFFINE_THREADS, F>(global_tid(), a);                                           \
     }
-CUZK_MSM_ACCUMULATE_AFFINE(3)
-CUZK_MSM_ACCUMULATE_AFFINE(4)
-CUZK_MSM_ACCUMULATE_AFFINE(5)
+CUZK_MSM_ACCUMULATE_AFFINE(g1, FpAff, 3)
+CUZK_MSM_ACCUMULATE_AFFINE(g1, FpAff, 4)
+CUZK_MSM_ACCUMULATE_AFFINE(g1, FpAff, 5)
+CUZK_MSM_ACCUMULATE_AFFINE(g2, Fp2Aff, 2)
+CUZK_MSM_ACCUMULATE_AFFINE(g2, Fp2Aff, 3)
 
 /** Level 2 over the 2 G chain slots (entries 2g: first run, 2g + 1: open run) in segments of L;
- *  S = ceil(2 G / L) threads; as cuzk_msm_partials_g1 otherwise. */
-extern "C" __global__ void __launch_bounds__(PT_THREADS_G1) cuzk_msm_affine_partials_g1(
-    const u32* first_keys, const affine_t<Fp>* first_pts, const chain_meta* meta, const affine_t<Fp>* acc, u32 count,
-    u32 L, u32 S, u32* out_keys, xyzz_t<Fp>* out_pts, xyzz_t<Fp>* buckets, u32 final_pass, u32 K, u32 fresh) {
-    const u32 s = global_tid();
-    if (s < S)
-        body_accumulate_sorted<Fp>(s, affine_entries<Fp>{first_keys, first_pts, meta, acc}, count, L, out_keys,
-                                   out_pts, buckets, final_pass, K, fresh != 0);
-}
+ *  S = ceil(2 G / L) threads; as cuzk_msm_partials_<SUF> otherwise. */
+#define CUZK_MSM_AFFINE_PARTIALS(SUF, F, PT)                                                                  \
+    extern "C" __global__ void __launch_bounds__(PT) cuzk_msm_affine_partials_##SUF(                           \
+        const u32* first_keys, const affine_t<F>* first_pts, const chain_meta* meta, const affine_t<F>* acc,   \
+        u32 count, u32 L, u32 S, u32* out_keys, xyzz_t<F>* out_pts, xyzz_t<F>* buckets, u32 final_pass, u32 K, \
+        u32 fresh) {                                                                                          \
+        const u32 s = global_tid();                                                                           \
+        if (s < S)                                                                                            \
+            body_accumulate_sorted<F>(s, affine_entries<F>{first_keys, first_pts, meta, acc}, count, L,       \
+                                      out_keys, out_pts, buckets, final_pass, K, fresh != 0);                 \
+    }
+CUZK_MSM_AFFINE_PARTIALS(g1, Fp, PT_THREADS_G1)
+CUZK_MSM_AFFINE_PARTIALS(g2, Fp2, PT_THREADS_G2)
 
 #define CUZK_MSM_KERNELS(SUF, F, PT, RT, OB)                                                                 \
     /** Level-n accumulation of key-sorted partials in segments of L; S = ceil(count / L) threads. */      \

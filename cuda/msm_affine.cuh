@@ -1,4 +1,4 @@
-// cuda/msm_affine.cuh -- batch-affine bucket accumulation (level 1 of msm.cuh's step 3), G1.
+// cuda/msm_affine.cuh -- batch-affine bucket accumulation (level 1 of msm.cuh's step 3), G1 and G2.
 //
 // The bucket-grouped list is cut into G = S * CH contiguous chains of L entries; thread s of S owns
 // the CH chains g = i * S + s (i < CH), so that a warp's chain states are adjacent in memory. Every
@@ -6,14 +6,16 @@
 // thread's CH chains to its accumulator, and the CH affine additions share one field inversion
 // (Montgomery's trick, "Speeding the Pollard and elliptic curve methods of factorization", Math.
 // Comp. 1987): a forward pass multiplies the denominators into prefix products (kept in
-// `scratch`), one Fermat inversion, and a backward pass peels each denominator's inverse off the
+// `scratch`), one inversion, and a backward pass peels each denominator's inverse off the
 // running inverse (2 products) before the addition itself (lambda, x3 = lambda^2 - x1 - x2,
 // y3 = lambda (x1 - x3) - y1: 3 products). The threads of a block share that inversion too
-// (`block_inverse`: Montgomery's trick once more, over the block's prefix products), so a warp
-// pays ~24 / 4 + 485 / 4 products per step for it instead of 485 (SIMT: one warp's inversion
-// costs the same instructions for 1 or 32 lanes). With CH = 403 (2^27) that is ~6.3 products
-// per addition (6 + 127 / 403) against ~11 for the XYZZ mixed addition (madd-2008-s); the probe
-// of cuda/test_kernels.cu and BENCHMARKS.md measure the trade.
+// (`block_inverse`: Montgomery's trick once more, over the block's prefix products; SIMT: one
+// warp's inversion costs the same instructions for 1 or 32 lanes), and it is the binary
+// extended Euclidean one (`Fp::inverse_vartime`, ~27 k instructions, ~55 products' worth,
+// against Fermat's ~485 products): a warp pays ~24 / 4 + 55 / 4 products per step for it. With
+// CH = 201 (2^26) that is ~6.1 products per addition against ~11 for the XYZZ mixed addition
+// (madd-2008-s); BENCHMARKS.md measures the trade. In G2 (F = Fp2) the products are Fp2
+// products (~3 Fp products each) and the inversion is one Fp inversion of the norm.
 //
 // Exceptional cases take the denominator 1 (a product by one in the forward pass, which keeps a
 // single product site; nothing in the backward pass): a point at infinity (skipped), P = -A (the
@@ -34,6 +36,11 @@
 // `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_BLOCK_INV=0`, for A/B runs).
 #ifndef CUZK_AFFINE_BLOCK_INV
 #define CUZK_AFFINE_BLOCK_INV 1
+#endif
+// The step's inversion by the binary extended Euclidean algorithm (1, default) or by Fermat (0:
+// `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_BININV=0`, the form before, for A/B runs).
+#ifndef CUZK_AFFINE_BININV
+#define CUZK_AFFINE_BININV 1
 #endif
 
 namespace cuzk_msm {
@@ -119,17 +126,36 @@ CUZK_COLD void affine_flush(const affine_args<F>& a, u32 g, u64 pos, chain_meta&
     a.meta[g] = m;
 }
 
-/// The Fermat inversion of one step, out of line: called once per block and step, and its code
-/// (two inlined products) stays out of the loop bodies.
-CUZK_COLD cuzk::Fp fp_inverse_ool(cuzk::Fp a) { return cuzk::Fp::inverse(a); }
+/// The inversion of one step, out of line: called once per block and step, and its code stays
+/// out of the loop bodies. The binary extended Euclidean inversion (`Fp::inverse_vartime`, ~27 k
+/// instructions; variable time, which adds no new kind of leak: the MSM is not constant-time
+/// anyway — its bucket sizes, exceptional cases and memory accesses follow the scalars) or, with
+/// `-DCUZK_AFFINE_BININV=0`, Fermat's (~485 products, ~230 k instructions; the form before, for
+/// A/B runs).
+CUZK_COLD cuzk::Fp fp_inverse_ool(cuzk::Fp a) {
+#if CUZK_AFFINE_BININV
+    return cuzk::Fp::inverse_vartime(a);
+#else
+    return cuzk::Fp::inverse(a);
+#endif
+}
 
-/// x^-1 for every thread's x (x != 0) with one Fermat inversion per block: Montgomery's trick
+/// x^-1 in the wrapper kind of the batch-affine kernel: Fp by `fp_inverse_ool`.
+template <bool INL> CUZK_HD FpT<INL> inverse_ool(const FpT<INL>& x) { return {fp_inverse_ool(x.v)}; }
+
+/// x^-1 in Fp2: conj(x) / (x0^2 + x1^2), the norm inverted by `fp_inverse_ool`.
+template <bool INL> CUZK_HD Fp2T<INL> inverse_ool(const Fp2T<INL>& x) {
+    const FpT<INL> n = inverse_ool(x.c0 * x.c0 + x.c1 * x.c1);
+    return {x.c0 * n, -(x.c1 * n)};
+}
+
+/// x^-1 for every thread's x (x != 0) with one inversion per block (`inverse_ool`): Montgomery's trick
 /// over the block as a product tree in shared memory (`tree`: 2 B elements; B, a power of two,
 /// must be the launch's blockDim.x: the kernel is launched with B threads only; heap order, node v's children 2v and 2v + 1, thread j's leaf B + j). Up: B - 1
 /// products, level by level; thread 0 inverts the root; down: a child's inverse is its parent's
 /// times its sibling (2 (B - 1) products). Only the levels with more than 32 nodes occupy more
 /// than one warp, so for B = 128 the block spends 8 + 16 warp-products and one inversion where
-/// every warp spent an inversion (~485 products). Synchronises the block: every thread of it
+/// every warp spent an inversion. Synchronises the block: every thread of it
 /// must call it, the same number of times. x = 0 anywhere makes every inverse of the block 0
 /// (the callers' denominators are never 0: exceptional cases take 1).
 template <u32 B, class F> CUZK_HD F block_inverse(const F& x, F* tree) {
@@ -141,7 +167,7 @@ template <u32 B, class F> CUZK_HD F block_inverse(const F& x, F* tree) {
         if (j < w) (F::load(tree + 2 * (w + j)) * F::load(tree + 2 * (w + j) + 1)).store(tree + w + j);
         __syncthreads();
     }
-    if (j == 0) F{fp_inverse_ool(F::load(tree + 1).v)}.store(tree + 1);
+    if (j == 0) inverse_ool(F::load(tree + 1)).store(tree + 1);
     __syncthreads();
     for (u32 w = 1; w < B; w <<= 1) {
         if (j < w) {
@@ -184,11 +210,11 @@ template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affin
                     const F ax = F::load(&a.acc[g].x);
                     // one product site for both denominators (the code size is the limiter)
                     F den = F::one();
-                    if (px.v == ax.v) {
+                    if (px == ax) {
                         bool inf;
                         const affine_t<F> p = entry_point(a.points, e, inf);
                         const F ay = F::load(&a.acc[g].y);
-                        if (!inf && p.y.v == ay.v) den = F::dbl(ay);
+                        if (!inf && p.y == ay) den = F::dbl(ay);
                     } else if (!(px.is_zero() && F::load(&P->y).is_zero())) {
                         den = px - ax;
                     }
@@ -200,7 +226,7 @@ template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affin
 #if CUZK_AFFINE_BLOCK_INV
         F inv = block_inverse<B>(prefix, a.tree);
 #else
-        F inv = {fp_inverse_ool(prefix.v)};
+        F inv = inverse_ool(prefix);
 #endif
         // backward: peel each inverse, add
         for (u32 i = CH; i-- > 0;) {
@@ -221,8 +247,8 @@ template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affin
             }
             const affine_t<F> q = load_affine(a.acc + g);
             F num, den;
-            if (p.x.v == q.x.v) {
-                if (!(p.y.v == q.y.v)) {  // P = -A
+            if (p.x == q.x) {
+                if (!(p.y == q.y)) {  // P = -A
                     *flags = fl | CUZK_CHAIN_EMPTY;
                     continue;
                 }

@@ -5,6 +5,7 @@
 //   only; `mul`, op 2, is the variant CUZK_MUL selects, mul_split by default)
 //   14 a*b + (a+b)*b by one `mul_add` (lazy reduction; all three fields)
 //   15 a*a + a*b + b*b + (a+b)*(a+b) by one `mul_sum<4>` (Fp only: Fr allows K <= 2)
+//   16 inverse_vartime (the binary extended Euclidean inversion; all three fields)
 //   Fp2: 11 Karatsuba (the product before the lazy-reduction `mul`)
 // For Fp2, to_mont/from_mont (6, 7) are not defined and leave the output untouched.
 #include "field.cuh"
@@ -38,6 +39,7 @@ __device__ __forceinline__ F field_op(int op, const F& a, const F& b) {
             } else {
                 return a;
             }
+        case 16: return F::inverse_vartime(a);
         default: return a;
     }
 }
@@ -55,6 +57,7 @@ __device__ __forceinline__ Fp2 fp2_op(int op, const Fp2& a, const Fp2& b) {
         case 10: return a.is_zero() ? Fp2::one() : Fp2::zero();
         case 11: return Fp2::mul_karatsuba(a, b);
         case 14: return Fp2::mul_add(a, b, a + b, b);
+        case 16: return Fp2::inverse_vartime(a);
         default: return a;
     }
 }

@@ -75,6 +75,25 @@
 #   kernels-y  the final build (batch-affine from 3 x 2^25 list entries; the partial tier runs
 #            its plan's pass): `check`, 2^27 partitions resident, then capped at 16 GiB (partial,
 #            2^23-point passes) with RUST_LOG=cuzk::gpu::alloc=debug
+#   kernels-z1  the binary extended Euclidean inversion of the batch-affine step and G2's
+#            batch-affine accumulation: gpu_field (inverse_vartime against blstrs), gpu_msm (the
+#            forced G2 batch-affine cases), gpu_curve (the rest only if they pass), then the MSM
+#            bench of the build before (msm_old: CUZK_NVCC_FLAGS=-DCUZK_AFFINE_BININV=0) and of
+#            this one, both accumulations, G1 2^23 / 2^24 / 2^26 / 2^27 and G2 2^21 / 2^22 / 2^24
+#            (the new build), same call
+#   kernels-z2  its correctness: `check` with batch-affine forced on every MSM (G2 included),
+#            fixtures-gpu, gpu_prove on both fixtures, `check` with the defaults, then the
+#            thresholds: both accumulations at G1 2^21 / 2^22, G2 2^20 and the PoRep mix at 2^27
+#   kernels-z3  its partitions: 2^27 resident (3; then 2 with batch-affine from 2^24 list
+#            entries, CUZK_MSM_AFFINE_MIN_LIST=16777216: the L, A, B lists of the PoRep mix) and
+#            capped at 16 GiB (2)
+#   kernels-z4  the final build of that session (batch-affine from 2^26 G1 / 2^25 G2 list
+#            entries): gpu_field, gpu_curve, gpu_ntt, gpu_msm (the rest only if they pass),
+#            fixtures-gpu, gpu_prove on both fixtures, `check` forced and with the defaults, 2^27
+#            partitions resident with 1 worker (3) and 2 workers (4), capped at 16 GiB (2)
+#   anchors-z  SupraSeal beside cuzk in one call: `scripts/e2e.sh anchors` (2 KiB and 8 MiB:
+#            real-shape C1, GPU-generated parameters, `cuzk prove --repeat 4` and
+#            `supraseal-anchor --repeat 4`); `anchor26` next in the same warm lease (2^26)
 #   ncu-sort-ntt  ncu of the bucketing kernels (histogram, scan, scatter) at G1 2^26 and of three
 #            NTT passes at 2^27
 #   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
@@ -400,6 +419,55 @@ kernels-y)
   t b27_res timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   (export RUST_LOG=cuzk::gpu::alloc=debug
    t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=3)
+  ;;
+kernels-z1)
+  t gpu_field timeout 90 $F/gpu_field --test-threads=1
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  t gpu_curve timeout 60 $F/gpu_curve
+  for x in gpu_field gpu_msm gpu_curve; do grep -q "^$x rc=0" "$S" || exit 1; done
+  (export CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_G1=23,24,26 CUZK_BENCH_MSM_G2= \
+     CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1
+   t msm_old timeout 200 $F/msm_old --bench zzz; t msm_new timeout 200 $F/msm --bench zzz)
+  (export CUZK_BENCH_MSM_G1=27 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1
+   t msm27_old timeout 120 $F/msm_old --bench zzz; t msm27_new timeout 120 $F/msm --bench zzz)
+  (export CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_G1= CUZK_BENCH_MSM_G2=21,22,24 \
+     CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 CUZK_BENCH_MSM_SWEEP=24
+   t msm_g2 timeout 300 $F/msm --bench zzz)
+  ;;
+kernels-z2)
+  (export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200)
+  "$0" fixtures-gpu
+  gpu_prove_both
+  check_tiers 200
+  (export CUZK_BENCH_MSM_ACCUMULATION=both CUZK_BENCH_MSM_G1=21,22 CUZK_BENCH_MSM_G2=20 \
+     CUZK_BENCH_MSM_POREP=27 CUZK_BENCH_MSM_PROFILE=1
+   t msm_thr timeout 200 $F/msm --bench zzz)
+  ;;
+kernels-z3)
+  t b27_res timeout 200 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
+  CUZK_MSM_AFFINE_MIN_LIST=16777216 t b27_res_lo timeout 150 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1-affine24,vram=none,w=1,c=1,j=1,p=2
+  t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
+  ;;
+kernels-z4)
+  t gpu_field timeout 90 $F/gpu_field --test-threads=1
+  t gpu_curve timeout 60 $F/gpu_curve
+  t gpu_ntt timeout 150 $F/gpu_ntt --test-threads=1
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  for x in gpu_field gpu_curve gpu_ntt gpu_msm; do grep -q "^$x rc=0" "$S" || exit 1; done
+  "$0" fixtures-gpu
+  gpu_prove_both
+  (export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200)
+  check_tiers 200
+  t b27_res timeout 240 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
+    --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=4
+  t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
+  ;;
+anchors-z)
+  E=/tmp/e2e F=$F t e2e_anchors timeout 420 bash scripts/e2e.sh anchors
+  cat /tmp/e2e/summary.txt >> "$S"
+  for l in /tmp/e2e/anchors/*.log; do echo "=== $l"; tail -n 40 "$l"; done > "$OUT/anchors.txt"
   ;;
 ncu-sort-ntt)
   # the bucketing kernels (counting sort) at G1 2^26 and the NTT passes at 2^27, ncu

@@ -17,8 +17,8 @@
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
 //! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
-//! | `CUZK_MSM_ACCUMULATION` | `affine` (batch-affine G1 bucket accumulation on long lists) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
-//! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest G1 bucket list (entries) accumulated batch-affine; `0`: every G1 MSM | `100663296` (3 × 2^25) |
+//! | `CUZK_MSM_ACCUMULATION` | `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
+//! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
 //! | `CUZK_GPU_SPMV` | `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 //! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 
@@ -86,11 +86,12 @@ pub struct EngineConfig {
     /// GPU backend, compiled path: compute a, b, c on the CPU even when the matrices fit on the
     /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
     pub cpu_spmv_only: bool,
-    /// How G1 MSM buckets are accumulated on the GPU (`CUZK_MSM_ACCUMULATION`: `affine`, the
-    /// default, or `xyzz`); see [`crate::gpu::layout::Accumulation`].
+    /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`:
+    /// `affine`, the default, or `xyzz`); see [`crate::gpu::layout::Accumulation`].
     pub msm_accumulation: crate::gpu::layout::Accumulation,
-    /// Shortest bucket list (entries) accumulated batch-affine (`CUZK_MSM_AFFINE_MIN_LIST`;
-    /// `None`: [`crate::gpu::layout::AFFINE_MIN_LIST`]). 0 runs it on every G1 MSM (the GPU ==
+    /// Shortest bucket list (entries) accumulated batch-affine, both groups
+    /// (`CUZK_MSM_AFFINE_MIN_LIST`; `None`: [`crate::gpu::layout::AFFINE_MIN_LIST`] for G1,
+    /// [`crate::gpu::layout::AFFINE_MIN_LIST_G2`] for G2). 0 runs it on every MSM (the GPU ==
     /// CPU checks of small partitions use this).
     pub msm_affine_min_list: Option<u64>,
     /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it

@@ -83,6 +83,7 @@ fn msm_workspace_stays_within_its_planned_arena() {
     let shape = MsmShape {
         group: &G1_LAYOUT,
         n: n as u64,
+        max_m: n as u64,
         host_scalars: false,
         host_points: 0,
         density: false,

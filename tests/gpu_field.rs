@@ -29,6 +29,8 @@ const IS_ZERO: i32 = 10;
 const MUL_ADD: i32 = 14;
 /// a*a + a*b + b*b + (a+b)*(a+b) by one `mul_sum<4>` (Fp; Fr's bound allows two products).
 const MUL_SUM4: i32 = 15;
+/// The binary extended Euclidean inversion (`inverse_vartime`, every field).
+const INV_VARTIME: i32 = 16;
 /// Fp2 Karatsuba product (the form before the lazy-reduction `mul`).
 const FP2_KARATSUBA: i32 = 11;
 /// The three Montgomery product variants, each whatever `mul` (op 2) defaults to.
@@ -72,6 +74,19 @@ fn fr_values() -> Vec<Scalar> {
     ];
     let mut r = rng();
     v.extend((0..2000).map(|_| Scalar::random(&mut r)));
+    v.extend(raw_edges(Scalar::from(2u64).invert().unwrap(), 256));
+    v
+}
+
+/// Elements whose Montgomery representation A (the integer the kernels see) is 2^k, 3 * 2^k or
+/// p - 2^k, for shifts around the 32-bit limb boundaries: x = ±c 2^k R^-1 with R = 2^`bits`
+/// and `half` = 1/2. They drive `inverse_vartime`'s shifts by whole limbs and by 1, 31, 32, 33 bits.
+fn raw_edges<F: Field>(half: F, bits: u64) -> Vec<F> {
+    let mut v = Vec::new();
+    for k in [0u64, 1, 31, 32, 33, 63, 64, 65, 100, 200, bits - 4] {
+        let x = half.pow_vartime([bits - k]);
+        v.extend([x, x.double() + x, -x]);
+    }
     v
 }
 
@@ -88,6 +103,7 @@ fn fp_values() -> Vec<Fp> {
     ];
     let mut r = rng();
     v.extend((0..2000).map(|_| Fp::random(&mut r)));
+    v.extend(raw_edges(Fp::from(2u64).invert().unwrap(), 384));
     v
 }
 
@@ -136,6 +152,11 @@ macro_rules! check_ops {
             (
                 INV,
                 "inverse",
+                Box::new(|x, _| Option::<$ty>::from(x.invert()).unwrap_or(<$ty>::ZERO)),
+            ),
+            (
+                INV_VARTIME,
+                "inverse_vartime",
                 Box::new(|x, _| Option::<$ty>::from(x.invert()).unwrap_or(<$ty>::ZERO)),
             ),
             (

@@ -549,14 +549,14 @@ fn forced_windows_and_chunked_lists() {
 }
 
 /// The batch-affine accumulation (cuda/msm_affine.cuh), forced onto small lists
-/// (`affine_min_list: 0`): random and edge scalars over points with repeats and infinities,
+/// (`affine_min_list: Some(0)`): random and edge scalars over points with repeats and infinities,
 /// one point and its negation under one scalar (doublings and cancellations inside a chain),
 /// chunked lists (buckets added to, not stored), a density bitmap, and the XYZZ setting.
 #[test]
 fn batch_affine_accumulation_matches_blstrs() {
     let Some(dev) = device() else { return };
     let cfg = MsmConfig {
-        affine_min_list: 0,
+        affine_min_list: Some(0),
         ..MsmConfig::default()
     };
     let mut ws = check_forced(&dev, &cfg, &[Kind::Random, Kind::PoRep, Kind::MinusOne], 21);
@@ -607,7 +607,7 @@ fn batch_affine_accumulation_matches_blstrs() {
     // 31: just below the floor of 32)
     for (mb, ch) in [(3u32, 32u32), (4, 32), (5, 1), (5, 7), (5, 31)] {
         let cfg_c = MsmConfig {
-            accumulate_min_blocks: Some(mb),
+            affine_min_blocks: Some(mb),
             affine_chains_per_thread: ch,
             ..cfg.clone()
         };
@@ -659,6 +659,129 @@ fn batch_affine_accumulation_matches_blstrs() {
     let want = G1::reference(&proj, &sel);
     let (got, _) = affine_msm(&dev, cfg, &aff, &s, Some(&bits));
     assert_eq!(got, want, "density");
+}
+
+/// The batch-affine accumulation of G2 (Fp2 chains, the block's inversion through the norm),
+/// forced onto small lists: random, edge and repeated scalars, one point and its negation under
+/// one scalar (doublings and cancellations inside a chain), chunked lists, both occupancy
+/// variants and odd chain counts, a density bitmap; a variant G2 lacks is a config error.
+#[test]
+fn g2_batch_affine_accumulation_matches_blstrs() {
+    let Some(dev) = device() else { return };
+    let cfg = MsmConfig {
+        affine_min_list: Some(0),
+        ..MsmConfig::default()
+    };
+    let mut ws = MsmWorkspace::with_config(&dev, cfg.clone()).unwrap();
+    let mut sizes = vec![1usize, 2, 3, 17, 255, 4097, 65535];
+    if max_log() >= 20 {
+        sizes.push((1 << 20) + 1);
+    }
+    check::<G2>(&mut ws, &sizes, &[Kind::Random], 41);
+    let a = ws.stats().affine.expect("the G2 batch-affine kernel ran");
+    assert!(a.threads > 1, "{a:?}");
+    assert_eq!(ws.stats().min_blocks, 2);
+    check::<G2>(
+        &mut ws,
+        &[1, 3, 4097, 65535],
+        &[Kind::MinusOne, Kind::PoRep, Kind::Repeated],
+        42,
+    );
+
+    let mut rng = ChaCha20Rng::seed_from_u64(43);
+    let (p, q) = (
+        G2Projective::random(&mut rng),
+        G2Projective::random(&mut rng),
+    );
+    let mut proj = vec![p; 300];
+    proj.extend(vec![-p; 200]);
+    proj.extend(vec![q; 25]);
+    proj.extend(vec![G2Projective::identity(); 3]);
+    let mut aff = vec![G2Affine::default(); proj.len()];
+    G2Projective::batch_normalize(&proj, &mut aff);
+    for c in [None, Some(3)] {
+        let s = vec![Scalar::random(&mut rng); proj.len()];
+        let cfg_c = MsmConfig {
+            window_bits: c,
+            ..cfg.clone()
+        };
+        let (got, _) = g2_affine_msm(&dev, cfg_c, &aff, &s, None);
+        assert_eq!(got, G2::reference(&proj, &s), "P / -P / Q, window {c:?}");
+    }
+
+    let n = 20_001;
+    let (proj, aff) = points::<G2Projective>(n, 44);
+    let s = scalars(n, Kind::Random, 45);
+    let want = G2::reference(&proj, &s);
+    for (c, cap) in [(13u32, 60_000u64), (16, 1 << 30)] {
+        let cfg_c = MsmConfig {
+            window_bits: Some(c),
+            max_list_entries: cap,
+            ..cfg.clone()
+        };
+        let (got, st) = g2_affine_msm(&dev, cfg_c, &aff, &s, None);
+        assert_eq!(got, want, "c={c} cap={cap} chunks={}", st.chunks);
+    }
+    for (mb, ch) in [(2u32, 32u32), (3, 32), (3, 1), (2, 7)] {
+        let cfg_c = MsmConfig {
+            affine_min_blocks: Some(mb),
+            affine_chains_per_thread: ch,
+            ..cfg.clone()
+        };
+        let (got, st) = g2_affine_msm(&dev, cfg_c, &aff, &s, None);
+        assert_eq!(
+            (st.min_blocks, st.affine.unwrap().chains_per_thread),
+            (mb, ch)
+        );
+        assert_eq!(got, want, "mb={mb} CH={ch}");
+    }
+    let mut bad = MsmWorkspace::with_config(
+        &dev,
+        MsmConfig {
+            affine_min_blocks: Some(4),
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        bad.msm_g2(Points::Host(&aff), Scalars::Host(&s), None),
+        Err(Error::InvalidConfig { .. })
+    ));
+
+    let mut bits = vec![0u64; n.div_ceil(64)];
+    let mut used = Vec::new();
+    for j in 0..n {
+        if rng.gen_bool(0.3) {
+            bits[j / 64] |= 1 << (j % 64);
+            used.push(j);
+        }
+    }
+    let (proj, aff) = points::<G2Projective>(used.len(), 46);
+    let s = scalars(n, Kind::PoRep, 47);
+    let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
+    let want = G2::reference(&proj, &sel);
+    let (got, _) = g2_affine_msm(&dev, cfg, &aff, &s, Some(&bits));
+    assert_eq!(got, want, "density");
+}
+
+/// One G2 MSM on a new workspace of `cfg`; asserts that the batch-affine kernel ran.
+fn g2_affine_msm(
+    dev: &Arc<Device>,
+    cfg: MsmConfig,
+    aff: &[G2Affine],
+    s: &[Scalar],
+    density: Option<&[u64]>,
+) -> (G2Projective, cuzk::gpu::msm::MsmStats) {
+    let mut ws = MsmWorkspace::with_config(dev, cfg).unwrap();
+    let got = ws
+        .msm_g2(Points::Host(aff), Scalars::Host(s), density)
+        .unwrap();
+    let st = ws.stats().clone();
+    assert!(
+        st.affine.is_some(),
+        "the G2 batch-affine kernel did not run: {st:?}"
+    );
+    (got, st)
 }
 
 /// One G1 MSM on a new workspace of `cfg`, and what the workspace did.
@@ -733,7 +856,7 @@ fn two_pass_scatter_matches_blstrs() {
             window_bits: Some(c),
             max_list_entries: cap,
             accumulation: acc,
-            affine_min_list: 0,
+            affine_min_list: Some(0),
             ..cfg.clone()
         };
         let (got, st, t) = two_pass_msm(&dev, cfg_c, &aff, &s, None);

@@ -23,7 +23,7 @@
 //! |---|---|
 //! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM: ≈ 9 GiB, its sorted list alone 8 GiB) |
 //! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + the MSM workspace of one 2^24-point pass + double-buffered streamed bases (2 × 2^24 × 192 B = 6 GiB) |
-//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 2.0 + 3 GiB = 13.03 GiB) |
+//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 2.7 + 3 GiB = 13.67 GiB; the workspace holds G2's batch-affine chain states since 2026-12-03) |
 //! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!
@@ -378,20 +378,27 @@ impl PartitionShape {
     }
 
     /// The MSMs the GPU backend runs over resident bases: H (h_len scalars), L (aux), A, B_G1
-    /// (aux, density) in G1 and B_G2 (aux, density) in G2; scalars and points on the device.
+    /// (aux, density) in G1 and B_G2 (aux, density: at most `b_g2_len` Pippenger scalars) in
+    /// G2; scalars and points on the device.
     pub fn resident_msms(&self) -> [MsmShape; 3] {
         let n = self.h_len.max(self.num_aux);
-        let sh = |group, n, density| MsmShape {
+        let sh = |group, n, max_m, density| MsmShape {
             group,
             n,
+            max_m,
             host_scalars: false,
             host_points: 0,
             density,
         };
         [
-            sh(&G1_LAYOUT, n, false),
-            sh(&G1_LAYOUT, self.num_aux, true),
-            sh(&G2_LAYOUT, self.num_aux, true),
+            sh(&G1_LAYOUT, n, n, false),
+            sh(&G1_LAYOUT, self.num_aux, self.num_aux, true),
+            sh(
+                &G2_LAYOUT,
+                self.num_aux,
+                self.b_g2_len.min(self.num_aux),
+                true,
+            ),
         ]
     }
 
@@ -402,6 +409,7 @@ impl PartitionShape {
         let sh = |group, density| MsmShape {
             group,
             n,
+            max_m: n,
             host_scalars: false,
             host_points: 0,
             density,
@@ -490,7 +498,7 @@ impl PartitionShape {
     /// bytes *and* its working memory still holds the device H step's three domain buffers
     /// (3·n·32 B: d_a and the shared b/c buffer, plus a third in the MSM room the H step runs
     /// before) — otherwise the tier would be streaming under another name. `None` when no pass
-    /// does. 2^27 on a 16 GiB card: 2^23 (the 2^24 pass needs ≈ 17.6 GiB).
+    /// does. 2^27 on a 16 GiB card: 2^23 (the 2^24 pass needs ≈ 18.9 GiB).
     pub fn partial_fit(&self, avail: u64, lim: &MsmLimits) -> Option<u64> {
         let h = h_step_bytes(self.domain_log2, 3);
         self.partial_passes().find(|&p| {
@@ -796,13 +804,14 @@ impl DeviceAllocator {
         self
     }
 
-    /// Plans G1 MSMs with this bucket accumulation (default [`Accumulation::BatchAffine`]; its
+    /// Plans MSMs with this bucket accumulation (default [`Accumulation::BatchAffine`]; its
     /// chain states are part of every plan that uses it) and, when given, this shortest
-    /// batch-affine list (default `layout::AFFINE_MIN_LIST`).
+    /// batch-affine list for both groups (default: each group's
+    /// `layout::GroupLayout::affine_min_list`).
     pub fn with_accumulation(mut self, accumulation: Accumulation, min_list: Option<u64>) -> Self {
         self.limits.accumulation = accumulation;
-        if let Some(m) = min_list {
-            self.limits.affine_min_list = m;
+        if min_list.is_some() {
+            self.limits.affine_min_list = min_list;
         }
         self
     }
@@ -1712,9 +1721,31 @@ mod tests {
         assert!(a.peak_reserved_bytes() >= shape().tier_bytes(TierKind::FullStaging, false));
     }
 
+    /// B_G2 has 130 M scalars but 33.1 M points: planned with m up to n it would hold G2
+    /// batch-affine chain states for 130 M scalars (~2 GiB more at 2^27).
+    #[test]
+    fn the_b_g2_msm_is_planned_at_its_points_not_its_scalars() {
+        use crate::gpu::layout::{msm_workspace_slots, MsmSizes};
+        let s = PartitionShape::porep_32gib();
+        let [_, _, g2] = s.resident_msms();
+        assert_eq!((g2.n, g2.max_m), (s.num_aux, s.b_g2_len));
+        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
+        let loose = MsmShape { max_m: g2.n, ..g2 };
+        let tight = msm_workspace_bytes(&[g2], &lim).unwrap();
+        assert!(msm_workspace_bytes(&[loose], &lim).unwrap() > tight + GIB);
+        // the bound covers every m the MSM can meet (at most b_g2_len set bits)
+        let bound = msm_workspace_slots(&[g2], &lim).unwrap();
+        for m in [1, s.b_g2_len / 3, s.b_g2_len - 1, s.b_g2_len] {
+            let z = MsmSizes::new(&g2, m, s.b_g2_len - m, &lim).unwrap();
+            for (i, (&b, &x)) in bound.iter().zip(&z.slots).enumerate() {
+                assert!(x <= b, "m {m} slot {i}: {x} > {b}");
+            }
+        }
+    }
+
     #[test]
     fn a_16gib_card_gets_the_partial_tier_at_2_27_with_a_smaller_pass() {
-        // The 2^24 pass (3.6 GiB workspace + 6 GiB of base slots) does not fit next to the 8 GiB
+        // The 2^24 pass (4.9 GiB workspace + 6 GiB of base slots) does not fit next to the 8 GiB
         // of d_a and the shared b/c buffer; the 2^23 pass does, and the H step stays on the GPU.
         let s = shape();
         let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);

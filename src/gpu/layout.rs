@@ -27,6 +27,8 @@ pub const FR_BYTES: u64 = 32;
 pub struct GroupLayout {
     /// `g1` / `g2` (kernel name suffix).
     pub name: &'static str,
+    /// Bytes of one coordinate field element (`Fp` 48 B, `Fp2` 96 B).
+    pub field_bytes: u64,
     /// Bytes of one affine point (blst layout).
     pub affine_bytes: u64,
     /// Bytes of one Jacobian point (blst layout), the MSM's result type.
@@ -46,9 +48,24 @@ pub struct GroupLayout {
     /// Cost of one bucket (its flush in the accumulation, its share of the running sums), in
     /// tenths of one mixed addition: the window cost model of [`window_bits_for`].
     pub bucket_cost_tenths: u32,
+    /// Occupancy variants of the batch-affine kernel compiled in `cuda/msm.cu`
+    /// (`cuzk_msm_accumulate_affine_<name>_mb<B>`).
+    pub affine_min_blocks: &'static [u32],
+    /// The batch-affine variant used when [`MsmLimits::affine_min_blocks`] is `None`.
+    pub affine_default_min_blocks: u32,
+    /// Shortest bucket list (entries) accumulated batch-affine by default (with
+    /// [`Accumulation::BatchAffine`] and [`MsmLimits::affine_min_list`] unset).
+    pub affine_min_list: u64,
 }
 
 impl GroupLayout {
+    /// Device bytes of one batch-affine chain: its bookkeeping (16 B), accumulator (an affine
+    /// point), prefix product (a field element), first-run key (4 B) and sum (an affine point):
+    /// 260 B for G1, 500 B for G2.
+    pub const fn affine_chain_bytes(&self) -> u64 {
+        16 + self.affine_bytes + self.field_bytes + 4 + self.affine_bytes
+    }
+
     /// The accumulation variant used by default for `m` Pippenger scalars.
     pub fn default_min_blocks(&self, m: u64) -> u32 {
         if m >= 1 << self.min_blocks_switch_log2 {
@@ -62,6 +79,7 @@ impl GroupLayout {
 /// G1 (points over Fp): 96 B affine, 144 B Jacobian, 192 B XYZZ.
 pub const G1_LAYOUT: GroupLayout = GroupLayout {
     name: "g1",
+    field_bytes: 48,
     affine_bytes: 96,
     jacobian_bytes: 144,
     xyzz_bytes: 192,
@@ -77,11 +95,16 @@ pub const G1_LAYOUT: GroupLayout = GroupLayout {
     // (13 windows x 2^20 counters at c = 21: 2.3x the bucketing time), and the one window fewer
     // at c = 22, 23 gains less in accumulation than the bucketing and window sums lose.
     bucket_cost_tenths: 44,
+    affine_min_blocks: &[3, 4, 5],
+    // H200, 2^27: 4 blocks 1092 ms, 3 1102, 5 1119 (spills: 188 / 72 / 552 B per thread).
+    affine_default_min_blocks: 4,
+    affine_min_list: AFFINE_MIN_LIST,
 };
 
 /// G2 (points over Fp2): 192 B affine, 288 B Jacobian, 384 B XYZZ.
 pub const G2_LAYOUT: GroupLayout = GroupLayout {
     name: "g2",
+    field_bytes: 96,
     affine_bytes: 192,
     jacobian_bytes: 288,
     xyzz_bytes: 384,
@@ -94,6 +117,10 @@ pub const G2_LAYOUT: GroupLayout = GroupLayout {
     // H200 sweeps: c = 16 fastest at 2^22, c = 19 at 2^24 (733 ms vs 780 at c = 20), which a
     // bucket cost between 5.4 and 9.9 mixed additions selects (the G2 flush moves 384 B).
     bucket_cost_tenths: 75,
+    // 128 threads of Fp2 state: 255 registers for 2 blocks, 168 for 3 (both spill ~1 KB).
+    affine_min_blocks: &[2, 3],
+    affine_default_min_blocks: AFFINE_MIN_BLOCKS_G2,
+    affine_min_list: AFFINE_MIN_LIST_G2,
 };
 
 /// Largest window the cost model picks (bits): larger ones were slower on the H200 (see
@@ -119,17 +146,18 @@ pub fn window_bits_for(m: usize, g: &GroupLayout) -> u32 {
     best.1
 }
 
-/// How the level-1 bucket accumulation of a G1 MSM adds its points (G2 always uses
-/// [`Accumulation::Xyzz`]).
+/// How the level-1 bucket accumulation of an MSM adds its points (G1 and G2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Accumulation {
     /// One XYZZ accumulator per thread, mixed additions (madd-2008-s): `cuzk_msm_accumulate_*`.
     Xyzz,
     /// Affine additions sharing one inversion per step among a block's [`AFFINE_THREADS`]
     /// threads of up to [`AFFINE_CHAINS_PER_THREAD`] chains each (Montgomery's trick, per
-    /// thread and then across the block; `cuda/msm_affine.cuh`) when the list has at least
-    /// [`AFFINE_MIN_LIST`] entries, else as `Xyzz`. Costs [`AFFINE_CHAIN_BYTES`] of device
-    /// memory per chain, about 4 B per list entry.
+    /// thread and then across the block; `cuda/msm_affine.cuh`) when the list has at least the
+    /// group's [`GroupLayout::affine_min_list`] entries ([`AFFINE_MIN_LIST`] for G1,
+    /// [`AFFINE_MIN_LIST_G2`] for G2), else as `Xyzz`. Costs
+    /// [`GroupLayout::affine_chain_bytes`] of device memory per chain, about 4 B (G1) or 8 B
+    /// (G2) per list entry.
     #[default]
     BatchAffine,
 }
@@ -150,33 +178,38 @@ impl Accumulation {
 /// against 0.47-0.52 ns for the XYZZ mixed addition. In the kernel with its out-of-line product,
 /// at 2^27 (a full wave either way): 403 chains of 65 entries 869 ms, 256 of 101 907 ms, 128 of
 /// 202 1,036 ms (seventh session). Below ~2^27 points the list gives fewer than 256 chains per
-/// thread at 64 entries each anyway; device memory grows by 260 B per chain (7.1 GB at 2^27).
+/// thread at 64 entries each anyway; device memory grows by 260 B per G1 chain (7.1 GB at
+/// 2^27), 500 B per G2 chain ([`GroupLayout::affine_chain_bytes`]).
 pub const AFFINE_CHAINS_PER_THREAD: u32 = 512;
 /// List entries per batch-affine chain the shape aims at, at least (shorter lists at
 /// [`AFFINE_MIN_CHAINS`] per thread get fewer threads): each chain leaves two partial sums, and
-/// its state costs [`AFFINE_CHAIN_BYTES`].
+/// its state costs [`GroupLayout::affine_chain_bytes`].
 pub const AFFINE_MIN_STEPS: u64 = 64;
 /// Fewest batch-affine chains per thread [`AffineShape::for_list`] picks (unless the configured
 /// most is lower).
 pub const AFFINE_MIN_CHAINS: u64 = 32;
-/// Smallest list (entries) accumulated batch-affine (3 x 2^25 = 100,663,296); shorter lists
-/// leave too few chains per thread for the threads a device needs (the 132-SM wave of 67,584
-/// threads at 32 chains of 64 entries wants 2^27), and use the XYZZ kernel. With the step's
-/// inversion shared by the block (`block_inverse`), the H200 measured batch-affine ahead from
-/// G1 2^23 (117 M entries, 85 % of the wave): 110 against 125 ms; 2^24 151 against 200 ms; and
-/// behind below: 2^22 (67 M, half the wave) 74 against 50 ms, the PoRep mix at 2^27 (75 M)
-/// 120 ms and slower L and A MSMs in the partition (BENCHMARKS.md, third session of
-/// 2026-12-02).
-pub const AFFINE_MIN_LIST: u64 = 3 << 25;
+/// Smallest G1 list (entries) accumulated batch-affine (2^26 = 67,108,864); shorter lists leave
+/// too few chains per thread for the threads a device needs (the 132-SM wave of 67,584 threads
+/// at 32 chains of 64 entries wants 2^27), and use the XYZZ kernel. With the step's inversion
+/// shared by the block (`block_inverse`) and binary (`Fp::inverse_vartime`), the H200 measured
+/// batch-affine ahead from G1 2^22 (67 M entries, half the wave): 45.9 against 49.6 ms; the
+/// PoRep mix at 2^27 (75 M) 86.9 against 89.5, and the partition's L and A MSMs faster
+/// (0.087 / 0.096-0.103 s against 0.093 / 0.104-0.116); behind at 2^21 (34 M): 37.8 against
+/// 28.5 ms (BENCHMARKS.md, session of 2026-12-03; with Fermat's inversion the crossover was
+/// above 2^22, at 3 x 2^25).
+pub const AFFINE_MIN_LIST: u64 = 1 << 26;
 /// Threads per block of the batch-affine kernel (`AFFINE_THREADS` in cuda/msm.cu).
 pub const AFFINE_THREADS: u32 = 128;
-/// Default occupancy variant of the batch-affine kernel (blocks per multiprocessor; the variants
-/// are G1's [`GroupLayout::min_blocks`], chosen with [`MsmLimits::accumulate_min_blocks`]).
-/// H200, 2^27: 4 blocks 1092 ms, 3 1102, 5 1119 (spills: 188 / 72 / 552 B per thread).
-pub const AFFINE_MIN_BLOCKS: u32 = 4;
-/// Device bytes per batch-affine chain: its bookkeeping (16 B), accumulator (96), prefix
-/// product (48), first-run key (4) and sum (96).
-pub const AFFINE_CHAIN_BYTES: u64 = 16 + 96 + 48 + 4 + 96;
+/// Smallest G2 list (entries) accumulated batch-affine (2^25 = 33,554,432). G2's kernel runs 2
+/// blocks of [`AFFINE_THREADS`] per multiprocessor ([`AFFINE_MIN_BLOCKS_G2`]), a wave of 33,792
+/// threads, which [`AFFINE_MIN_CHAINS`] chains of [`AFFINE_MIN_STEPS`] entries fill at 2^26
+/// entries; the XYZZ mixed addition in Fp2 costs so much more (spilling at 255 registers) that
+/// the H200 measured batch-affine ahead already at half a wave: G2 2^21 (c = 16, 33.5 M
+/// entries) 73.6 against 82.1 ms, 2^22 92.6 against 141.6, 2^24 310 against 721 (BENCHMARKS.md,
+/// session of 2026-12-03).
+pub const AFFINE_MIN_LIST_G2: u64 = 1 << 25;
+/// Default occupancy variant of the G2 batch-affine kernel (blocks per multiprocessor).
+pub const AFFINE_MIN_BLOCKS_G2: u32 = 2;
 
 /// Shortest bucket list (entries) scattered in two passes (coarse bin, then key: `cuda/msm.cuh`
 /// 2'). H200: two passes win at 2^24 random scalars (218 M entries: bucketing 17.4 vs 21.6 ms)
@@ -249,18 +282,19 @@ impl AffineShape {
         self.threads as u64 * self.chains_per_thread as u64
     }
 
-    /// The shape for a list of `len` entries on `sms` multiprocessors, or `None` when `len` is
-    /// below `lim.affine_min_list` (default [`AFFINE_MIN_LIST`]) or 0: at most one wave of
-    /// resident threads (`sms × blocks × AFFINE_THREADS`, blocks = the occupancy variant), each
+    /// The shape for a list of `len` entries of group `g` on `sms` multiprocessors, or `None`
+    /// when `len` is below `lim.affine_min_list` (default: the group's
+    /// [`GroupLayout::affine_min_list`]) or 0: at most one wave of resident threads
+    /// (`sms × blocks × AFFINE_THREADS`, blocks = the occupancy variant), each
     /// with `len / (wave × AFFINE_MIN_STEPS)` chains clamped to [`AFFINE_MIN_CHAINS`] ..=
     /// `lim.affine_chains_per_thread`; chains of about `len / chains` entries (rounding up to
     /// whole threads may leave short lists fewer than [`AFFINE_MIN_STEPS`]).
-    pub fn for_list(len: u64, sms: u64, lim: &MsmLimits) -> Option<Self> {
-        if len == 0 || len < lim.affine_min_list {
+    pub fn for_list(len: u64, sms: u64, g: &GroupLayout, lim: &MsmLimits) -> Option<Self> {
+        if len == 0 || len < lim.affine_min_list.unwrap_or(g.affine_min_list) {
             return None;
         }
         let max_ch = lim.affine_chains_per_thread.max(1) as u64;
-        let mb = lim.accumulate_min_blocks.unwrap_or(AFFINE_MIN_BLOCKS) as u64;
+        let mb = lim.affine_min_blocks.unwrap_or(g.affine_default_min_blocks) as u64;
         let wave = sms.max(1) * mb * AFFINE_THREADS as u64;
         // Threads first (a full wave: the H200 measured 642 ms at 2^26 with 128 chains on a full
         // wave against 680 ms with 256 on 63 % of it), then as many chains as the list gives
@@ -283,14 +317,19 @@ pub struct MsmLimits {
     pub window_bits: Option<u32>,
     /// Largest bucket list, in 4-byte entries, built at once.
     pub max_list_entries: u64,
-    /// Fixed accumulation variant, or `None` for [`GroupLayout::default_min_blocks`].
+    /// Fixed accumulation variant of the XYZZ kernel, or `None` for
+    /// [`GroupLayout::default_min_blocks`].
     pub accumulate_min_blocks: Option<u32>,
+    /// Fixed occupancy variant of the batch-affine kernel, or `None` for
+    /// [`GroupLayout::affine_default_min_blocks`].
+    pub affine_min_blocks: Option<u32>,
     /// Streaming multiprocessors of the device (sizes the segment buffers).
     pub sm_count: u32,
-    /// How G1 buckets are accumulated.
+    /// How buckets are accumulated.
     pub accumulation: Accumulation,
-    /// Shortest list accumulated batch-affine (default [`AFFINE_MIN_LIST`]).
-    pub affine_min_list: u64,
+    /// Shortest list accumulated batch-affine, both groups; `None`: each group's
+    /// [`GroupLayout::affine_min_list`].
+    pub affine_min_list: Option<u64>,
     /// Batch-affine chains per thread: each thread's additions per step, whose prefix product
     /// joins the block's shared inversion (default [`AFFINE_CHAINS_PER_THREAD`]).
     pub affine_chains_per_thread: u32,
@@ -308,9 +347,10 @@ impl MsmLimits {
             window_bits: None,
             max_list_entries: 1 << 31,
             accumulate_min_blocks: None,
+            affine_min_blocks: None,
             sm_count,
             accumulation: Accumulation::BatchAffine,
-            affine_min_list: AFFINE_MIN_LIST,
+            affine_min_list: None,
             affine_chains_per_thread: AFFINE_CHAINS_PER_THREAD,
             two_pass_min_list: TWO_PASS_MIN_LIST,
             two_pass_group_windows: TWO_PASS_GROUP_WINDOWS,
@@ -325,6 +365,10 @@ pub struct MsmShape {
     pub group: &'static GroupLayout,
     /// Number of scalars.
     pub n: u64,
+    /// Most scalars that can be neither 0 nor 1 (at most `n`; with a density bitmap, its set
+    /// bits: B_G2 of a 32 GiB partition has 33.1 M points for 130 M scalars). The plans bound
+    /// the Pippenger part by it; the MSM itself sizes by the count it finds.
+    pub max_m: u64,
     /// The scalars are uploaded by the workspace (host scalars): 32 B each.
     pub host_scalars: bool,
     /// Points the workspace uploads (host points), 0 when they are on the device.
@@ -371,12 +415,13 @@ pub struct MsmSizes {
     pub k: u64,
     /// Scalars per list chunk.
     pub chunk_m: u64,
-    /// Accumulation variant.
+    /// Accumulation variant (blocks per multiprocessor) of the kernel that runs: the
+    /// batch-affine one's when [`Self::affine`] is set, else the XYZZ one's.
     pub mb: u32,
     /// Level-1 segments.
     pub s1: u32,
-    /// Batch-affine launch shape (G1 with [`Accumulation::BatchAffine`] and a long enough
-    /// list), or `None` for the XYZZ kernel.
+    /// Batch-affine launch shape ([`Accumulation::BatchAffine`] and a long enough list), or
+    /// `None` for the XYZZ kernel.
     pub affine: Option<AffineShape>,
     /// Two-pass scatter shape, or `None` for the one-pass scatter.
     pub two_pass: Option<TwoPass>,
@@ -465,15 +510,19 @@ impl MsmSizes {
         } else {
             (lim.max_list_entries / nw as u64).max(1).min(m)
         };
-        let mb = lim
+        let xyzz_mb = lim
             .accumulate_min_blocks
             .unwrap_or_else(|| g.default_min_blocks(m));
-        let s1_cap = (sms * mb as u64 * g.pt_threads as u64).max(1);
+        let s1_cap = (sms * xyzz_mb as u64 * g.pt_threads as u64).max(1);
         let s1 = (chunk_m * nw as u64).div_ceil(64).clamp(1, s1_cap) as u32;
-        let affine = if g.name == G1_LAYOUT.name && lim.accumulation == Accumulation::BatchAffine {
-            AffineShape::for_list(chunk_m * nw as u64, sms, lim)
+        let affine = if lim.accumulation == Accumulation::BatchAffine {
+            AffineShape::for_list(chunk_m * nw as u64, sms, g, lim)
         } else {
             None
+        };
+        let mb = match affine {
+            Some(_) => lim.affine_min_blocks.unwrap_or(g.affine_default_min_blocks),
+            None => xyzz_mb,
         };
         let two_pass = TwoPass::for_list(c, nw, chunk_m, lim);
         // level-1 output entries: 2 per segment / chain
@@ -522,7 +571,7 @@ impl MsmSizes {
                     let gch = a.chains();
                     slots[slot::CHAIN_META] = buf(gch, 16);
                     slots[slot::CHAIN_ACC] = buf(gch, g.affine_bytes);
-                    slots[slot::CHAIN_SCRATCH] = buf(gch, 48);
+                    slots[slot::CHAIN_SCRATCH] = buf(gch, g.field_bytes);
                     slots[slot::FIRST_KEYS] = buf(gch, 4);
                     slots[slot::FIRST_PTS] = buf(gch, g.affine_bytes);
                 }
@@ -617,7 +666,7 @@ pub fn msm_workspace_bytes(shapes: &[MsmShape], lim: &MsmLimits) -> Result<u64> 
 pub fn msm_workspace_slots(shapes: &[MsmShape], lim: &MsmLimits) -> Result<[u64; MSM_SLOTS + 2]> {
     let mut out = [0u64; MSM_SLOTS + 2];
     for s in shapes {
-        for m in worst_m(s.n, s.group, lim) {
+        for m in worst_m(s.max_m.min(s.n), s.group, lim) {
             // ones: the most the partial-sum buffer can take is when every other scalar is 1
             // a smaller m of the same window may fall below the batch-affine threshold and
             // need the XYZZ kernel's buffers instead, or below the two-pass threshold and need
@@ -703,6 +752,7 @@ mod tests {
         MsmShape {
             group: &G1_LAYOUT,
             n,
+            max_m: n,
             host_scalars: false,
             host_points: 0,
             density: false,
@@ -759,6 +809,7 @@ mod tests {
         let shape = MsmShape {
             group: &G1_LAYOUT,
             n: 100_000,
+            max_m: 100_000,
             host_scalars: false,
             host_points: 0,
             density: true,
@@ -777,34 +828,37 @@ mod tests {
         // 2^27 scalars at c = 20: 13 windows, one wave of 132 x 4 x 128 threads
         let len = 13u64 << 27;
         let lim = MsmLimits::defaults(132);
-        let a = AffineShape::for_list(len, 132, &lim).unwrap();
+        let a = AffineShape::for_list(len, 132, &G1_LAYOUT, &lim).unwrap();
         // a full wave of the 4-block variant, 403 chains of 65 entries (the H200's 869 ms)
         assert_eq!((a.threads, a.chains_per_thread, a.steps), (67_584, 403, 65));
         assert!(a.chains() * a.steps as u64 >= len);
-        assert_eq!(AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &lim), None);
+        assert_eq!(
+            AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &G1_LAYOUT, &lim),
+            None
+        );
         // 2^26: the full wave, fewer chains
-        let h = AffineShape::for_list(13 << 26, 132, &lim).unwrap();
+        let h = AffineShape::for_list(13 << 26, 132, &G1_LAYOUT, &lim).unwrap();
         assert_eq!((h.threads, h.chains_per_thread, h.steps), (67_584, 201, 65));
         let forced = MsmLimits {
-            affine_min_list: 0,
+            affine_min_list: Some(0),
             ..lim
         };
-        assert_eq!(AffineShape::for_list(0, 132, &forced), None);
+        assert_eq!(AffineShape::for_list(0, 132, &G1_LAYOUT, &forced), None);
         // short lists (tests force the path): 32 chains, fewer threads
-        let b = AffineShape::for_list(1000, 132, &forced).unwrap();
+        let b = AffineShape::for_list(1000, 132, &G1_LAYOUT, &forced).unwrap();
         assert_eq!((b.threads, b.chains_per_thread, b.steps), (1, 32, 32));
-        let b = AffineShape::for_list(15 << 20, 132, &forced).unwrap();
+        let b = AffineShape::for_list(15 << 20, 132, &G1_LAYOUT, &forced).unwrap();
         assert_eq!((b.threads, b.chains_per_thread, b.steps), (7_680, 32, 64));
         // a configured most below the floor is taken as is
         let one = MsmLimits {
             affine_chains_per_thread: 7,
             ..forced
         };
-        let b = AffineShape::for_list(30_000, 132, &one).unwrap();
+        let b = AffineShape::for_list(30_000, 132, &G1_LAYOUT, &one).unwrap();
         assert_eq!((b.threads, b.chains_per_thread, b.steps), (67, 7, 64));
         for len in [1u64, 63, 64, 65, 4097, 1 << 28, 13 << 27] {
             for l in [forced, one] {
-                let s = AffineShape::for_list(len, 132, &l).unwrap();
+                let s = AffineShape::for_list(len, 132, &G1_LAYOUT, &l).unwrap();
                 assert!(s.chains() * s.steps as u64 >= len, "{len}");
                 assert!(s.threads as u64 <= 132 * 4 * AFFINE_THREADS as u64);
             }
@@ -823,19 +877,30 @@ mod tests {
         .iter()
         .map(|&i| z.slots[i])
         .sum();
-        assert!(
-            chain >= a.chains() * AFFINE_CHAIN_BYTES
-                && chain < a.chains() * AFFINE_CHAIN_BYTES + 5 * ALIGN
-        );
+        let per_chain = G1_LAYOUT.affine_chain_bytes();
+        assert_eq!(per_chain, 260);
+        assert!(chain >= a.chains() * per_chain && chain < a.chains() * per_chain + 5 * ALIGN);
         assert_eq!(z.slots[slot::PART_KEYS[0]] + z.slots[slot::PART_PTS[0]], 0);
         // level 2 takes 2 entries per chain
         assert!(z.lvl_cap >= 2 * (2 * a.chains()).div_ceil(PARTIAL_SEGMENT as u64));
-        // G2 and the XYZZ setting keep the XYZZ kernel
+        // G2: its own threshold and occupancy (2 blocks: a wave of 33,792 threads), 500 B per
+        // chain with the Fp2 prefix products
         let g2 = MsmShape {
             group: &G2_LAYOUT,
             ..shape
         };
-        assert_eq!(MsmSizes::new(&g2, 1 << 27, 0, &lim).unwrap().affine, None);
+        let z2 = MsmSizes::new(&g2, 1 << 24, 0, &lim).unwrap();
+        let a2 = z2.affine.expect("G2 2^24 runs batch-affine");
+        assert_eq!(z2.mb, AFFINE_MIN_BLOCKS_G2);
+        assert_eq!(a2.threads as u64, 132 * 2 * AFFINE_THREADS as u64);
+        assert_eq!(z2.slots[slot::CHAIN_SCRATCH], align_up(a2.chains() * 96));
+        assert_eq!(G2_LAYOUT.affine_chain_bytes(), 500);
+        assert_eq!(
+            AffineShape::for_list(AFFINE_MIN_LIST_G2 - 1, 132, &G2_LAYOUT, &lim),
+            None
+        );
+        assert!(AffineShape::for_list(AFFINE_MIN_LIST_G2, 132, &G2_LAYOUT, &lim).is_some());
+        // the XYZZ setting keeps the XYZZ kernel
         let xy = MsmLimits {
             accumulation: Accumulation::Xyzz,
             ..lim
@@ -903,24 +968,32 @@ mod tests {
     }
 
     /// An m just below the batch-affine threshold runs the XYZZ kernel; the workspace bound of
-    /// the largest m (batch-affine) must still cover its segment buffers.
+    /// the largest m (batch-affine) must still cover its segment buffers. Both groups, each at
+    /// its own default threshold and at configured ones.
     #[test]
     fn workspace_bound_covers_both_sides_of_the_affine_threshold() {
-        for min_list in [AFFINE_MIN_LIST, 1 << 29, 1 << 30] {
-            let lim = MsmLimits {
-                affine_min_list: min_list,
-                ..MsmLimits::defaults(132)
-            };
-            for n in [1u64 << 26, 1 << 27] {
-                let shape = resident_g1(n);
-                let bound = msm_workspace_slots(&[shape], &lim).unwrap();
-                let c = window_bits_for(n as usize, &G1_LAYOUT);
-                let nw = (255 / c + 1) as u64;
-                let m0 = min_list / nw;
-                for m in [m0.saturating_sub(1), m0, m0 + 1, n / 2, n] {
-                    let m = m.min(n);
-                    let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
-                    assert_within(&bound, &z, &format!("min_list {min_list} n {n} m {m}"));
+        for g in [&G1_LAYOUT, &G2_LAYOUT] {
+            for min_list in [None, Some(1 << 29), Some(1 << 30)] {
+                let lim = MsmLimits {
+                    affine_min_list: min_list,
+                    ..MsmLimits::defaults(132)
+                };
+                let min_list = min_list.unwrap_or(g.affine_min_list);
+                for n in [1u64 << 22, 1 << 24, 1 << 26, 1 << 27] {
+                    let shape = MsmShape {
+                        group: g,
+                        ..resident_g1(n)
+                    };
+                    let bound = msm_workspace_slots(&[shape], &lim).unwrap();
+                    let c = window_bits_for(n as usize, g);
+                    let nw = (255 / c + 1) as u64;
+                    let m0 = min_list / nw;
+                    for m in [m0.saturating_sub(1), m0, m0 + 1, n / 2, n] {
+                        let m = m.min(n);
+                        let z = MsmSizes::new(&shape, m, 0, &lim).unwrap();
+                        let what = format!("{} min_list {min_list} n {n} m {m}", g.name);
+                        assert_within(&bound, &z, &what);
+                    }
                 }
             }
         }

@@ -27,17 +27,17 @@
 //! is read after an event, see [`MsmWorkspace::start`] / [`MsmWorkspace::finish`]: the
 //! host-side combination of one MSM overlaps the GPU work of the next (two result slots).
 //!
-//! Speed (H200, points and scalars resident, uniform scalars; BENCHMARKS.md): G1 2^23 in
-//! 0.11 s, 2^24 in 0.15 s, 2^26 in 0.43 s, 2^27 in 0.81 s (batch-affine accumulation from
-//! 3 x 2^25 list entries); G2 2^24 in 0.72 s. The limiter is the bucket accumulation (78 % at
-//! 2^27).
+//! Speed (H200, points and scalars resident, uniform scalars; BENCHMARKS.md, 2026-12-03): G1
+//! 2^22 in 46 ms, 2^23 in 76 ms, 2^24 in 118 ms, 2^26 in 0.40 s, 2^27 in 0.79 s (batch-affine
+//! accumulation from 2^26 list entries); G2 2^22 in 93 ms, 2^24 in 0.31 s (batch-affine from
+//! 2^25 entries). The limiter is the bucket accumulation (76 % at 2^26).
 //!
 //! Memory (bytes, n scalars, m of them neither 0 nor 1, W windows, B = 2^(c-1) buckets per
 //! window, X = 192 (G1) or 384 (G2) bytes per XYZZ point): 4n (rest/ones indices) + n/8 x 2
 //! (density) + min(m W, list cap) x 4 (bucket list) + (W B + 1) x (X + 8) (buckets, counts,
 //! cursors; X + 4 with the two-pass scatter) + small partial buffers; the two-pass scatter's
 //! staging buffer adds 8 B per scalar and window of a group, the batch-affine chain states
-//! 260 B per chain (exactly: `layout::MsmSizes`); plus the scalars (32n) and points (96 / 192
+//! 260 B (G1) or 500 B (G2) per chain (exactly: `layout::MsmSizes`); plus the scalars (32n) and points (96 / 192
 //! per point) when they are uploaded from the host. Buffers are kept by the [`MsmWorkspace`]
 //! for reuse and freed when it is dropped.
 
@@ -132,18 +132,27 @@ pub struct MsmConfig {
     /// processed in chunks that add into the same buckets. Default 2^31 (8 GiB: a 2^27 MSM in one
     /// chunk; the first chunk stores run sums, later chunks add them, which costs more).
     pub max_list_entries: u64,
-    /// Occupancy variant of the level-1 accumulation kernel: blocks per multiprocessor it is
-    /// compiled for (`__launch_bounds__(threads, blocks)`, fewer registers per thread for more
-    /// blocks). One of [`MsmGroup::MIN_BLOCKS`]; `None`: [`MsmGroup::default_min_blocks`]. The
-    /// number of segments is sized to one wave of these resident threads. The batch-affine
-    /// kernel has the same G1 variants (its default: `layout::AFFINE_MIN_BLOCKS`).
+    /// Occupancy variant of the level-1 XYZZ accumulation kernel: blocks per multiprocessor it
+    /// is compiled for (`__launch_bounds__(threads, blocks)`, fewer registers per thread for
+    /// more blocks). One of [`MsmGroup::MIN_BLOCKS`] of every group the workspace runs; `None`:
+    /// [`MsmGroup::default_min_blocks`]. The number of segments is sized to one wave of these
+    /// resident threads.
     pub accumulate_min_blocks: Option<u32>,
-    /// How G1 buckets are accumulated (default [`Accumulation::BatchAffine`]: affine additions
-    /// with a shared inversion on lists of at least `layout::AFFINE_MIN_LIST` entries).
+    /// Occupancy variant of the batch-affine kernel (one of `GroupLayout::affine_min_blocks` of
+    /// every group the workspace runs: G1 3, 4, 5; G2 2, 3); `None`: the group's
+    /// `GroupLayout::affine_default_min_blocks` (G1 4, G2 2). Its wave of resident threads
+    /// sizes the chains. (Until the release of 2026-12-03, `accumulate_min_blocks` chose this
+    /// variant too.) The allocator's plans assume the defaults: a larger variant's wave holds
+    /// more chain states than a plan sized with `None`.
+    pub affine_min_blocks: Option<u32>,
+    /// How buckets are accumulated, G1 and G2 (default [`Accumulation::BatchAffine`]: affine
+    /// additions with a shared inversion on lists of at least the group's
+    /// `GroupLayout::affine_min_list` entries: `layout::AFFINE_MIN_LIST` for G1,
+    /// `layout::AFFINE_MIN_LIST_G2` for G2).
     pub accumulation: Accumulation,
-    /// Shortest bucket list (entries) accumulated batch-affine; default
-    /// `layout::AFFINE_MIN_LIST` (tests set 0 to run the batch-affine kernel on small MSMs).
-    pub affine_min_list: u64,
+    /// Shortest bucket list (entries) accumulated batch-affine, both groups; `None` (default):
+    /// each group's own (tests set `Some(0)` to run the batch-affine kernel on small MSMs).
+    pub affine_min_list: Option<u64>,
     /// Batch-affine chains per thread, each thread's additions per step (the block's threads
     /// share the step's inversion; 1..=4096;
     /// default `layout::AFFINE_CHAINS_PER_THREAD`). Device memory grows with it.
@@ -170,8 +179,9 @@ impl Default for MsmConfig {
             window_bits: None,
             max_list_entries: 1 << 31,
             accumulate_min_blocks: None,
+            affine_min_blocks: None,
             accumulation: Accumulation::default(),
-            affine_min_list: super::layout::AFFINE_MIN_LIST,
+            affine_min_list: None,
             affine_chains_per_thread: super::layout::AFFINE_CHAINS_PER_THREAD,
             two_pass_min_list: super::layout::TWO_PASS_MIN_LIST,
             two_pass_group_windows: super::layout::TWO_PASS_GROUP_WINDOWS,
@@ -588,13 +598,26 @@ impl MsmWorkspace {
                 reason: "must be between 1 and 4096".into(),
             });
         }
-        if let Some(mb) = self.cfg.accumulate_min_blocks {
-            if !G::MIN_BLOCKS.contains(&mb) {
-                return Err(Error::InvalidConfig {
-                    name: "MsmConfig::accumulate_min_blocks".into(),
-                    value: mb.to_string(),
-                    reason: format!("{} variants are {:?}", G::SUFFIX, G::MIN_BLOCKS),
-                });
+        for (name, value, variants) in [
+            (
+                "MsmConfig::accumulate_min_blocks",
+                self.cfg.accumulate_min_blocks,
+                G::MIN_BLOCKS,
+            ),
+            (
+                "MsmConfig::affine_min_blocks",
+                self.cfg.affine_min_blocks,
+                G::LAYOUT.affine_min_blocks,
+            ),
+        ] {
+            if let Some(mb) = value {
+                if !variants.contains(&mb) {
+                    return Err(Error::InvalidConfig {
+                        name: name.into(),
+                        value: mb.to_string(),
+                        reason: format!("{} variants are {variants:?}", G::SUFFIX),
+                    });
+                }
             }
         }
         // ---- validate the density / lengths on the host
@@ -722,6 +745,7 @@ impl MsmWorkspace {
             window_bits: self.cfg.window_bits,
             max_list_entries: self.cfg.max_list_entries,
             accumulate_min_blocks: self.cfg.accumulate_min_blocks,
+            affine_min_blocks: self.cfg.affine_min_blocks,
             sm_count: sms,
             accumulation: self.cfg.accumulation,
             affine_min_list: self.cfg.affine_min_list,
@@ -732,6 +756,7 @@ impl MsmWorkspace {
         let lshape = MsmShape {
             group: G::LAYOUT,
             n: n as u64,
+            max_m: n as u64,
             host_scalars: matches!(scalars, Scalars::Host(_) | Scalars::HostCanonical(_)),
             host_points: if matches!(points, Points::Host(_)) {
                 npts as u64
@@ -782,15 +807,8 @@ impl MsmWorkspace {
 
         // ---- Pippenger on the rest
         let mut chunks = 0u32;
-        let affine_mb = self
-            .cfg
-            .accumulate_min_blocks
-            .unwrap_or(super::layout::AFFINE_MIN_BLOCKS);
-        let min_blocks = match (m > 0, sz.affine) {
-            (false, _) => 0,
-            (true, Some(_)) => affine_mb,
-            (true, None) => mb,
-        };
+        // the variant of the kernel that runs (batch-affine or XYZZ: MsmSizes::mb)
+        let min_blocks = if m > 0 { mb } else { 0 };
         if m > 0 {
             let buckets = b.buckets.ensure(&dev, st, (kk + 1) * xb)?;
             let counts = b.counts.ensure(&dev, st, kk + 1)?;
@@ -812,10 +830,13 @@ impl MsmWorkspace {
             let mut ch = [0u64; 5];
             if let Some(a) = affine {
                 let gch = a.chains() as usize;
-                let ab = G::LAYOUT.affine_bytes as usize;
+                let (ab, fb) = (
+                    G::LAYOUT.affine_bytes as usize,
+                    G::LAYOUT.field_bytes as usize,
+                );
                 for (p, (slot, bytes)) in ch
                     .iter_mut()
-                    .zip(b.chains.iter_mut().zip([16, ab, 48, 4, ab]))
+                    .zip(b.chains.iter_mut().zip([16, ab, fb, 4, ab]))
                 {
                     *p = slot.ensure(&dev, st, gch * bytes)?;
                 }
@@ -939,7 +960,7 @@ impl MsmWorkspace {
                     launch(
                         st,
                         &dev,
-                        &format!("cuzk_msm_accumulate_affine_{}_mb{affine_mb}", G::SUFFIX),
+                        &format!("cuzk_msm_accumulate_affine_{}_mb{mb}", G::SUFFIX),
                         blocks(af.threads as usize, AFFINE_THREADS),
                         AFFINE_THREADS,
                         KernelArgs::new()
