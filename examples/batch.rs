@@ -117,7 +117,8 @@ enum Vram {
     None,
     /// A cap in bytes.
     Bytes(u64),
-    /// The cap that makes the planner pick this tier for the bench's shape.
+    /// This tier: the engine starts every partition at it (`EngineConfig::gpu_start_tier`) under
+    /// the smallest cap that holds it.
     Tier(TierKind),
 }
 
@@ -814,10 +815,16 @@ fn resolve_limit(
         Vram::Tier(kind) => {
             let bytes = tier_bytes_env(env, shape, *kind);
             let cap = SAFETY_MARGIN + bytes + MIB;
-            // Check on a fake card that the planner really picks this tier at this cap.
+            // Check on a fake card that the planner, starting at this tier (`run_phase` sets
+            // `EngineConfig::gpu_start_tier`: on small shapes `Resident` needs less than
+            // `Partial`, so a cap alone cannot force it), really picks it at this cap.
             let mem = Arc::new(FakeMemInfo::new(&[(cap * 4, cap * 4)]));
             let alloc = env_allocator(env, mem, Some(cap));
-            let plan = alloc.plan(shape, &PlanOptions::default())?;
+            let start = PlanOptions {
+                start: *kind,
+                ..PlanOptions::default()
+            };
+            let plan = alloc.plan(shape, &start)?;
             if plan.tier.kind() != *kind {
                 return Err(Error::InvalidConfig {
                     name: "--vram-limit".into(),
@@ -849,6 +856,9 @@ fn run_phase(
         cfg.gpu_workers_per_device = w;
     }
     cfg.vram_limit = resolve_limit(&phase.vram, env, env.vram_limit, &shape)?;
+    if let Vram::Tier(kind) = &phase.vram {
+        cfg.gpu_start_tier = Some(*kind);
+    }
     let devices: Vec<usize> = match &cfg.devices {
         Some(d) => d.clone(),
         None => (0..device::device_count()?).collect(),
@@ -1207,7 +1217,11 @@ fn real_main() -> Result<ExitCode, Error> {
     for k in TierKind::ALL {
         let b = tier_bytes_env(&env, &shape, k);
         let forced = match resolve_limit(&Vram::Tier(k), &env, None, &shape) {
-            Ok(Some(cap)) => format!("forced by --vram-limit {} (cap {})", k.name(), fmt_gib(cap)),
+            Ok(Some(cap)) => format!(
+                "forced by --vram-limit {} (start tier, cap {})",
+                k.name(),
+                fmt_gib(cap)
+            ),
             Ok(None) => String::new(),
             Err(_) => "cannot be forced by a cap at this size".into(),
         };

@@ -88,12 +88,13 @@
 #            entries, CUZK_MSM_AFFINE_MIN_LIST=16777216: the L, A, B lists of the PoRep mix) and
 #            capped at 16 GiB (2)
 #   kernels-z4  the final build of that session (batch-affine from 2^26 G1 / 2^25 G2 list
-#            entries): gpu_field, gpu_curve, gpu_ntt, gpu_msm (the rest only if they pass),
-#            fixtures-gpu, gpu_prove on both fixtures, `check` forced and with the defaults, 2^27
-#            partitions resident with 1 worker (3) and 2 workers (4), capped at 16 GiB (2)
+#            entries): gpu_field, gpu_curve, gpu_msm (the rest only if they pass), fixtures-gpu,
+#            gpu_prove on both fixtures, `check` with the defaults, 2^27 partitions resident (3)
+#            and capped at 16 GiB (2), gpu_ntt
 #   anchors-z  SupraSeal beside cuzk in one call: `scripts/e2e.sh anchors` (2 KiB and 8 MiB:
 #            real-shape C1, GPU-generated parameters, `cuzk prove --repeat 4` and
 #            `supraseal-anchor --repeat 4`); `anchor26` next in the same warm lease (2^26)
+#   check-z  `check` (the start tier now forces partial at 2^20), then anchors-z and anchor26
 #   ncu-sort-ntt  ncu of the bucketing kernels (histogram, scan, scatter) at G1 2^26 and of three
 #            NTT passes at 2^27
 #   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
@@ -452,22 +453,23 @@ kernels-z3)
 kernels-z4)
   t gpu_field timeout 90 $F/gpu_field --test-threads=1
   t gpu_curve timeout 60 $F/gpu_curve
-  t gpu_ntt timeout 150 $F/gpu_ntt --test-threads=1
   t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
-  for x in gpu_field gpu_curve gpu_ntt gpu_msm; do grep -q "^$x rc=0" "$S" || exit 1; done
+  for x in gpu_field gpu_curve gpu_msm; do grep -q "^$x rc=0" "$S" || exit 1; done
   "$0" fixtures-gpu
   gpu_prove_both
-  (export CUZK_MSM_AFFINE_MIN_LIST=0; check_tiers 200)
   check_tiers 200
-  t b27_res timeout 240 $F/batch --log2 27 --reuse \
-    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
-    --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=4
+  t b27_res timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
+  t gpu_ntt timeout 150 $F/gpu_ntt --test-threads=1
   ;;
 anchors-z)
   E=/tmp/e2e F=$F t e2e_anchors timeout 420 bash scripts/e2e.sh anchors
   cat /tmp/e2e/summary.txt >> "$S"
   for l in /tmp/e2e/anchors/*.log; do echo "=== $l"; tail -n 40 "$l"; done > "$OUT/anchors.txt"
+  ;;
+check-z)
+  check_tiers 200
+  "$0" anchors-z anchor26
   ;;
 ncu-sort-ntt)
   # the bucketing kernels (counting sort) at G1 2^26 and the NTT passes at 2^27, ncu

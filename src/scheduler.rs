@@ -311,6 +311,9 @@ pub struct SchedulerConfig {
     pub gpu_section_permits: usize,
     /// Free-memory probe for device choice; `None`: ties go to the lowest index.
     pub free_memory: Option<FreeMemoryFn>,
+    /// The tier every partition tries first ([`Attempt::start_tier`] of its first try, and
+    /// again after a move to another device); default [`TierKind::Resident`].
+    pub start_tier: TierKind,
 }
 
 impl fmt::Debug for SchedulerConfig {
@@ -320,6 +323,7 @@ impl fmt::Debug for SchedulerConfig {
             .field("workers_per_device", &self.workers_per_device)
             .field("gpu_section_permits", &self.gpu_section_permits)
             .field("free_memory", &self.free_memory.is_some())
+            .field("start_tier", &self.start_tier)
             .finish()
     }
 }
@@ -332,6 +336,7 @@ impl SchedulerConfig {
             workers_per_device,
             gpu_section_permits: 1,
             free_memory: None,
+            start_tier: TierKind::Resident,
         }
     }
 }
@@ -580,6 +585,7 @@ struct Shared<E: PartitionExecutor> {
     devices: Vec<usize>,
     workers: usize,
     free_memory: Option<FreeMemoryFn>,
+    start_tier: TierKind,
     state: Mutex<State<E::Job, E::Output>>,
     wake: Vec<Condvar>,
     sections: Vec<GpuSection>,
@@ -834,13 +840,13 @@ impl<E: PartitionExecutor> Shared<E> {
         st.load[di] -= queued.len();
         for mut t in queued {
             t.route = Route::Any;
-            t.start_tier = TierKind::Resident;
+            t.start_tier = self.start_tier;
             st.pending.push_front(t);
         }
         for t in st.pending.iter_mut() {
             if t.route == Route::Device(di) {
                 t.route = Route::Any;
-                t.start_tier = TierKind::Resident;
+                t.start_tier = self.start_tier;
             }
         }
     }
@@ -888,6 +894,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
             workers_per_device,
             gpu_section_permits,
             free_memory,
+            start_tier,
         } = config;
         if devices.is_empty() {
             return Err(Error::NoDevice("the scheduler was given no devices".into()));
@@ -914,6 +921,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
             exec: executor,
             workers: workers_per_device,
             free_memory,
+            start_tier,
             state: Mutex::new(State {
                 pending: VecDeque::new(),
                 inbox: (0..n).map(|_| VecDeque::new()).collect(),
@@ -974,7 +982,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
             call: Arc::clone(&call),
             partition,
             route: Route::Any,
-            start_tier: TierKind::Resident,
+            start_tier: self.shared.start_tier,
             exhausted: vec![false; nd],
             last_error: None,
             history: Vec::new(),
@@ -1089,7 +1097,8 @@ mod tests {
     use crate::gpu::alloc::{DeviceAllocator, FakeMemInfo, PartitionShape, GIB};
     use std::sync::atomic::AtomicUsize;
 
-    type Exec<J, O> = FnExecutor<J, O, Box<dyn Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync>>;
+    type ExecFn<J, O> = Box<dyn Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync>;
+    type Exec<J, O> = FnExecutor<J, O, ExecFn<J, O>>;
 
     fn sched<J: Send + 'static, O: Send + 'static>(
         devices: Vec<usize>,
@@ -1223,6 +1232,30 @@ mod tests {
         assert_eq!((st.devices[0].completed, st.devices[1].completed), (0, 8));
         assert!(st.devices[0].retried >= 1);
         assert_eq!(allocs[0].reserved_bytes() + allocs[1].reserved_bytes(), 0);
+    }
+
+    /// A configured start tier is every partition's first try (the tier tests of the batch
+    /// example start at `Partial` or `Streaming`).
+    #[test]
+    fn partitions_start_at_the_configured_tier() {
+        let f = |a: &Attempt<'_>, _job: &u32| -> Result<TierKind> {
+            a.record_tier(a.start_tier);
+            Ok(a.start_tier)
+        };
+        for start in TierKind::ALL {
+            let s = Scheduler::new(
+                Arc::new(FnExecutor::new(Box::new(f) as ExecFn<u32, TierKind>)),
+                SchedulerConfig {
+                    start_tier: start,
+                    ..SchedulerConfig::new(vec![0], 2)
+                },
+            )
+            .unwrap();
+            for o in s.submit((0..4u32).collect()).wait_outcomes() {
+                assert_eq!((o.attempts, o.tier), (1, Some(start)));
+                assert_eq!(o.result.unwrap(), start);
+            }
+        }
     }
 
     #[test]

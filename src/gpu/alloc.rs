@@ -1721,6 +1721,40 @@ mod tests {
         assert!(a.peak_reserved_bytes() >= shape().tier_bytes(TierKind::FullStaging, false));
     }
 
+    /// On a small shape (the 32 GiB partition scaled to 2^20, the `check` of the batch example)
+    /// `Resident` needs less than `Partial` (whose pass streams every base), so no cap alone
+    /// forces `Partial`; starting there (`PlanOptions::start`, `EngineConfig::gpu_start_tier`)
+    /// under the smallest cap that holds it does.
+    #[test]
+    fn a_start_tier_forces_partial_where_resident_needs_less() {
+        let f = 1.0 / 128.0;
+        let s = PartitionShape::from_counts(
+            (130_278_541.0 * f) as u64,
+            328,
+            (130_169_893.0 * f) as u64,
+            (129_125_984.0 * f) as u64,
+            (34_496_670.0 * f) as u64,
+        )
+        .unwrap();
+        assert_eq!(s.domain_log2, 20);
+        assert!(s.tier_bytes(TierKind::Resident, false) < s.tier_bytes(TierKind::Partial, false));
+        let cap = SAFETY_MARGIN + s.tier_bytes(TierKind::Partial, false) + MIB;
+        let a = DeviceAllocator::new(
+            0,
+            Arc::new(FakeMemInfo::new(&[(4 * cap, 4 * cap)])),
+            Some(cap),
+        );
+        assert_eq!(
+            a.plan(&s, &PlanOptions::default()).unwrap().tier.kind(),
+            TierKind::Resident
+        );
+        let start = PlanOptions {
+            start: TierKind::Partial,
+            ..PlanOptions::default()
+        };
+        assert_eq!(a.plan(&s, &start).unwrap().tier.kind(), TierKind::Partial);
+    }
+
     /// B_G2 has 130 M scalars but 33.1 M points: planned with m up to n it would hold G2
     /// batch-affine chain states for 130 M scalars (~2 GiB more at 2^27).
     #[test]

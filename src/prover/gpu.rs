@@ -273,6 +273,7 @@ impl GpuBackend {
             free_memory: Some(Arc::new(move |d| {
                 probe.slot(d).ok().and_then(|s| s.alloc.available().ok())
             })),
+            start_tier: config.gpu_start_tier.unwrap_or(TierKind::Resident),
         };
         let scheduler = Scheduler::new(executor, sched_config)?;
         Ok(GpuBackend {
