@@ -13,8 +13,8 @@
 // warp's inversion costs the same instructions for 1 or 32 lanes), and it is the binary
 // extended Euclidean one (`Fp::inverse_vartime`, ~27 k instructions, ~55 products' worth,
 // against Fermat's ~485 products): a warp pays ~24 / 4 + 55 / 4 products per step for it. With
-// CH = 201 (2^26) that is ~6.1 products per addition against ~11 for the XYZZ mixed addition
-// (madd-2008-s); BENCHMARKS.md measures the trade. In G2 (F = Fp2) the products are Fp2
+// CH = 100 (2^26, 2^27) that is ~6.2 products per addition against ~11 for the XYZZ mixed
+// addition (madd-2008-s); BENCHMARKS.md measures the trade. In G2 (F = Fp2) the products are Fp2
 // products (~3 Fp products each) and the inversion is one Fp inversion of the norm.
 //
 // Exceptional cases take the denominator 1 (a product by one in the forward pass, which keeps a
@@ -43,12 +43,6 @@
 #define CUZK_AFFINE_BININV 1
 #endif
 
-// Software pipelining of the list entries and point gathers (1, default) or none (0: the form
-// before, `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_PREFETCH=0`, for A/B runs): see body_accumulate_affine.
-#ifndef CUZK_AFFINE_PREFETCH
-#define CUZK_AFFINE_PREFETCH 1
-#endif
-
 namespace cuzk_msm {
 
 /// Chain flag: the accumulator is empty (infinity).
@@ -57,8 +51,7 @@ namespace cuzk_msm {
 #define CUZK_CHAIN_FIRST 2u
 
 /// Per-chain bookkeeping, 16 B: x = bucket key of the open run, y = end of that bucket in the
-/// list (offsets[key + 1]), z = CUZK_CHAIN_* flags, w = the list entry of the current step
-/// (written by the forward pass for the backward pass, with CUZK_AFFINE_PREFETCH).
+/// list (offsets[key + 1]), z = CUZK_CHAIN_* flags, w unused.
 typedef uint4 chain_meta;
 
 /// Chain g of G: its start g L; meta = (key of the bucket holding entry g L, that bucket's end,
@@ -190,15 +183,6 @@ template <u32 B, class F> CUZK_HD F block_inverse(const F& x, F* tree) {
     return F::load(tree + B + j);
 }
 
-/// Asks the L2 for the `sectors` 32-byte sectors of the affine point of list entry `e` from its
-/// start (points are 32-byte aligned: 96 B in G1, 192 B in G2); no register waits for it.
-template <class F> CUZK_HD void prefetch_point(const affine_t<F>* points, u32 e, u32 sectors) {
-#if defined(__CUDA_ARCH__)
-    const char* p = reinterpret_cast<const char*>(points + (e & 0x7fffffffu));
-    for (u32 k = 0; k < sectors; k++) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + 32 * k));
-#endif
-}
-
 /// 3 x^2, the numerator of a doubling (P = A inside a chain: rare), out of line.
 template <class F> CUZK_COLD F affine_dbl_num(F x) {
     const F s = F::sqr(x);
@@ -207,49 +191,20 @@ template <class F> CUZK_COLD F affine_dbl_num(F x) {
 
 /// Thread s: L steps over its CH chains (see the header comment). Threads s >= S (the rest of
 /// the last block) own no chain but join every step's `block_inverse` (B threads per block).
-///
-/// With CUZK_AFFINE_PREFETCH, both passes are software-pipelined two chains deep: a chain's list
-/// entry is loaded two chains ahead and its point asked of the L2 one chain ahead
-/// (`prefetch_point`), so the list load and the point gather no longer stall each addition one
-/// after the other (each is a DRAM round trip: a step touches every chain's list sector and
-/// point once); the forward pass leaves each entry in its chain's `meta.w`, so the backward pass
-/// reads it with the flags instead of a second random list read.
 template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affine_args<F>& a) {
     const u32 N = a.offsets[a.K];
     const u32 CH = s < a.S ? a.CH : 0;
-#if CUZK_AFFINE_PREFETCH
-    constexpr u32 XS = (u32)(sizeof(affine_t<F>) / 2 + 31) / 32;  // sectors of x
-    constexpr u32 PS = (u32)(sizeof(affine_t<F>) + 31) / 32;      // sectors of (x, y)
-    const u64 stride = (u64)a.S * a.L;                             // list distance of chains i, i + 1
-#endif
     for (u32 t = 0; t < a.L; t++) {
         // forward: denominators into prefix products
         F prefix = F::one();
-#if CUZK_AFFINE_PREFETCH
-        const u64 pos0 = (u64)s * a.L + t;
-        // entries of chains i and i + 1 (0 past the list: never read as an entry)
-        u32 r0 = (CH > 0 && pos0 < N) ? a.list[pos0] : 0u;
-        u32 r1 = (CH > 1 && pos0 + stride < N) ? a.list[pos0 + stride] : 0u;
-        if (CH > 0 && pos0 < N) prefetch_point(a.points, r0, XS);
-#endif
         for (u32 i = 0; i < CH; i++) {
             const u32 g = i * a.S + s;
             const u64 pos = (u64)g * a.L + t;
-#if CUZK_AFFINE_PREFETCH
-            const u32 e = r0;
-            r0 = r1;
-            if (i + 2 < CH && pos + 2 * stride < N) r1 = a.list[pos + 2 * stride];
-            if (i + 1 < CH && pos + stride < N) prefetch_point(a.points, r0, XS);
-#endif
             if (pos < N) {
                 chain_meta m = a.meta[g];
                 if (pos >= m.y) affine_flush(a, g, pos, m);
-#if CUZK_AFFINE_PREFETCH
-                a.meta[g].w = e;
-#else
-                const u32 e = a.list[pos];
-#endif
                 if (!(m.z & CUZK_CHAIN_EMPTY)) {
+                    const u32 e = a.list[pos];
                     const affine_t<F>* P = a.points + (e & 0x7fffffffu);
                     const F px = F::load(&P->x);
                     const F ax = F::load(&a.acc[g].x);
@@ -274,26 +229,11 @@ template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affin
         F inv = inverse_ool(prefix);
 #endif
         // backward: peel each inverse, add
-#if CUZK_AFFINE_PREFETCH
-        // entries of chains i and i - 1, from meta.w (the forward pass wrote every chain with pos < N)
-        const u64 posl = ((u64)(CH ? CH - 1 : 0) * a.S + s) * a.L + t;
-        u32 q0 = (CH > 0 && posl < N) ? a.meta[(CH - 1) * a.S + s].w : 0u;
-        u32 q1 = (CH > 1 && posl - stride < N) ? a.meta[(CH - 2) * a.S + s].w : 0u;
-        if (CH > 0 && posl < N) prefetch_point(a.points, q0, PS);
-#endif
         for (u32 i = CH; i-- > 0;) {
             const u32 g = i * a.S + s;
             const u64 pos = (u64)g * a.L + t;
-#if CUZK_AFFINE_PREFETCH
-            const u32 e = q0;
-            q0 = q1;
-            if (i >= 2 && pos - 2 * stride < N) q1 = a.meta[g - 2 * a.S].w;
-            if (i >= 1 && pos - stride < N) prefetch_point(a.points, q0, PS);
-            if (pos >= N) continue;
-#else
             if (pos >= N) continue;
             const u32 e = a.list[pos];
-#endif
             bool inf;
             const affine_t<F> p = entry_point(a.points, e, inf);
             if (inf) continue;

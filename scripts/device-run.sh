@@ -95,6 +95,19 @@
 #            real-shape C1, GPU-generated parameters, `cuzk prove --repeat 4` and
 #            `supraseal-anchor --repeat 4`); `anchor26` next in the same warm lease (2^26)
 #   check-z  `check` (the start tier now forces partial at 2^20), then anchors-z and anchor26
+#   kernels-y1  the batch-affine passes software-pipelined (CUZK_AFFINE_PREFETCH of commit ec92b6e,
+#            dropped in the next commit; the build before packed as msm_old:
+#            `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_PREFETCH=0`, at most 512 chains): gpu_msm, the MSM
+#            bench of both builds (G1 2^24 / 2^26 / 2^27, G2 2^24), `check`, the sweeps at G1
+#            2^24 / 2^26 (occupancy, window, chains per thread 32 / 100 / 128 / 150; the two-pass
+#            scatter with 7 windows per group), 2^27 partitions resident (3)
+#   kernels-y2  the batch-affine shape at most 100 chains per thread (the build before: 512):
+#            gpu_msm, the MSM bench at G1 2^24 / 2^26 / 2^27 (G2 2^24) with chains per thread
+#            48 / 64 / 80 / 128 / 512 beside the default, with the 4-block (default) and the
+#            3-block variant, `check`, fixtures-gpu, gpu_prove on both fixtures, 2^27
+#            partitions resident (3) and capped at 16 GiB (2), then anchors-z
+#   kernels-y3  ncu-affine on that build, then 2^27 partitions resident with 1 worker (3) and
+#            2 workers (4) in one process
 #   ncu-sort-ntt  ncu of the bucketing kernels (histogram, scan, scatter) at G1 2^26 and of three
 #            NTT passes at 2^27
 #   ncu-affine  ncu of one batch-affine accumulation launch at G1 2^26 (speed of light, warp
@@ -470,6 +483,40 @@ anchors-z)
 check-z)
   check_tiers 200
   "$0" anchors-z anchor26
+  ;;
+kernels-y2)
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  grep -q "^gpu_msm rc=0" "$S" || exit 1
+  (export CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=24 CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 \
+     CUZK_BENCH_MSM_AFFINE_CHAINS=48,64,80,128,512
+   t msm_mb4 timeout 200 $F/msm --bench zzz
+   CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_AFFINE_MIN_BLOCKS=3 t msm_mb3 timeout 200 $F/msm --bench zzz)
+  check_tiers 200
+  "$0" fixtures-gpu
+  gpu_prove_both
+  t b27_res timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
+  t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
+  "$0" anchors-z
+  ;;
+kernels-y3)
+  "$0" ncu-affine
+  t b27_w12 timeout 240 $F/batch --log2 27 --reuse \
+    --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3 \
+    --phase name=resident-w2,vram=none,w=2,c=2,j=2,p=4
+  ;;
+kernels-y1)
+  t gpu_msm timeout 300 $F/gpu_msm --test-threads=3
+  grep -q "^gpu_msm rc=0" "$S" || exit 1
+  (export CUZK_BENCH_MSM_G1=24,26,27 CUZK_BENCH_MSM_G2=24 CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1
+   t msm_old timeout 200 $F/msm_old --bench zzz; t msm_new timeout 200 $F/msm --bench zzz)
+  check_tiers 200
+  (export CUZK_BENCH_MSM_G1=24,26 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 \
+     CUZK_BENCH_MSM_SWEEP=24,26 CUZK_BENCH_MSM_AFFINE_CHAINS=32,100,128,150
+   t msm_sweep timeout 240 $F/msm --bench zzz)
+  (export CUZK_BENCH_MSM_G1=26 CUZK_BENCH_MSM_G2= CUZK_BENCH_MSM_POREP= CUZK_BENCH_MSM_PROFILE=1 \
+     CUZK_BENCH_MSM_TWO_PASS_WINDOWS=7
+   t msm_tp7 timeout 120 $F/msm --bench zzz)
+  t b27_res timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   ;;
 ncu-sort-ntt)
   # the bucketing kernels (counting sort) at G1 2^26 and the NTT passes at 2^27, ncu

@@ -21,7 +21,7 @@
 //!
 //! | tier | device memory |
 //! |---|---|
-//! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM: ≈ 9 GiB, its sorted list alone 8 GiB) |
+//! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM's sorted list 6.5 GiB, its two-pass staging 3 GiB, its batch-affine chain states 1.6 GiB; the whole plan 27.1 GiB on the H200, 2026-12-03) |
 //! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + the MSM workspace of one 2^24-point pass + double-buffered streamed bases (2 × 2^24 × 192 B = 6 GiB) |
 //! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 2.7 + 3 GiB = 13.67 GiB; the workspace holds G2's batch-affine chain states since 2026-12-03) |
 //! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |

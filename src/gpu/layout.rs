@@ -174,13 +174,18 @@ impl Accumulation {
 }
 
 /// Most chains per thread of the batch-affine accumulation: the additions that share one
-/// inversion. The H200 probe (BENCHMARKS.md) measured 0.40 ns per addition at 256, 0.33 at 1024,
-/// against 0.47-0.52 ns for the XYZZ mixed addition. In the kernel with its out-of-line product,
-/// at 2^27 (a full wave either way): 403 chains of 65 entries 869 ms, 256 of 101 907 ms, 128 of
-/// 202 1,036 ms (seventh session). Below ~2^27 points the list gives fewer than 256 chains per
-/// thread at 64 entries each anyway; device memory grows by 260 B per G1 chain (7.1 GB at
-/// 2^27), 500 B per G2 chain ([`GroupLayout::affine_chain_bytes`]).
-pub const AFFINE_CHAINS_PER_THREAD: u32 = 512;
+/// inversion. More chains share the step's inversion among more additions but leave more
+/// partial sums (two per chain, summed by level 2) and more chain state. With Fermat's
+/// inversion (~485 products per step and block) many chains won: at 2^27, 403 chains of 65
+/// entries 869 ms against 128 of 202 1,036 ms. With the binary one (~55 products' worth,
+/// `Fp::inverse_vartime`) the curve is flat and the partials decide (H200, G1, ms, same call:
+/// 2^26 at 48 / 64 / 80 / **100** / 128 / 201 chains 416.2 / 410.9 / 406.7 / **403.6** / 402.9
+/// / 404.1; 2^27 at 100 / 128 / 403: **783.2** / 781.8 / 785.0; G2 2^24 at 100 / 108: 310.0 /
+/// 310.0; BENCHMARKS.md, session of 2026-12-03): 100 keeps the time and cuts the chain states
+/// to a quarter (260 B per G1 chain: 1.76 GB at 2^27 instead of 7.1; 500 B per G2 chain,
+/// [`GroupLayout::affine_chain_bytes`]). Below 2^26 points the list gives fewer chains per
+/// thread at [`AFFINE_MIN_STEPS`] entries each anyway.
+pub const AFFINE_CHAINS_PER_THREAD: u32 = 100;
 /// List entries per batch-affine chain the shape aims at, at least (shorter lists at
 /// [`AFFINE_MIN_CHAINS`] per thread get fewer threads): each chain leaves two partial sums, and
 /// its state costs [`GroupLayout::affine_chain_bytes`].
@@ -829,16 +834,26 @@ mod tests {
         let len = 13u64 << 27;
         let lim = MsmLimits::defaults(132);
         let a = AffineShape::for_list(len, 132, &G1_LAYOUT, &lim).unwrap();
-        // a full wave of the 4-block variant, 403 chains of 65 entries (the H200's 869 ms)
-        assert_eq!((a.threads, a.chains_per_thread, a.steps), (67_584, 403, 65));
+        // a full wave of the 4-block variant, 100 chains of 259 entries (the H200's 783 ms; 403
+        // chains of 65 entries, the most before, 785 ms with 3.2× the chain states)
+        assert_eq!(
+            (a.threads, a.chains_per_thread, a.steps),
+            (67_584, 100, 259)
+        );
         assert!(a.chains() * a.steps as u64 >= len);
         assert_eq!(
             AffineShape::for_list(AFFINE_MIN_LIST - 1, 132, &G1_LAYOUT, &lim),
             None
         );
-        // 2^26: the full wave, fewer chains
+        // 2^26: the full wave, 100 chains of 130 entries
         let h = AffineShape::for_list(13 << 26, 132, &G1_LAYOUT, &lim).unwrap();
-        assert_eq!((h.threads, h.chains_per_thread, h.steps), (67_584, 201, 65));
+        assert_eq!(
+            (h.threads, h.chains_per_thread, h.steps),
+            (67_584, 100, 130)
+        );
+        // 2^24: fewer chains (50 of 65 entries)
+        let q = AffineShape::for_list(13 << 24, 132, &G1_LAYOUT, &lim).unwrap();
+        assert_eq!((q.threads, q.chains_per_thread, q.steps), (67_584, 50, 65));
         let forced = MsmLimits {
             affine_min_list: Some(0),
             ..lim
