@@ -294,6 +294,43 @@ fn g2_msm_matches_blstrs() {
     );
 }
 
+/// P × `np`, −P × `nn`, Q × `nq` and three points at infinity (P, Q random from `rng`),
+/// projective and affine: under one scalar every window puts them in one bucket, whose chains
+/// meet P + P, P + (−P) and (−P) + P.
+fn exceptional_points<P>(
+    rng: &mut ChaCha20Rng,
+    np: usize,
+    nn: usize,
+    nq: usize,
+) -> (Vec<P>, Vec<P::AffineRepr>)
+where
+    P: Curve,
+    P::AffineRepr: Default + Copy,
+{
+    let (p, q) = (P::random(&mut *rng), P::random(&mut *rng));
+    let mut proj = vec![p; np];
+    proj.extend(vec![-p; nn]);
+    proj.extend(vec![q; nq]);
+    proj.extend(vec![P::identity(); 3]);
+    let mut aff = vec![P::AffineRepr::default(); proj.len()];
+    P::batch_normalize(&proj, &mut aff);
+    (proj, aff)
+}
+
+/// A density bitmap over `n` scalars (`n.div_ceil(64)` words), each bit set with probability
+/// `p`, and the indices of its set bits.
+fn density_bits(n: usize, p: f64, rng: &mut ChaCha20Rng) -> (Vec<u64>, Vec<usize>) {
+    let mut bits = vec![0u64; n.div_ceil(64)];
+    let mut used = Vec::new();
+    for j in 0..n {
+        if rng.gen_bool(p) {
+            bits[j / 64] |= 1 << (j % 64);
+            used.push(j);
+        }
+    }
+    (bits, used)
+}
+
 /// Density bitmap: scalar j is used iff bit j is set; the i-th set bit pairs with point i.
 fn check_density<G: TestGroup>(dev: &Arc<Device>, n: usize, seed: u64)
 where
@@ -301,16 +338,9 @@ where
     G::Affine: Send + Sync + Default + Copy,
 {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let mut bits = vec![0u64; n.div_ceil(64) + 1];
-    let mut used = Vec::new();
-    for j in 0..n {
-        if rng.gen_bool(0.265) {
-            bits[j / 64] |= 1 << (j % 64);
-            used.push(j);
-        }
-    }
+    let (mut bits, used) = density_bits(n, 0.265, &mut rng);
     // bits past n must be ignored
-    *bits.last_mut().unwrap() = u64::MAX;
+    bits.push(u64::MAX);
     let (proj, aff) = points::<G::Projective>(used.len(), seed);
     for kind in [Kind::PoRep, Kind::Random] {
         let s = scalars(n, kind, seed + 1);
@@ -568,16 +598,7 @@ fn batch_affine_accumulation_matches_blstrs() {
     // P x 600, -P x 400, Q x 50, infinity x 3, all under one scalar: every window's digit puts
     // them in one bucket, whose chains meet P + P, P + (-P) and (-P) + P.
     let mut rng = ChaCha20Rng::seed_from_u64(23);
-    let (p, q) = (
-        G1Projective::random(&mut rng),
-        G1Projective::random(&mut rng),
-    );
-    let mut proj = vec![p; 600];
-    proj.extend(vec![-p; 400]);
-    proj.extend(vec![q; 50]);
-    proj.extend(vec![G1Projective::identity(); 3]);
-    let mut aff = vec![G1Affine::default(); proj.len()];
-    G1Projective::batch_normalize(&proj, &mut aff);
+    let (proj, aff) = exceptional_points::<G1Projective>(&mut rng, 600, 400, 50);
     for c in [None, Some(3)] {
         let s = vec![Scalar::random(&mut rng); proj.len()];
         let want = G1::reference(&proj, &s);
@@ -585,7 +606,7 @@ fn batch_affine_accumulation_matches_blstrs() {
             window_bits: c,
             ..cfg.clone()
         };
-        let (got, _) = affine_msm(&dev, cfg_c, &aff, &s, None);
+        let (got, _) = affine_msm::<G1>(&dev, cfg_c, &aff, &s, None);
         assert_eq!(got, want, "P / -P / Q, window {c:?}");
     }
 
@@ -600,7 +621,7 @@ fn batch_affine_accumulation_matches_blstrs() {
             max_list_entries: cap,
             ..cfg.clone()
         };
-        let (got, st) = affine_msm(&dev, cfg_c, &aff, &s, None);
+        let (got, st) = affine_msm::<G1>(&dev, cfg_c, &aff, &s, None);
         assert_eq!(got, want, "c={c} cap={cap} chunks={}", st.chunks);
     }
     // every occupancy variant, and other batch sizes (1: no batching; 7: chains of odd count;
@@ -611,7 +632,7 @@ fn batch_affine_accumulation_matches_blstrs() {
             affine_chains_per_thread: ch,
             ..cfg.clone()
         };
-        let (got, st) = affine_msm(&dev, cfg_c, &aff, &s, None);
+        let (got, st) = affine_msm::<G1>(&dev, cfg_c, &aff, &s, None);
         let a = st.affine.expect("batch-affine");
         assert_eq!((st.min_blocks, a.chains_per_thread), (mb, ch));
         assert_eq!(got, want, "mb={mb} CH={ch}");
@@ -645,19 +666,12 @@ fn batch_affine_accumulation_matches_blstrs() {
     assert_eq!(ws.stats().affine, None);
 
     // density bitmap (the L / A / B_G1 shape)
-    let mut bits = vec![0u64; n.div_ceil(64)];
-    let mut used = Vec::new();
-    for j in 0..n {
-        if rng.gen_bool(0.4) {
-            bits[j / 64] |= 1 << (j % 64);
-            used.push(j);
-        }
-    }
+    let (bits, used) = density_bits(n, 0.4, &mut rng);
     let (proj, aff) = points::<G1Projective>(used.len(), 26);
     let s = scalars(n, Kind::PoRep, 27);
     let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
     let want = G1::reference(&proj, &sel);
-    let (got, _) = affine_msm(&dev, cfg, &aff, &s, Some(&bits));
+    let (got, _) = affine_msm::<G1>(&dev, cfg, &aff, &s, Some(&bits));
     assert_eq!(got, want, "density");
 }
 
@@ -689,23 +703,14 @@ fn g2_batch_affine_accumulation_matches_blstrs() {
     );
 
     let mut rng = ChaCha20Rng::seed_from_u64(43);
-    let (p, q) = (
-        G2Projective::random(&mut rng),
-        G2Projective::random(&mut rng),
-    );
-    let mut proj = vec![p; 300];
-    proj.extend(vec![-p; 200]);
-    proj.extend(vec![q; 25]);
-    proj.extend(vec![G2Projective::identity(); 3]);
-    let mut aff = vec![G2Affine::default(); proj.len()];
-    G2Projective::batch_normalize(&proj, &mut aff);
+    let (proj, aff) = exceptional_points::<G2Projective>(&mut rng, 300, 200, 25);
     for c in [None, Some(3)] {
         let s = vec![Scalar::random(&mut rng); proj.len()];
         let cfg_c = MsmConfig {
             window_bits: c,
             ..cfg.clone()
         };
-        let (got, _) = g2_affine_msm(&dev, cfg_c, &aff, &s, None);
+        let (got, _) = affine_msm::<G2>(&dev, cfg_c, &aff, &s, None);
         assert_eq!(got, G2::reference(&proj, &s), "P / -P / Q, window {c:?}");
     }
 
@@ -719,7 +724,7 @@ fn g2_batch_affine_accumulation_matches_blstrs() {
             max_list_entries: cap,
             ..cfg.clone()
         };
-        let (got, st) = g2_affine_msm(&dev, cfg_c, &aff, &s, None);
+        let (got, st) = affine_msm::<G2>(&dev, cfg_c, &aff, &s, None);
         assert_eq!(got, want, "c={c} cap={cap} chunks={}", st.chunks);
     }
     for (mb, ch) in [(2u32, 32u32), (3, 32), (3, 1), (2, 7)] {
@@ -728,7 +733,7 @@ fn g2_batch_affine_accumulation_matches_blstrs() {
             affine_chains_per_thread: ch,
             ..cfg.clone()
         };
-        let (got, st) = g2_affine_msm(&dev, cfg_c, &aff, &s, None);
+        let (got, st) = affine_msm::<G2>(&dev, cfg_c, &aff, &s, None);
         assert_eq!(
             (st.min_blocks, st.affine.unwrap().chains_per_thread),
             (mb, ch)
@@ -748,69 +753,43 @@ fn g2_batch_affine_accumulation_matches_blstrs() {
         Err(Error::InvalidConfig { .. })
     ));
 
-    let mut bits = vec![0u64; n.div_ceil(64)];
-    let mut used = Vec::new();
-    for j in 0..n {
-        if rng.gen_bool(0.3) {
-            bits[j / 64] |= 1 << (j % 64);
-            used.push(j);
-        }
-    }
+    let (bits, used) = density_bits(n, 0.3, &mut rng);
     let (proj, aff) = points::<G2Projective>(used.len(), 46);
     let s = scalars(n, Kind::PoRep, 47);
     let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
     let want = G2::reference(&proj, &sel);
-    let (got, _) = g2_affine_msm(&dev, cfg, &aff, &s, Some(&bits));
+    let (got, _) = affine_msm::<G2>(&dev, cfg, &aff, &s, Some(&bits));
     assert_eq!(got, want, "density");
 }
 
-/// One G2 MSM on a new workspace of `cfg`; asserts that the batch-affine kernel ran.
-fn g2_affine_msm(
+/// One MSM of group `G` on a new workspace of `cfg`, and what the workspace did.
+fn one_msm<G: MsmGroup>(
     dev: &Arc<Device>,
     cfg: MsmConfig,
-    aff: &[G2Affine],
+    aff: &[G::Affine],
     s: &[Scalar],
     density: Option<&[u64]>,
-) -> (G2Projective, cuzk::gpu::msm::MsmStats) {
+) -> (G::Projective, cuzk::gpu::msm::MsmStats) {
     let mut ws = MsmWorkspace::with_config(dev, cfg).unwrap();
     let got = ws
-        .msm_g2(Points::Host(aff), Scalars::Host(s), density)
-        .unwrap();
-    let st = ws.stats().clone();
-    assert!(
-        st.affine.is_some(),
-        "the G2 batch-affine kernel did not run: {st:?}"
-    );
-    (got, st)
-}
-
-/// One G1 MSM on a new workspace of `cfg`, and what the workspace did.
-fn one_msm(
-    dev: &Arc<Device>,
-    cfg: MsmConfig,
-    aff: &[G1Affine],
-    s: &[Scalar],
-    density: Option<&[u64]>,
-) -> (G1Projective, cuzk::gpu::msm::MsmStats) {
-    let mut ws = MsmWorkspace::with_config(dev, cfg).unwrap();
-    let got = ws
-        .msm_g1(Points::Host(aff), Scalars::Host(s), density)
+        .msm::<G>(Points::Host(aff), Scalars::Host(s), density)
         .unwrap();
     (got, ws.stats().clone())
 }
 
 /// [`one_msm`]; asserts that the batch-affine kernel ran.
-fn affine_msm(
+fn affine_msm<G: MsmGroup>(
     dev: &Arc<Device>,
     cfg: MsmConfig,
-    aff: &[G1Affine],
+    aff: &[G::Affine],
     s: &[Scalar],
     density: Option<&[u64]>,
-) -> (G1Projective, cuzk::gpu::msm::MsmStats) {
-    let (got, st) = one_msm(dev, cfg, aff, s, density);
+) -> (G::Projective, cuzk::gpu::msm::MsmStats) {
+    let (got, st) = one_msm::<G>(dev, cfg, aff, s, density);
     assert!(
         st.affine.is_some(),
-        "the batch-affine kernel did not run: {st:?}"
+        "the {} batch-affine kernel did not run: {st:?}",
+        G::SUFFIX
     );
     (got, st)
 }
@@ -876,14 +855,7 @@ fn two_pass_scatter_matches_blstrs() {
     }
     for n in [1000usize, 100_003] {
         let mut rng = ChaCha20Rng::seed_from_u64(n as u64);
-        let mut bits = vec![0u64; n.div_ceil(64)];
-        let mut used = Vec::new();
-        for j in 0..n {
-            if rng.gen_bool(0.4) {
-                bits[j / 64] |= 1 << (j % 64);
-                used.push(j);
-            }
-        }
+        let (bits, used) = density_bits(n, 0.4, &mut rng);
         let (proj, aff) = points::<G1Projective>(used.len(), n as u64 + 1);
         let s = scalars(n, Kind::Random, n as u64 + 2);
         let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
@@ -905,7 +877,7 @@ fn two_pass_scatter_matches_blstrs() {
             two_pass_min_list: min_list,
             ..MsmConfig::default()
         };
-        let (got, st) = one_msm(&dev, cfg_m, &aff, &s, None);
+        let (got, st) = one_msm::<G1>(&dev, cfg_m, &aff, &s, None);
         let long = st.m as u64 * st.windows as u64 >= MsmConfig::default().two_pass_min_list;
         assert_eq!(st.two_pass.is_some(), two && long, "{st:?}");
         assert_eq!(got, want, "two_pass_min_list={min_list}");
@@ -924,7 +896,7 @@ fn two_pass_msm(
     cuzk::gpu::msm::MsmStats,
     cuzk::gpu::msm::TwoPass,
 ) {
-    let (got, st) = one_msm(dev, cfg, aff, s, density);
+    let (got, st) = one_msm::<G1>(dev, cfg, aff, s, density);
     let t = st.two_pass.expect("two-pass scatter");
     (got, st, t)
 }
