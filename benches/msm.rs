@@ -28,8 +28,8 @@
 //!   group of the two-pass scatter in every run.
 //! - `CUZK_BENCH_MSM_AFFINE_CHAINS` (default empty): batch-affine chains per thread (additions
 //!   per inversion) of extra printed runs at every G1 size, e.g. `128,512`.
-//! - `CUZK_BENCH_MSM_AFFINE_MIN_BLOCKS` (default: each group's): the batch-affine kernel's
-//!   occupancy variant (blocks per multiprocessor) of every run.
+//! - `CUZK_BENCH_MSM_AFFINE_MIN_BLOCKS` (default and empty: each group's): the batch-affine
+//!   kernel's occupancy variant (blocks per multiprocessor) of every run.
 //!
 //! An empty value skips that group.
 //!
@@ -98,10 +98,10 @@ fn base_config() -> MsmConfig {
             Err(_) => MsmConfig::default().two_pass_min_list,
         },
         affine_min_blocks: match std::env::var("CUZK_BENCH_MSM_AFFINE_MIN_BLOCKS") {
-            Ok(v) => Some(v.trim().parse().unwrap_or_else(|_| {
+            Ok(v) if !v.trim().is_empty() => Some(v.trim().parse().unwrap_or_else(|_| {
                 panic!("CUZK_BENCH_MSM_AFFINE_MIN_BLOCKS={v:?}: expected a number of blocks")
             })),
-            Err(_) => None,
+            _ => None,
         },
         two_pass_group_windows: match std::env::var("CUZK_BENCH_MSM_TWO_PASS_WINDOWS") {
             Ok(v) => v.trim().parse().unwrap_or_else(|_| {

@@ -1755,8 +1755,9 @@ mod tests {
         assert_eq!(a.plan(&s, &start).unwrap().tier.kind(), TierKind::Partial);
     }
 
-    /// B_G2 has 130 M scalars but 33.1 M points: planned with m up to n it would hold G2
-    /// batch-affine chain states for 130 M scalars (~2 GiB more at 2^27).
+    /// B_G2 has 130 M scalars but 33.1 M points: planned with m up to n it would size its
+    /// bucket list (and, below the chain cap, its batch-affine chain states) for 130 M scalars,
+    /// over 1 GiB more at 2^27.
     #[test]
     fn the_b_g2_msm_is_planned_at_its_points_not_its_scalars() {
         use crate::gpu::layout::{msm_workspace_slots, MsmSizes};

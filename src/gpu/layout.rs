@@ -156,8 +156,8 @@ pub enum Accumulation {
     /// thread and then across the block; `cuda/msm_affine.cuh`) when the list has at least the
     /// group's [`GroupLayout::affine_min_list`] entries ([`AFFINE_MIN_LIST`] for G1,
     /// [`AFFINE_MIN_LIST_G2`] for G2), else as `Xyzz`. Costs
-    /// [`GroupLayout::affine_chain_bytes`] of device memory per chain, about 4 B (G1) or 8 B
-    /// (G2) per list entry.
+    /// [`GroupLayout::affine_chain_bytes`] of device memory per chain (260 B in G1, 500 B in
+    /// G2) of 65 to ~260 list entries: 1-4 B (G1) or 2-8 B (G2) per list entry.
     #[default]
     BatchAffine,
 }
@@ -176,15 +176,16 @@ impl Accumulation {
 /// Most chains per thread of the batch-affine accumulation: the additions that share one
 /// inversion. More chains share the step's inversion among more additions but leave more
 /// partial sums (two per chain, summed by level 2) and more chain state. With Fermat's
-/// inversion (~485 products per step and block) many chains won: at 2^27, 403 chains of 65
-/// entries 869 ms against 128 of 202 1,036 ms. With the binary one (~55 products' worth,
+/// inversion in every thread (~485 products per thread and step; seventh session, before the
+/// block shared it) many chains won: at 2^27, 403 chains of 65 entries 869 ms against 128 of
+/// 202 1,036 ms. With the binary one (~55 products' worth,
 /// `Fp::inverse_vartime`) the curve is flat and the partials decide (H200, G1, ms, same call:
 /// 2^26 at 48 / 64 / 80 / **100** / 128 / 201 chains 416.2 / 410.9 / 406.7 / **403.6** / 402.9
 /// / 404.1; 2^27 at 100 / 128 / 403: **783.2** / 781.8 / 785.0; G2 2^24 at 100 / 108: 310.0 /
-/// 310.0; BENCHMARKS.md, session of 2026-12-03): 100 keeps the time and cuts the chain states
+/// 310.0-310.2; BENCHMARKS.md, session of 2026-12-03): 100 keeps the time and cuts the chain states
 /// to a quarter (260 B per G1 chain: 1.76 GB at 2^27 instead of 7.1; 500 B per G2 chain,
-/// [`GroupLayout::affine_chain_bytes`]). Below 2^26 points the list gives fewer chains per
-/// thread at [`AFFINE_MIN_STEPS`] entries each anyway.
+/// [`GroupLayout::affine_chain_bytes`]). Below ~2^25 G1 points the list gives fewer chains
+/// per thread at [`AFFINE_MIN_STEPS`] entries each anyway.
 pub const AFFINE_CHAINS_PER_THREAD: u32 = 100;
 /// List entries per batch-affine chain the shape aims at, at least (shorter lists at
 /// [`AFFINE_MIN_CHAINS`] per thread get fewer threads): each chain leaves two partial sums, and
@@ -835,7 +836,7 @@ mod tests {
         let lim = MsmLimits::defaults(132);
         let a = AffineShape::for_list(len, 132, &G1_LAYOUT, &lim).unwrap();
         // a full wave of the 4-block variant, 100 chains of 259 entries (the H200's 783 ms; 403
-        // chains of 65 entries, the most before, 785 ms with 3.2× the chain states)
+        // chains of 65 entries, the most before, 785 ms with 4× the chain states)
         assert_eq!(
             (a.threads, a.chains_per_thread, a.steps),
             (67_584, 100, 259)
