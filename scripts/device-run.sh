@@ -106,6 +106,8 @@
 #            48 / 64 / 80 / 128 / 512 beside the default, with the 4-block (default) and the
 #            3-block variant, `check`, fixtures-gpu, gpu_prove on both fixtures, 2^27
 #            partitions resident (3) and capped at 16 GiB (2), then anchors-z
+#   final-y  the final build of the session of 2026-12-03: gpu_field, gpu_curve, gpu_ntt, gpu_msm,
+#            fixtures-gpu, gpu_prove on both fixtures, `check`
 #   kernels-y3  ncu-affine on that build, then 2^27 partitions resident with 1 worker (3) and
 #            2 workers (4) in one process
 #   ncu-sort-ntt  ncu of the bucketing kernels (histogram, scan, scatter) at G1 2^26 and of three
@@ -497,6 +499,15 @@ kernels-y2)
   t b27_res timeout 150 $F/batch --log2 27 --reuse --phase name=resident-w1,vram=none,w=1,c=1,j=1,p=3
   t b27_cap timeout 150 $F/batch --log2 27 --reuse --phase name=cap16-w1,vram=16GiB,w=1,c=1,j=1,p=2
   "$0" anchors-z
+  ;;
+final-y)
+  t gpu_field timeout 90 $F/gpu_field --test-threads=1
+  t gpu_curve timeout 60 $F/gpu_curve
+  t gpu_ntt timeout 150 $F/gpu_ntt --test-threads=1
+  t gpu_msm timeout 200 $F/gpu_msm --test-threads=3
+  "$0" fixtures-gpu
+  gpu_prove_both
+  check_tiers 200
   ;;
 kernels-y3)
   "$0" ncu-affine

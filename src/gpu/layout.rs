@@ -27,8 +27,6 @@ pub const FR_BYTES: u64 = 32;
 pub struct GroupLayout {
     /// `g1` / `g2` (kernel name suffix).
     pub name: &'static str,
-    /// Bytes of one coordinate field element (`Fp` 48 B, `Fp2` 96 B).
-    pub field_bytes: u64,
     /// Bytes of one affine point (blst layout).
     pub affine_bytes: u64,
     /// Bytes of one Jacobian point (blst layout), the MSM's result type.
@@ -59,11 +57,16 @@ pub struct GroupLayout {
 }
 
 impl GroupLayout {
+    /// Bytes of one coordinate field element, half an affine point (`Fp` 48 B, `Fp2` 96 B).
+    pub const fn field_bytes(&self) -> u64 {
+        self.affine_bytes / 2
+    }
+
     /// Device bytes of one batch-affine chain: its bookkeeping (16 B), accumulator (an affine
     /// point), prefix product (a field element), first-run key (4 B) and sum (an affine point):
     /// 260 B for G1, 500 B for G2.
     pub const fn affine_chain_bytes(&self) -> u64 {
-        16 + self.affine_bytes + self.field_bytes + 4 + self.affine_bytes
+        16 + self.affine_bytes + self.field_bytes() + 4 + self.affine_bytes
     }
 
     /// The accumulation variant used by default for `m` Pippenger scalars.
@@ -79,7 +82,6 @@ impl GroupLayout {
 /// G1 (points over Fp): 96 B affine, 144 B Jacobian, 192 B XYZZ.
 pub const G1_LAYOUT: GroupLayout = GroupLayout {
     name: "g1",
-    field_bytes: 48,
     affine_bytes: 96,
     jacobian_bytes: 144,
     xyzz_bytes: 192,
@@ -104,7 +106,6 @@ pub const G1_LAYOUT: GroupLayout = GroupLayout {
 /// G2 (points over Fp2): 192 B affine, 288 B Jacobian, 384 B XYZZ.
 pub const G2_LAYOUT: GroupLayout = GroupLayout {
     name: "g2",
-    field_bytes: 96,
     affine_bytes: 192,
     jacobian_bytes: 288,
     xyzz_bytes: 384,
@@ -577,7 +578,7 @@ impl MsmSizes {
                     let gch = a.chains();
                     slots[slot::CHAIN_META] = buf(gch, 16);
                     slots[slot::CHAIN_ACC] = buf(gch, g.affine_bytes);
-                    slots[slot::CHAIN_SCRATCH] = buf(gch, g.field_bytes);
+                    slots[slot::CHAIN_SCRATCH] = buf(gch, g.field_bytes());
                     slots[slot::FIRST_KEYS] = buf(gch, 4);
                     slots[slot::FIRST_PTS] = buf(gch, g.affine_bytes);
                 }

@@ -832,7 +832,7 @@ impl MsmWorkspace {
                 let gch = a.chains() as usize;
                 let (ab, fb) = (
                     G::LAYOUT.affine_bytes as usize,
-                    G::LAYOUT.field_bytes as usize,
+                    G::LAYOUT.field_bytes() as usize,
                 );
                 for (p, (slot, bytes)) in ch
                     .iter_mut()
