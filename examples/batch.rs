@@ -12,9 +12,9 @@
 //!   `--partitions P` partitions (default 10), proved one after another inside a proof.
 //! * `--workers W`: GPU workers per device (default `CUZK_GPU_WORKERS_PER_DEVICE`, else 2).
 //! * `--vram-limit`: a size (`16GiB`; default `CUZK_VRAM_LIMIT`, else none) or a tier name
-//!   (`resident`, `full-staging`, `partial`, `streaming`): the cap at which the allocator's planner
-//!   picks exactly that tier for this shape (512 MiB margin + the tier's bytes), to test tiers at
-//!   small sizes. `none` removes a cap set in the environment.
+//!   (`resident`, `full-staging`, `partial`, `streaming`): every partition starts at that tier
+//!   (`EngineConfig::gpu_start_tier`) under the smallest cap that holds it (512 MiB margin + the
+//!   tier's bytes), to test tiers at small sizes. `none` removes a cap set in the environment.
 //! * `--log2 N`: NTT domain 2^N (default 27, the 32 GiB partition). Every length scales by
 //!   2^(N−27): constraints 130,278,869·s (328 of them the input constraints), aux 130,169,893·s;
 //!   the 328 inputs are kept (fewer below 2^12).

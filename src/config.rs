@@ -97,10 +97,11 @@ pub struct EngineConfig {
     /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
     /// fails with a timeout fault and the device is retired (`None`: [`DEFAULT_STAGE_TIMEOUT`]).
     pub stage_timeout: Option<Duration>,
-    /// The memory tier each partition tries first (`None`: `Resident`; lower tiers follow as
-    /// memory requires). For tests of the lower tiers: on small shapes a [`Self::vram_limit`]
-    /// alone cannot force `Partial`, whose MSM pass needs more memory than `Resident` does. Not
-    /// read from the environment.
+    /// The memory tier each partition tries first, on every device it moves to (`None`:
+    /// `Resident`; lower tiers follow as memory requires, higher ones are never tried, so a
+    /// partition can fail here that `Resident` would have proved). For tests of the lower
+    /// tiers: on small shapes a [`Self::vram_limit`] alone cannot force `Partial`, whose MSM
+    /// pass needs more memory than `Resident` does. Not read from the environment.
     pub gpu_start_tier: Option<crate::gpu::alloc::TierKind>,
 }
 

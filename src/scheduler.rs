@@ -226,8 +226,8 @@ pub struct Attempt<'a> {
     pub partition: usize,
     /// 0 for the first try of this partition, then 1, 2, … across devices.
     pub number: u32,
-    /// Best tier this try may use: `Resident` on a fresh device, one below the tier of the
-    /// previous failed try on the same device.
+    /// Best tier this try may use: [`SchedulerConfig::start_tier`] (default `Resident`) on a
+    /// fresh device, one below the tier of the previous failed try on the same device.
     pub start_tier: TierKind,
     /// Error of the previous try, if any.
     pub previous_error: Option<&'a Error>,
@@ -601,13 +601,15 @@ enum Step {
 }
 
 /// Decides what follows a failed try on device index `di` that recorded `tier`; `retired` marks
-/// the devices out of service.
+/// the devices out of service; a move to another device starts again at `first` (the
+/// scheduler's [`SchedulerConfig::start_tier`]).
 fn next_step(
     exhausted: &mut [bool],
     retired: &[Option<String>],
     di: usize,
     error: &Error,
     tier: Option<TierKind>,
+    first: TierKind,
 ) -> Step {
     match retry_class(error) {
         RetryClass::Fatal => return Step::Fail,
@@ -632,7 +634,7 @@ fn next_step(
     } else {
         Step::Retry {
             route: Route::Any,
-            start: TierKind::Resident,
+            start: first,
         }
     }
 }
@@ -785,7 +787,14 @@ impl<E: PartitionExecutor> Shared<E> {
                     let step = if st.shutdown || task.cancelled() {
                         Step::Fail
                     } else {
-                        next_step(&mut task.exhausted, &st.retired, di, &e, tier)
+                        next_step(
+                            &mut task.exhausted,
+                            &st.retired,
+                            di,
+                            &e,
+                            tier,
+                            self.start_tier,
+                        )
                     };
                     match step {
                         Step::Retry { route, start } => {
@@ -1255,6 +1264,31 @@ mod tests {
                 assert_eq!((o.attempts, o.tier), (1, Some(start)));
                 assert_eq!(o.result.unwrap(), start);
             }
+        }
+        // a move to another device starts there at the configured tier too
+        let g = |a: &Attempt<'_>, _job: &u32| -> Result<TierKind> {
+            a.record_tier(a.start_tier);
+            if a.device == 0 {
+                return Err(oom(a.device));
+            }
+            Ok(a.start_tier)
+        };
+        let s = Scheduler::new(
+            Arc::new(FnExecutor::new(Box::new(g) as ExecFn<u32, TierKind>)),
+            SchedulerConfig {
+                start_tier: TierKind::Streaming,
+                ..SchedulerConfig::new(vec![0, 1], 1)
+            },
+        )
+        .unwrap();
+        let outcomes = s.submit((0..4u32).collect()).wait_outcomes();
+        assert!(outcomes.iter().any(|o| o.history.len() > 1), "none moved");
+        for o in outcomes {
+            assert_eq!(o.result.unwrap(), TierKind::Streaming);
+            assert!(o
+                .history
+                .iter()
+                .all(|h| h.start_tier == TierKind::Streaming));
         }
     }
 
