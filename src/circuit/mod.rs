@@ -22,6 +22,7 @@
 
 pub mod cache;
 pub mod csr;
+pub mod native;
 pub mod porep;
 pub mod record;
 pub mod witness;

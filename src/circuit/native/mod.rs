@@ -1,0 +1,10 @@
+//! The native witness of the PoRep circuit: SHA-256 and Poseidon computed directly and written
+//! in the gadgets' allocation order into a challenge block's aux values (see [`tape`]).
+//!
+//! Safe because nothing here is trusted: the witness is checked against the recorded R1CS
+//! (a∘b = c on every row) before any MSM, and tests compare it value for value with the gadget
+//! witness (`CUZK_WITNESS=gadget`).
+
+pub mod tape;
+
+pub use tape::Tape;
