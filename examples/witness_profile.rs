@@ -78,7 +78,9 @@ fn main() -> anyhow::Result<()> {
                 })?;
                 w.aux.len()
             }
-            "part" => porep::witness(&cc, &public_inputs, part, vp, k)?.aux.len(),
+            "part" => porep::witness(&cc.layout, &public_inputs, part, vp, k, false)?
+                .aux
+                .len(),
             "ref" => {
                 let circuit = Compound::circuit(&public_inputs, (), part, vp, Some(k))?;
                 cuzk::synth::Assignment::synthesize(circuit)?.aux.len()

@@ -25,11 +25,14 @@ TV=; [ -x /usr/bin/time ] && TV="/usr/bin/time -v"
 t(){ local n=$1; shift; local t0; t0=$(date +%s); "$@" > "$L/$n.log" 2>&1; local rc=$?
   echo "$(date +%T) $n rc=$rc $(( $(date +%s)-t0 ))s" | tee -a "$S"; return $rc; }
 { date; nproc; free -g; df -h /tmp; nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv; } >> "$S" 2>&1
-# Every 0.5 s: "epoch-seconds device-MiB-in-use host-MemAvailable-KiB"; peak device use and
-# peak host use (MemTotal − lowest MemAvailable, page cache not counted) between two epochs.
-( while :; do echo "$(date +%s) $(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1) \
-$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"; sleep 0.5; done ) > "$E/smi.txt" 2>&1 &
+# Every 0.5 s: "epoch-seconds device-MiB-in-use host-MemAvailable-KiB GPU-utilization-%" (the
+# host-memory and GPU-busy timeline: utilization.gpu is the share of the last sample period in
+# which a kernel ran); peak device use, peak host use (MemTotal − lowest MemAvailable, page cache
+# not counted) and the mean GPU utilization between two epochs.
+( while :; do m=$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits | head -1 | tr -d ' ')
+  echo "$(date +%s) ${m%%,*} $(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo) ${m##*,}"; sleep 0.5; done ) > "$E/smi.txt" 2>&1 &
 SMI=$!; trap 'kill $SMI 2>/dev/null; date +%s > "$E/done"' EXIT
+busy(){ awk -v a="$1" -v b="$2" '$1 >= a && $1 <= b && $4 != "" { s += $4; n++ } END { printf "%.1f", n ? s / n : 0 }' "$E/smi.txt"; }
 peak(){ awk -v a="$1" -v b="$2" '$1 >= a && $1 <= b && $2 + 0 > m { m = $2 + 0 } END { print m + 0 }' "$E/smi.txt"; }
 hpeak(){ local tot; tot=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
   awk -v a="$1" -v b="$2" -v t="$tot" '$1 >= a && $1 <= b && $3 != "" && (m == "" || $3 < m) { m = $3 }
@@ -85,7 +88,12 @@ for step in "$@"; do
   RUST_LOG=warn,cuzk::prover::gpu=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
     --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
   rc=$?
-  echo "prove peak device memory $(peak "$a" "$(date +%s)") MiB, peak host memory in use $(hpeak "$a" "$(date +%s)") GiB" | tee -a "$S"
+  z=$(date +%s)
+  echo "prove peak device memory $(peak "$a" "$z") MiB, peak host memory in use $(hpeak "$a" "$z") GiB" | tee -a "$S"
+  # Steady state: from the end of proof 0 (the cold one; seconds after the run's start) on.
+  c0=$(grep -oE "^proof 0: .* in [0-9.]+ s" "$L/prove.log" | grep -oE "[0-9.]+ s$" | cut -d' ' -f1 | cut -d. -f1)
+  echo "GPU busy (mean utilization.gpu): whole run $(busy "$a" "$z") %, steady state (from $((a + ${c0:-0}))) $(busy "$((a + ${c0:-0}))" "$z") %" | tee -a "$S"
+  awk -v a="$a" -v z="$z" '$1 >= a && $1 <= z' "$E/smi.txt" > "$L/timeline.txt"
   grep -E "proofs, |proof: |stages: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
   [ $rc -eq 0 ] && [ -s "$L/proof.bin" ] || { echo "no proof: verify steps skipped" | tee -a "$S"; continue; }
   t verify $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/proof.bin"

@@ -126,6 +126,15 @@ impl HostBudget {
         }
     }
 
+    /// Stops counting `bytes` of [`HostBudget::add_params`] (a reservation made while the
+    /// parameters load, or a load that failed).
+    pub fn sub_params(&self, bytes: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.params = s.params.saturating_sub(bytes);
+        }
+        self.freed.notify_all();
+    }
+
     /// Counts `bytes` of idle pooled host buffers (see the module docs).
     pub fn add_pooled(&self, bytes: u64) {
         if let Ok(mut s) = self.state.lock() {

@@ -16,10 +16,11 @@
 //! | `CUZK_STAGE_TIMEOUT` | longest a GPU stage (a kernel, a copy) may take before it is an error and the device is retired, e.g. `600s`, `10m`, `1.5h`, `500ms` | `600s` |
 //! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
 //! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
-//! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, parallel witness, SpMV) or `reference` (bellpepper synthesis) | `compiled` |
+//! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, native witness, SpMV), `gadget` (the same with the gadgets' witness: the cross-check) or `reference` (bellpepper synthesis) | `compiled` |
 //! | `CUZK_MSM_ACCUMULATION` | `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 //! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
 //! | `CUZK_GPU_SPMV` | `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
+//! | `CUZK_PARTITIONS_AHEAD` | witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide ([`crate::pipeline`]) | devices × workers per device |
 //! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 
 use std::path::PathBuf;
@@ -103,6 +104,12 @@ pub struct EngineConfig {
     /// tiers: on small shapes a [`Self::vram_limit`] alone cannot force `Partial`, whose MSM
     /// pass needs more memory than `Resident` does. Not read from the environment.
     pub gpu_start_tier: Option<crate::gpu::alloc::TierKind>,
+    /// Witnesses made ahead of the partitions the backend is running
+    /// ([`crate::pipeline`]): at most `slots + ahead` partitions are in flight engine-wide,
+    /// where `slots` is the partitions the GPU backend runs at once (devices × workers per
+    /// device). `None`: `slots` (a witness ready for every worker). Ignored on the CPU backend
+    /// (the host budget alone decides there).
+    pub partitions_ahead: Option<usize>,
 }
 
 /// Where compiled circuits ([`crate::circuit`]) are kept between processes.
@@ -138,10 +145,16 @@ impl CircuitCache {
 /// How a partition's witness and a, b, c are computed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Synthesis {
-    /// The compiled circuit ([`crate::circuit`]): witness generated one challenge per task in
-    /// parallel, then a, b, c by SpMV, then the R1CS check.
+    /// The compiled circuit ([`crate::circuit`]): the native witness
+    /// ([`crate::circuit::native`]: SHA-256 and Poseidon computed directly, written in the
+    /// gadgets' allocation order) one challenge per task in parallel, then a, b, c by SpMV,
+    /// then the R1CS check.
     #[default]
     Compiled,
+    /// The compiled circuit with the gadgets' witness (bellpepper's SHA-256, neptune's
+    /// Poseidon run into a witness-only constraint system, one challenge per task): the
+    /// cross-check of the native witness, ~10x its CPU time.
+    Gadget,
     /// bellpepper synthesis of the whole partition on one thread
     /// ([`crate::synth::Assignment::synthesize`]): the reference the compiled path is tested
     /// against.
@@ -149,15 +162,16 @@ pub enum Synthesis {
 }
 
 impl Synthesis {
-    /// Parses `compiled` / `reference`.
+    /// Parses `compiled` / `gadget` / `reference`.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming `name`.
     pub fn parse(name: &str, v: &str) -> Result<Self> {
         match v.trim().to_ascii_lowercase().as_str() {
-            "compiled" => Ok(Synthesis::Compiled),
+            "compiled" | "native" => Ok(Synthesis::Compiled),
+            "gadget" => Ok(Synthesis::Gadget),
             "reference" | "bellpepper" => Ok(Synthesis::Reference),
-            _ => Err(bad(name, v, "expected compiled or reference")),
+            _ => Err(bad(name, v, "expected compiled, gadget or reference")),
         }
     }
 }
@@ -222,6 +236,15 @@ impl EngineConfig {
                 )
             })?);
         }
+        if let Some(v) = var("CUZK_PARTITIONS_AHEAD") {
+            c.partitions_ahead = Some(v.trim().parse::<usize>().map_err(|_| {
+                bad(
+                    "CUZK_PARTITIONS_AHEAD",
+                    &v,
+                    "expected a number of partitions",
+                )
+            })?);
+        }
         if let Some(v) = var("CUZK_CIRCUIT_CACHE") {
             c.circuit_cache = match v.trim() {
                 "off" | "none" => CircuitCache::Off,
@@ -277,7 +300,8 @@ pub struct ProveOptions {
     /// Fixed Groth16 blinding factors `(r, s)` per partition, for known-answer tests only.
     /// `None` (the default) draws them from the OS random generator.
     pub randomness: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
-    /// Compiled (default) or reference synthesis.
+    /// Compiled with the native witness (default), compiled with the gadget witness, or
+    /// reference synthesis.
     pub synthesis: Synthesis,
 }
 
@@ -297,7 +321,7 @@ impl ProveOptions {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] when `CUZK_VERIFY` is not a boolean or `CUZK_SYNTHESIS` not
-    /// `compiled` / `reference`.
+    /// `compiled` / `gadget` / `reference`.
     pub fn from_env() -> Result<Self> {
         let mut o = ProveOptions::default();
         if let Ok(v) = std::env::var("CUZK_VERIFY") {

@@ -21,6 +21,7 @@ use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
 use crate::gpu::hostpool::HostPool;
+use crate::pipeline::{Gate, Latch};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, Backend, CpuBackend, PartitionCtx, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Srs};
@@ -101,8 +102,12 @@ pub struct Engine {
     /// Declared before `gpu`: fields drop in order, so idle buffers are unregistered while the
     /// devices are still open.
     host_pool: HostPool,
+    /// Partitions in flight across all calls ([`crate::pipeline`]).
+    gate: Gate,
     /// Compiled circuits, keyed by their parameter file (one per proof type).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
+    /// Layouts recorded for [`Engine::witness_c1`] (no matrices), keyed likewise.
+    layouts: Mutex<HashMap<PathBuf, Slot<circuit::Layout>>>,
     cpu: CpuBackend,
     gpu: Option<Arc<dyn Backend>>,
     /// One-shot switch of [`Engine::inject_panic_for_test`].
@@ -137,12 +142,24 @@ impl Engine {
         // device the buffers are plain `Vec`s, freed after their partition as before.
         let (registry, max_idle) = gpu.as_ref().map_or((None, 0), |g| g.host_pool_config());
         let host_pool = HostPool::new(registry, max_idle, Some(budget.clone()));
+        // The GPU runs `slots` partitions at once; `ahead` more have their witness made
+        // meanwhile (crate::pipeline). The CPU backend is bounded by the host budget alone.
+        let gate = Gate::new(
+            gpu.as_ref()
+                .and_then(|g| g.parallel_partitions())
+                .map(|slots| slots + config.partitions_ahead.unwrap_or(slots)),
+        );
+        if let Some(n) = gate.limit() {
+            log::info!("at most {n} partitions in flight (CUZK_PARTITIONS_AHEAD)");
+        }
         Ok(Arc::new(Engine {
             budget,
             host_pool,
+            gate,
             config,
             params: Mutex::new(HashMap::new()),
             circuits: Mutex::new(HashMap::new()),
+            layouts: Mutex::new(HashMap::new()),
             cpu: CpuBackend,
             gpu,
             #[cfg(feature = "test-hooks")]
@@ -189,6 +206,15 @@ impl Engine {
     /// cached: a later call tries again (e.g. after the file was fetched).
     pub fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
         once_per_key(&self.params, path, "parameter", || self.read_params(path))
+    }
+
+    /// Whether the parameters at `path` are loaded (kept by this engine).
+    pub fn params_loaded(&self, path: &Path) -> bool {
+        let slot = match self.params.lock() {
+            Ok(map) => map.get(path).cloned(),
+            Err(_) => None,
+        };
+        slot.is_some_and(|s| s.lock().is_ok_and(|v| v.is_some()))
     }
 
     fn read_params(&self, path: &Path) -> Result<Srs> {
@@ -373,6 +399,50 @@ impl Engine {
             parsed,
             partition,
             synthesis,
+            &reporter,
+            timings,
+        )
+    }
+
+    /// The witness z of one partition of a C1 output — natively ([`Synthesis::Compiled`]) or
+    /// by the gadgets ([`Synthesis::Gadget`]) — limited to its first `challenges` challenges
+    /// when given (the prefix and those blocks: a 32 GiB partition's 18 take 4.2 GB), with the
+    /// circuit's layout (from recording one challenge; no matrices are assembled). For the
+    /// value-for-value comparison of the two witness paths and for benches; `timings` gets
+    /// [`Stage::Witness`].
+    ///
+    /// # Errors
+    /// As [`Engine::synthesize_c1`]; [`Error::InvalidInput`] for [`Synthesis::Reference`]
+    /// (it has no witness of its own) or a partition out of range.
+    #[allow(clippy::too_many_arguments)]
+    pub fn witness_c1(
+        &self,
+        c1_output: &[u8],
+        sector_id: u64,
+        prover_id: &[u8],
+        partition: usize,
+        synthesis: Synthesis,
+        challenges: Option<usize>,
+        timings: &mut Timings,
+    ) -> Result<(circuit::Layout, circuit::Witness)> {
+        if synthesis == Synthesis::Reference {
+            return Err(Error::InvalidInput(
+                "the reference synthesis has no witness of its own".into(),
+            ));
+        }
+        let reporter = Reporter::new(None);
+        let t = Instant::now();
+        let output = checked_c1(c1_output, sector_id, prover_id)?;
+        let parsed = t.elapsed();
+        filecoin_proofs::with_shape!(
+            u64::from(output.registered_proof.sector_size()),
+            witness_shape,
+            self,
+            output,
+            parsed,
+            partition,
+            synthesis == Synthesis::Compiled,
+            challenges,
             &reporter,
             timings,
         )
@@ -583,12 +653,58 @@ fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<Assignment> {
     let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
     let compiled = match synthesis {
-        Synthesis::Compiled => Some(reporter.time(timings, None, Stage::Compile, || {
-            engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
-        })?),
+        Synthesis::Compiled | Synthesis::Gadget => {
+            Some(reporter.time(timings, None, Stage::Compile, || {
+                engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
+            })?)
+        }
         Synthesis::Reference => None,
     };
-    synthesize_partition(&sector, compiled.as_deref(), partition, reporter, timings)
+    let native = synthesis == Synthesis::Compiled;
+    synthesize_partition(
+        &sector,
+        compiled.as_deref(),
+        partition,
+        native,
+        reporter,
+        timings,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn witness_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    parsed: Duration,
+    partition: usize,
+    native: bool,
+    challenges: Option<usize>,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<(circuit::Layout, circuit::Witness)> {
+    let s = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
+    let pp = &s.pub_params.vanilla_params;
+    let mut layout = *reporter.time(timings, None, Stage::Compile, || {
+        once_per_key(&engine.layouts, &s.params_path, "layout", || {
+            circuit::porep::layout(pp)
+        })
+    })?;
+    let vanilla = s.vanilla.get(partition).ok_or_else(|| {
+        Error::InvalidInput(format!("partition {partition} of {}", s.vanilla.len()))
+    })?;
+    let n = challenges.map_or(layout.challenges, |n| n.clamp(1, layout.challenges));
+    layout.challenges = n;
+    let w = reporter.time(timings, Some(partition), Stage::Witness, || {
+        circuit::porep::witness(
+            &layout,
+            &s.public_inputs,
+            &vanilla[..n],
+            pp,
+            partition,
+            native,
+        )
+    })?;
+    Ok((layout, w))
 }
 
 fn circuit_shape<Tree: 'static + MerkleTreeTrait>(
@@ -602,12 +718,14 @@ fn circuit_shape<Tree: 'static + MerkleTreeTrait>(
     engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
 }
 
-/// The proving assignment of partition `k`: by the compiled circuit when given, else by the
+/// The proving assignment of partition `k`: by the compiled circuit when given (its witness native
+/// or from the gadgets), else by the
 /// reference synthesis. Not yet checked (see [`prover::check_satisfied`]).
 fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
     s: &Sector<Tree>,
     compiled: Option<&CompiledCircuit>,
     k: usize,
+    native: bool,
     reporter: &Reporter,
     t: &mut Timings,
 ) -> Result<Assignment> {
@@ -638,7 +756,14 @@ fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
         Some(cc) => {
             let t0 = Instant::now();
             let w = reporter.time(t, p, Stage::Witness, || {
-                circuit::porep::witness(cc, &s.public_inputs, vanilla, vanilla_params, k)
+                circuit::porep::witness(
+                    &cc.layout,
+                    &s.public_inputs,
+                    vanilla,
+                    vanilla_params,
+                    k,
+                    native,
+                )
             })?;
             let asg = reporter.time(t, p, Stage::Spmv, || cc.evaluate(w))?;
             reporter.report(t, p, Stage::Synthesis, t0.elapsed());
@@ -658,22 +783,89 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     timings: &mut Timings,
 ) -> Result<C2Output> {
     let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
+    let params_path = &sector.params_path;
+    // A cold proof reads its parameters (44 GiB at 32 GiB: the disk's time) while the circuit
+    // loads and the first witnesses are made, which need only the circuit; each partition
+    // waits for them before its MSMs. While they load, the host budget counts the file's size,
+    // so the partitions admitted meanwhile leave room for them.
+    let loaded = engine.params_loaded(params_path);
+    let reserve = if loaded {
+        0
+    } else {
+        std::fs::metadata(params_path).map_or(0, |m| m.len())
+    };
+    engine.budget.add_params(reserve);
+    let params: Latch<Arc<Srs>> = Latch::new();
+    let params_error: Mutex<Option<Error>> = Mutex::new(None);
+    let mut load_timings = Timings::default();
+    std::thread::scope(|scope| -> Result<C2Output> {
+        scope.spawn(|| {
+            let r = reporter.time(&mut load_timings, None, Stage::LoadParams, || {
+                engine.load_params(params_path)
+            });
+            engine.budget.sub_params(reserve);
+            match r {
+                Ok(srs) => params.set(Some(srs)),
+                Err(e) => {
+                    if let Ok(mut g) = params_error.lock() {
+                        *g = Some(e);
+                    }
+                    params.set(None);
+                }
+            }
+        });
+        let out = prove_partitions(
+            engine, &sector, sector_id, options, reporter, timings, &params,
+        );
+        // A failed parameter load is the call's error (the partitions only saw it missing).
+        let load_error = params.wait().is_none();
+        if load_error {
+            if let Some(e) = params_error.lock().ok().and_then(|mut g| g.take()) {
+                return Err(e);
+            }
+        }
+        out
+    })
+    .map(|out| {
+        timings.entries.extend(load_timings.entries);
+        out
+    })
+}
+
+/// The partitions of one proof (see [`prove_shape`]): the circuit, then every partition's
+/// witness, GPU or CPU work, epilogue and verification, on `workers` threads behind the
+/// engine's gate ([`crate::pipeline`]); `params` is set by the parameter load running beside.
+fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    sector: &Sector<Tree>,
+    sector_id: u64,
+    options: &ProveOptions,
+    reporter: &Reporter,
+    timings: &mut Timings,
+    params: &Latch<Arc<Srs>>,
+) -> Result<C2Output> {
     let Sector {
         proof_type,
         vanilla,
         public_inputs,
         pub_params,
         params_path,
-    } = &sector;
+    } = sector;
     let proof_type = *proof_type;
     let vanilla_params = &pub_params.vanilla_params;
-    let srs = reporter.time(timings, None, Stage::LoadParams, || {
-        engine.load_params(params_path)
-    })?;
+    // The parameters, once loaded ([`Error::Internal`] if their load failed: the caller
+    // returns the load's own error).
+    let wait_params = || -> Result<Arc<Srs>> {
+        params
+            .wait()
+            .ok_or_else(|| Error::Internal("the parameters did not load".into()))
+    };
     let compiled = match options.synthesis {
-        Synthesis::Compiled => Some(reporter.time(timings, None, Stage::Compile, || {
-            engine.load_circuit(params_path, vanilla_params)
-        })?),
+        Synthesis::Compiled | Synthesis::Gadget => {
+            Some(reporter.time(timings, None, Stage::Compile, || {
+                engine.load_circuit(params_path, vanilla_params)
+            })?)
+        }
         Synthesis::Reference => None,
     };
 
@@ -698,7 +890,9 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let failed = AtomicBool::new(false);
 
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
-        // Held while the partition is synthesized and proved; shared with concurrent calls.
+        // A place among the engine's partitions in flight, then host memory: both held while
+        // the partition is synthesized and proved; shared with concurrent calls.
+        let _pass = engine.gate.enter();
         let mut memory = engine
             .budget
             .acquire_as(need, &format!("sector {sector_id} partition {k}"))?;
@@ -723,7 +917,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 // (the compiled path's take moves one into its permit, or trims), so they give
                 // way here.
                 engine.host_pool.trim_to_budget();
-                let mut asg = synthesize_partition(&sector, None, k, reporter, &mut t)?;
+                let mut asg = synthesize_partition(sector, None, k, false, reporter, &mut t)?;
+                let srs = wait_params()?;
                 srs.check_shape(&asg)?;
                 prover::check_satisfied(&asg, k)?;
                 if asg.input[1..] != inputs[..] {
@@ -738,8 +933,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             }
             Some(cc) => {
                 // Witness here; a, b, c, the R1CS check and the MSMs in the backend (on the
-                // device when it can): only z travels.
-                srs.check_counts(&cc.shape_counts())?;
+                // device when it can): only z travels. The parameters are needed from the
+                // backend on.
                 // aux is written into a buffer of the engine's pool (page-locked once, reused
                 // by later partitions: the GPU upload finds it registered) lent to `w`; the
                 // backend gives it back in `w`, then it returns to the pool. `w` is declared
@@ -750,11 +945,12 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 w.aux = aux_buf.lend();
                 let made = reporter.time(&mut t, p, Stage::Witness, || {
                     circuit::porep::witness_into(
-                        cc,
+                        &cc.layout,
                         public_inputs,
                         &vanilla[k],
                         vanilla_params,
                         k,
+                        options.synthesis == Synthesis::Compiled,
                         &mut w,
                     )
                 });
@@ -766,6 +962,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     if w.input.get(1..) != Some(&inputs[..]) {
                         return Err(inputs_differ());
                     }
+                    let srs = wait_params()?;
+                    srs.check_counts(&cc.shape_counts())?;
                     backend.compute_compiled(&mut w, cc, &srs, &mut ctx)
                 });
                 (device, tier) = (ctx.device, ctx.tier.take());
@@ -795,6 +993,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             Some(rs) => rs[k],
             None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),
         };
+        let srs = wait_params()?;
         let proof = reporter.time(&mut t, p, Stage::Epilogue, || {
             prover::assemble(&srs.vk, &msm, r, s)
         })?;

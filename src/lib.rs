@@ -24,6 +24,7 @@ pub mod error;
 pub mod ffi;
 pub mod gpu;
 pub mod ntt;
+pub mod pipeline;
 pub mod progress;
 pub mod prover;
 pub mod scheduler;

@@ -116,6 +116,31 @@ fn compiled_path_equals_the_reference_exactly() {
 }
 
 #[test]
+fn native_witness_equals_the_gadget_witness() {
+    let e = engine(CircuitCache::Off);
+    let f = fixture();
+    let c1 = f.read_c1().unwrap();
+    let mut t = Timings::default();
+    let mut run = |s| {
+        e.witness_c1(&c1, f.sector_id, &f.prover_id, 0, s, None, &mut t)
+            .unwrap()
+    };
+    let (layout, native) = run(Synthesis::Compiled);
+    let (_, gadget) = run(Synthesis::Gadget);
+    assert_eq!(native.input, gadget.input, "inputs");
+    assert_eq!(native.aux.len(), layout.num_aux());
+    assert_eq!(native.aux.len(), gadget.aux.len());
+    let first = native.aux.iter().zip(&gadget.aux).position(|(a, b)| a != b);
+    assert_eq!(first, None, "first differing aux value");
+    eprintln!(
+        "{}: native == gadget over {} aux values; {:?}",
+        size(),
+        native.aux.len(),
+        t.entries
+    );
+}
+
+#[test]
 fn compiled_proof_verifies_and_a_damaged_cache_is_rebuilt() {
     let f = fixture();
     let c1 = f.read_c1().unwrap();

@@ -122,26 +122,7 @@ impl CompiledCircuit {
     ) -> Result<Self> {
         let rec = Recorder::record(one_challenge)
             .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
-        let [(start, end)] = rec.challenges[..] else {
-            return Err(Error::Internal(format!(
-                "the circuit of one challenge opened {} challenge namespaces",
-                rec.challenges.len()
-            )));
-        };
-        if end != rec.end || challenges == 0 {
-            return Err(Error::Internal(
-                "the circuit allocates variables after its challenge blocks".into(),
-            ));
-        }
-        let layout = Layout {
-            prefix: start,
-            block: Counts {
-                inputs: end.inputs - start.inputs,
-                aux: end.aux - start.aux,
-                constraints: end.constraints - start.constraints,
-            },
-            challenges,
-        };
+        let layout = layout_of_recording(&rec, challenges)?;
         let assemble = |m: &Csr, input_rows: bool| assemble(&layout, m, input_rows);
         let (a, (b, c)) = rayon::join(
             || assemble(&rec.a.m, true),
@@ -279,6 +260,43 @@ impl CompiledCircuit {
         asg.b_aux_density = self.b_aux_density.clone();
         Ok(())
     }
+}
+
+/// The layout of a partition of `challenges` challenges from the recording of one challenge.
+fn layout_of_recording(rec: &record::Recording, challenges: usize) -> Result<Layout> {
+    let [(start, end)] = rec.challenges[..] else {
+        return Err(Error::Internal(format!(
+            "the circuit of one challenge opened {} challenge namespaces",
+            rec.challenges.len()
+        )));
+    };
+    if end != rec.end || challenges == 0 {
+        return Err(Error::Internal(
+            "the circuit allocates variables after its challenge blocks".into(),
+        ));
+    }
+    Ok(Layout {
+        prefix: start,
+        block: Counts {
+            inputs: end.inputs - start.inputs,
+            aux: end.aux - start.aux,
+            constraints: end.constraints - start.constraints,
+        },
+        challenges,
+    })
+}
+
+/// The layout [`CompiledCircuit::compile`] would give, without assembling the matrices.
+///
+/// # Errors
+/// As [`CompiledCircuit::compile`].
+pub fn layout_of<C: bellperson::Circuit<Fr>>(
+    one_challenge: C,
+    challenges: usize,
+) -> Result<Layout> {
+    let rec = Recorder::record(one_challenge)
+        .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
+    layout_of_recording(&rec, challenges)
 }
 
 /// The partition's matrix from the one-challenge recording `m` (columns tagged with

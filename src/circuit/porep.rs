@@ -9,7 +9,7 @@ use storage_proofs_porep::stacked::{
     self, Challenges, StackedCircuit, StackedCompound, StackedDrg,
 };
 
-use super::{witness, CompiledCircuit, Witness};
+use super::{witness, CompiledCircuit, Layout, Witness};
 use crate::error::{Error, Result};
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
@@ -53,30 +53,50 @@ pub fn compile<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<CompiledCircuit> {
     let challenges = pp.challenges.num_challenges_per_partition();
     let mut one = pp.clone();
-    one.challenges = match pp.challenges {
-        Challenges::Interactive(_) => Challenges::new_interactive(1),
-        Challenges::Synth(_) => Challenges::new_synthetic(1),
-        Challenges::Ni(_) => Challenges::new_non_interactive(1),
-    };
+    one.challenges = one_challenge(&pp.challenges);
     let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&one);
     CompiledCircuit::compile(blank, challenges)
 }
 
+/// The layout of the PoRep circuit of `pp` (prefix, one challenge block, challenges per
+/// partition) from the recording of one challenge, without assembling the partition's
+/// matrices: what witness generation needs (tests and benches of the witness on large
+/// sectors, e.g. a 32 GiB partition, whose full matrices take ~6 GB).
+///
+/// # Errors
+/// As [`compile`].
+pub fn layout<Tree: 'static + MerkleTreeTrait>(pp: &PublicParams<Tree>) -> Result<Layout> {
+    let mut one = pp.clone();
+    one.challenges = one_challenge(&pp.challenges);
+    let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&one);
+    super::layout_of(blank, pp.challenges.num_challenges_per_partition())
+}
+
+fn one_challenge(c: &Challenges) -> Challenges {
+    match c {
+        Challenges::Interactive(_) => Challenges::new_interactive(1),
+        Challenges::Synth(_) => Challenges::new_synthetic(1),
+        Challenges::Ni(_) => Challenges::new_non_interactive(1),
+    }
+}
+
 /// The witness of partition `k` from its vanilla proofs (one per challenge), generated one
-/// challenge per task in parallel, in new vectors ([`witness_into`] writes into given ones).
+/// challenge per task in parallel by the gadgets (`native = false`) or natively
+/// ([`super::native`]), in new vectors ([`witness_into`] writes into given ones).
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when the vanilla proofs do not make a circuit (inconsistent
 /// commitments) or their count is not the layout's; [`Error::Synthesis`] from the witness.
 pub fn witness<Tree: 'static + MerkleTreeTrait>(
-    cc: &CompiledCircuit,
+    layout: &Layout,
     public_inputs: &PublicInputs<Tree>,
     vanilla: &[Vanilla<Tree>],
     pp: &PublicParams<Tree>,
     k: usize,
+    native: bool,
 ) -> Result<Witness> {
     let mut w = Witness::default();
-    witness_into(cc, public_inputs, vanilla, pp, k, &mut w)?;
+    witness_into(layout, public_inputs, vanilla, pp, k, native, &mut w)?;
     Ok(w)
 }
 
@@ -86,22 +106,26 @@ pub fn witness<Tree: 'static + MerkleTreeTrait>(
 /// # Errors
 /// As [`witness()`]; [`Error::Internal`] when a vector of `w` has capacity but too little.
 pub fn witness_into<Tree: 'static + MerkleTreeTrait>(
-    cc: &CompiledCircuit,
+    layout: &Layout,
     public_inputs: &PublicInputs<Tree>,
     vanilla: &[Vanilla<Tree>],
     pp: &PublicParams<Tree>,
     k: usize,
+    native: bool,
     w: &mut Witness,
 ) -> Result<()> {
-    if vanilla.len() != cc.layout.challenges {
+    if native {
+        return super::native::block::witness_into(layout, public_inputs, vanilla, pp, k, w);
+    }
+    if vanilla.len() != layout.challenges {
         return Err(Error::InvalidInput(format!(
             "partition {k}: {} vanilla proofs for {} challenges",
             vanilla.len(),
-            cc.layout.challenges
+            layout.challenges
         )));
     }
     witness::generate_into(
-        &cc.layout,
+        layout,
         k,
         |i| -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
             let one = vec![vanilla[i].clone()];

@@ -30,7 +30,7 @@ pub struct Witness {
 }
 
 /// A witness-only constraint system writing into one challenge's slices (see the module docs).
-struct WitnessWriter<'a> {
+pub(crate) struct WitnessWriter<'a> {
     prefix: Option<(&'a mut [Fr], &'a mut [Fr])>,
     block_input: &'a mut [Fr],
     block_aux: &'a mut [Fr],
@@ -197,6 +197,85 @@ where
     F: Fn(usize) -> Result<C> + Sync,
 {
     let (p, b) = (layout.prefix, layout.block);
+    generate_tasks_into(layout, partition, w, |i, task| {
+        let circuit = make(i)?;
+        let mut cs = WitnessWriter {
+            prefix: task.prefix.take(),
+            block_input: task.block_input,
+            block_aux: task.block_aux,
+            prefix_inputs: p.inputs,
+            prefix_aux: p.aux,
+            inputs: 0,
+            aux: 0,
+        };
+        cs.alloc_input(|| "one", || Ok(Fr::ONE))
+            .map_err(|e| e.to_string())?;
+        circuit.synthesize(&mut cs).map_err(|e| {
+            format!(
+                "{e} (after {} inputs and {} aux variables)",
+                cs.inputs, cs.aux
+            )
+        })?;
+        let want = (p.inputs + b.inputs, p.aux + b.aux);
+        if (cs.inputs, cs.aux) != want {
+            return Err(format!(
+                "allocated {} inputs and {} aux variables, the compiled circuit has {} and {}",
+                cs.inputs, cs.aux, want.0, want.1
+            )
+            .into());
+        }
+        Ok(())
+    })
+}
+
+/// The slices one witness task writes: the prefix (task 0 only), then its challenge block.
+pub struct Task<'a> {
+    /// The prefix's inputs and aux values, `Some` for the task of challenge 0 alone.
+    pub prefix: Option<(&'a mut [Fr], &'a mut [Fr])>,
+    /// This challenge block's inputs (`layout.block.inputs` values).
+    pub block_input: &'a mut [Fr],
+    /// This challenge block's aux values (`layout.block.aux` values).
+    pub block_aux: &'a mut [Fr],
+}
+
+/// A witness task's failure: a message (wrapped into [`Error::Synthesis`] naming the
+/// partition and challenge) or an error that is passed on as it is.
+pub enum TaskError {
+    /// Becomes [`Error::Synthesis`] with the partition and challenge.
+    Message(String),
+    /// Returned unchanged (e.g. [`Error::InvalidInput`] for an inconsistent vanilla proof).
+    Error(Error),
+}
+
+impl From<String> for TaskError {
+    fn from(m: String) -> Self {
+        TaskError::Message(m)
+    }
+}
+
+impl From<Error> for TaskError {
+    fn from(e: Error) -> Self {
+        TaskError::Error(e)
+    }
+}
+
+/// Sizes `w` to the layout as [`generate_into`] does, then runs `task(i, slices)` for every
+/// challenge `i` in parallel on the rayon pool: the one driver of the gadget path
+/// ([`generate_into`]) and the native path ([`super::native`]). `task` must write every value
+/// of its slices (and of the prefix, when it gets it).
+///
+/// # Errors
+/// As [`generate_into`]; a task's [`TaskError`].
+pub fn generate_tasks_into<F>(
+    layout: &Layout,
+    partition: usize,
+    w: &mut Witness,
+    task: F,
+) -> Result<()>
+where
+    F: Fn(usize, &mut Task<'_>) -> std::result::Result<(), TaskError> + Sync,
+{
+    let (p, b) = (layout.prefix, layout.block);
     for (v, n, what) in [
         (&w.input, layout.num_inputs(), "input"),
         (&w.aux, layout.num_aux(), "aux"),
@@ -215,7 +294,7 @@ where
     let mut prefix = Some((prefix_in, prefix_aux));
     // Zero-length blocks still need one slice each for `zip`.
     let chunk = |len: usize| len.max(1);
-    let mut tasks: Vec<_> = blocks_in
+    let mut tasks: Vec<(usize, Task<'_>)> = blocks_in
         .chunks_mut(chunk(b.inputs))
         .chain(std::iter::repeat_with(|| &mut [][..]))
         .zip(
@@ -225,40 +304,62 @@ where
         )
         .take(layout.challenges)
         .enumerate()
-        .map(|(i, (bi, ba))| (i, if i == 0 { prefix.take() } else { None }, bi, ba))
-        .collect();
-    tasks
-        .par_iter_mut()
-        .try_for_each(|(i, prefix, bi, ba)| -> Result<()> {
-            let fail = |m: String| Error::Synthesis {
-                partition,
-                message: format!("witness of challenge {i}: {m}"),
-            };
-            let circuit = make(*i)?;
-            let mut cs = WitnessWriter {
-                prefix: prefix.take(),
+        .map(|(i, (bi, ba))| {
+            let t = Task {
+                prefix: if i == 0 { prefix.take() } else { None },
                 block_input: bi,
                 block_aux: ba,
-                prefix_inputs: p.inputs,
-                prefix_aux: p.aux,
-                inputs: 0,
-                aux: 0,
             };
-            cs.alloc_input(|| "one", || Ok(Fr::ONE))
-                .map_err(|e| fail(e.to_string()))?;
-            circuit.synthesize(&mut cs).map_err(|e| {
-                fail(format!(
-                    "{e} (after {} inputs and {} aux variables)",
-                    cs.inputs, cs.aux
-                ))
-            })?;
-            let want = (p.inputs + b.inputs, p.aux + b.aux);
-            if (cs.inputs, cs.aux) != want {
-                return Err(fail(format!(
-                    "allocated {} inputs and {} aux variables, the compiled circuit has {} and {}",
-                    cs.inputs, cs.aux, want.0, want.1
-                )));
-            }
-            Ok(())
+            (i, t)
         })
+        .collect();
+    tasks.par_iter_mut().try_for_each(|(i, t)| -> Result<()> {
+        task(*i, t).map_err(|e| match e {
+            TaskError::Message(m) => Error::Synthesis {
+                partition,
+                message: format!("witness of challenge {i}: {m}"),
+            },
+            TaskError::Error(e) => e,
+        })
+    })
+}
+
+/// Writes the prefix of a partition (`input`: its `layout.prefix.inputs` values, the constant
+/// one first; `aux`: its `layout.prefix.aux` values) by running `synthesize` — the circuit with
+/// no challenge — into a witness-only constraint system: the native path's prefix, which is
+/// the gadgets' own (a few hundred values: the replica id and its bits, the commitments, one
+/// Poseidon hash).
+///
+/// # Errors
+/// The gadget's error, or a message when it allocates another number of prefix variables than
+/// the layout has.
+pub(crate) fn write_prefix<F>(
+    layout: &Layout,
+    input: &mut [Fr],
+    aux: &mut [Fr],
+    synthesize: F,
+) -> std::result::Result<(), String>
+where
+    F: FnOnce(&mut WitnessWriter<'_>) -> std::result::Result<(), SynthesisError>,
+{
+    let p = layout.prefix;
+    let mut cs = WitnessWriter {
+        prefix: Some((input, aux)),
+        block_input: &mut [],
+        block_aux: &mut [],
+        prefix_inputs: p.inputs,
+        prefix_aux: p.aux,
+        inputs: 0,
+        aux: 0,
+    };
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))
+        .map_err(|e| e.to_string())?;
+    synthesize(&mut cs).map_err(|e| format!("prefix: {e}"))?;
+    if (cs.inputs, cs.aux) != (p.inputs, p.aux) {
+        return Err(format!(
+            "the prefix allocated {} inputs and {} aux variables, the compiled circuit has {} and {}",
+            cs.inputs, cs.aux, p.inputs, p.aux
+        ));
+    }
+    Ok(())
 }

@@ -1078,6 +1078,10 @@ impl Backend for GpuBackend {
         )
     }
 
+    fn parallel_partitions(&self) -> Option<usize> {
+        Some(self.capacities.len() * self.workers_per_device as usize)
+    }
+
     fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {
         // Conservative: the circuit once, and for every worker of the device the H step's three
         // domain buffers and z (what a worker's plan must hold for the GPU SpMV), beside the

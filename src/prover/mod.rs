@@ -112,6 +112,13 @@ pub trait Backend: Send + Sync {
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults>;
 
+    /// How many partitions this backend runs at once (the GPU: devices × workers per device),
+    /// which sizes the engine's gate of partitions in flight ([`crate::pipeline`]); `None`
+    /// (the default, the CPU backend): no gate, the host budget alone decides.
+    fn parallel_partitions(&self) -> Option<usize> {
+        None
+    }
+
     /// How the engine's pool of witness buffers ([`crate::gpu::hostpool::HostPool`]) serves
     /// this backend: the registry that page-locks them (`None`: plain pageable `Vec`s) and the
     /// most idle buffers kept between partitions (0: each is freed after its partition). The

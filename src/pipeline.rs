@@ -1,0 +1,224 @@
+//! The partition pipeline: how many partitions are in flight engine-wide.
+//!
+//! A partition in flight holds its witness buffer (z: 4.2 GB at 32 GiB) from its witness to
+//! the end of its GPU work. With the native witness (~0.5 s of 16 cores per 32 GiB partition)
+//! against ~2 s of GPU work, the GPU is kept busy by a witness or two made ahead of it: more
+//! partitions in flight only hold memory. So the engine admits at most
+//! `slots + ahead` partitions at once across all calls — `slots` the partitions the backend
+//! runs at once (GPU: devices × workers per device), `ahead` the witnesses made while they
+//! run ([`crate::EngineConfig::partitions_ahead`]) — and the host-memory budget
+//! ([`crate::budget`]) still decides below that. Admission is first come, first served.
+//!
+//! Steady state is then max(witness, GPU) per partition instead of their sum, and peak host
+//! memory is the parameters, the compiled circuit and `slots + ahead` witness buffers.
+
+use std::sync::{Condvar, Mutex};
+
+/// A counting gate of partitions in flight (see the module docs).
+#[derive(Debug)]
+pub struct Gate {
+    /// Most partitions admitted at once; `usize::MAX`: no gate.
+    limit: usize,
+    state: Mutex<GateState>,
+    freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    in_flight: usize,
+    /// Tickets handed out and the next one to admit (first come, first served).
+    next_ticket: u64,
+    serving: u64,
+}
+
+/// One admitted partition; its place is given back when this drops.
+#[derive(Debug)]
+pub struct Pass<'a> {
+    gate: &'a Gate,
+}
+
+impl Gate {
+    /// A gate of `limit` partitions (`None`: unlimited).
+    pub fn new(limit: Option<usize>) -> Self {
+        Gate {
+            limit: limit.map_or(usize::MAX, |l| l.max(1)),
+            state: Mutex::new(GateState::default()),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// The limit (`None`: unlimited).
+    pub fn limit(&self) -> Option<usize> {
+        (self.limit != usize::MAX).then_some(self.limit)
+    }
+
+    /// Partitions admitted now.
+    pub fn in_flight(&self) -> usize {
+        self.state.lock().map_or(0, |s| s.in_flight)
+    }
+
+    /// Waits for a place (in arrival order) and takes it.
+    pub fn enter(&self) -> Pass<'_> {
+        let mut s = match self.state.lock() {
+            Ok(s) => s,
+            // A poisoned gate admits (the budget still bounds memory).
+            Err(p) => p.into_inner(),
+        };
+        let ticket = s.next_ticket;
+        s.next_ticket += 1;
+        while s.serving != ticket || s.in_flight >= self.limit {
+            s = match self.freed.wait(s) {
+                Ok(s) => s,
+                Err(p) => p.into_inner(),
+            };
+        }
+        s.serving += 1;
+        s.in_flight += 1;
+        drop(s);
+        // The next ticket may be admissible too.
+        self.freed.notify_all();
+        Pass { gate: self }
+    }
+}
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.gate.state.lock() {
+            s.in_flight -= 1;
+        }
+        self.gate.freed.notify_all();
+    }
+}
+
+/// A value made by one thread and waited for by others: the parameters of a cold proof, read
+/// while its partitions' witnesses are made (the witness needs only the compiled circuit).
+#[derive(Debug)]
+pub struct Latch<T> {
+    value: Mutex<Option<Option<T>>>,
+    set: Condvar,
+}
+
+impl<T: Clone> Latch<T> {
+    /// An empty latch.
+    pub fn new() -> Self {
+        Latch {
+            value: Mutex::new(None),
+            set: Condvar::new(),
+        }
+    }
+
+    /// A latch holding `v` already.
+    pub fn with(v: T) -> Self {
+        Latch {
+            value: Mutex::new(Some(Some(v))),
+            set: Condvar::new(),
+        }
+    }
+
+    /// Sets the value (`None`: the maker failed; waiters get `None`). Only the first call counts.
+    pub fn set(&self, v: Option<T>) {
+        let mut g = match self.value.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if g.is_none() {
+            *g = Some(v);
+        }
+        drop(g);
+        self.set.notify_all();
+    }
+
+    /// Waits for the value: `None` when its maker failed.
+    pub fn wait(&self) -> Option<T> {
+        let mut g = match self.value.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        loop {
+            if let Some(v) = g.as_ref() {
+                return v.clone();
+            }
+            g = match self.set.wait(g) {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+        }
+    }
+}
+
+impl<T: Clone> Default for Latch<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn the_gate_never_admits_more_than_its_limit() {
+        let gate = Arc::new(Gate::new(Some(3)));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let now = Arc::new(AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..12 {
+                let (gate, peak, now) = (gate.clone(), peak.clone(), now.clone());
+                s.spawn(move || {
+                    for _ in 0..20 {
+                        let _p = gate.enter();
+                        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                        peak.fetch_max(n, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        now.fetch_sub(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+        assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn the_gate_admits_in_arrival_order() {
+        let gate = Arc::new(Gate::new(Some(1)));
+        let first = gate.enter();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        std::thread::scope(|s| {
+            for i in 0..4 {
+                let (g, order) = (gate.clone(), order.clone());
+                s.spawn(move || {
+                    let _p = g.enter();
+                    order.lock().unwrap().push(i);
+                });
+                // Each waiter takes its ticket before the next one starts.
+                while gate.state.lock().unwrap().next_ticket < i as u64 + 2 {
+                    std::thread::yield_now();
+                }
+            }
+            drop(first);
+        });
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(Gate::new(None).limit(), None);
+    }
+
+    #[test]
+    fn a_latch_hands_its_value_or_its_failure_to_every_waiter() {
+        let l = Latch::<u32>::new();
+        std::thread::scope(|s| {
+            let waiters: Vec<_> = (0..4).map(|_| s.spawn(|| l.wait())).collect();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            l.set(Some(7));
+            l.set(Some(8)); // ignored: the first value stays
+            for w in waiters {
+                assert_eq!(w.join().unwrap(), Some(7));
+            }
+        });
+        let failed = Latch::<u32>::new();
+        failed.set(None);
+        assert_eq!(failed.wait(), None);
+        assert_eq!(Latch::with(3u32).wait(), Some(3));
+    }
+}
