@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::{Fp, Fp2, Scalar};
-use cuzk::gpu::device::testing::{self, TestField};
 use cuzk::gpu::device::{Device, DeviceRepr};
+use cuzk::gpu::testing::{self, TestField};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
