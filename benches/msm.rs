@@ -464,7 +464,7 @@ fn main() {
 /// checked against blstrs on a sample.
 #[cfg(feature = "test-hooks")]
 fn affine_probe(dev: &Arc<Device>) {
-    use cuzk::gpu::device::testing::g1_add_probe;
+    use cuzk::gpu::testing::g1_add_probe;
     let ks = sizes("CUZK_BENCH_MSM_AFFINE", "");
     if ks.is_empty() {
         return;

@@ -107,7 +107,7 @@ fn bench(c: &mut Criterion) {
         let mut buf = random_buf(&dev, n, 9);
         let iters = 256u32;
         let mut run =
-            || cuzk::gpu::device::testing::fr_mul_chain(&stream, &mut buf, iters, product).unwrap();
+            || cuzk::gpu::testing::fr_mul_chain(&stream, &mut buf, iters, product).unwrap();
         run();
         let ms = median_ms(&dev, &stream, 5, &mut run);
         let muls = (n as f64) * 2.0 * iters as f64;

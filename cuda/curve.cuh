@@ -40,12 +40,6 @@
 #endif
 #endif
 
-// Lazy reduction in the point formulas (1, the default) or the plain products (0:
-// `CUZK_NVCC_FLAGS=-DCUZK_LAZY=0`, the form before; kept for A/B runs, BENCHMARKS.md).
-#ifndef CUZK_LAZY
-#define CUZK_LAZY 1
-#endif
-
 namespace cuzk_curve {
 
 #if defined(__CUDACC__)
@@ -102,11 +96,7 @@ template <bool INL> struct alignas(16) FpT {
     __device__ __forceinline__ static FpT sqr(const FpT& a) { return {fp_mul_k<INL>(a.v, a.v)}; }
     /// a * b + c * d with one Montgomery reduction (lazy reduction, field.cuh `mul_sum`).
     __device__ __forceinline__ static FpT mul_add(const FpT& a, const FpT& b, const FpT& c, const FpT& d) {
-#if CUZK_LAZY
         return {fp_mul_add_k<INL>(a.v, b.v, c.v, d.v)};
-#else
-        return a * b + c * d;
-#endif
     }
     __device__ __forceinline__ static FpT dbl(const FpT& a) { return {cuzk::Fp::dbl(a.v)}; }
     __device__ __forceinline__ friend FpT operator+(const FpT& a, const FpT& b) { return {a.v + b.v}; }
@@ -151,11 +141,7 @@ template <bool INL> struct alignas(16) Fp2T {
     __device__ __forceinline__ static Fp2T sqr(const Fp2T& a) { return fp2_sqr_ool<INL>(a); }
     /// a * b + c * d, one reduction per coordinate (two sums of four Fp products).
     __device__ __forceinline__ static Fp2T mul_add(const Fp2T& a, const Fp2T& b, const Fp2T& c, const Fp2T& d) {
-#if CUZK_LAZY
         return fp2_mul_add_ool<INL>(a, b, c, d);
-#else
-        return a * b + c * d;
-#endif
     }
     __device__ __forceinline__ static Fp2T dbl(const Fp2T& a) { return {B::dbl(a.c0), B::dbl(a.c1)}; }
     __device__ __forceinline__ friend Fp2T operator+(const Fp2T& a, const Fp2T& b) { return {a.c0 + b.c0, a.c1 + b.c1}; }
@@ -176,13 +162,7 @@ static_assert(sizeof(Fp2X) == 96 && sizeof(Fp2I) == 96, "Fp2X / Fp2I must match 
 /// (a0 b0 - a1 b1) + (a0 b1 + a1 b0) u (u^2 = -1), each coordinate one lazy-reduction
 /// `mul_add` (cuzk::Fp2::mul's form; it replaced Karatsuba, see BENCHMARKS.md).
 template <bool INL> __device__ __noinline__ Fp2T<INL> fp2_mul_ool(Fp2T<INL> a, Fp2T<INL> b) {
-#if CUZK_LAZY
     return {FpT<INL>::mul_add(a.c0, b.c0, a.c1, -b.c1), FpT<INL>::mul_add(a.c0, b.c1, a.c1, b.c0)};
-#else
-    FpT<INL> v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;  // Karatsuba
-    FpT<INL> s = (a.c0 + a.c1) * (b.c0 + b.c1);
-    return {v0 - v1, s - v0 - v1};
-#endif
 }
 
 /// a * b + c * d in Fp2: each coordinate is a sum of four Fp products with one reduction.

@@ -32,16 +32,6 @@
 #pragma once
 #include <stdint.h>
 
-// Montgomery product variant of Field::mul (see there): 0 split, 1 wide, 2 cios.
-#ifndef CUZK_MUL
-#define CUZK_MUL 0
-#endif
-// Fr's reduction rows with additions for the modulus' two low limbs (1, the default) or as
-// products like Fp's (0: `CUZK_NVCC_FLAGS=-DCUZK_FR_LOW_ADD=0`, the form before, for A/B runs).
-#ifndef CUZK_FR_LOW_ADD
-#define CUZK_FR_LOW_ADD 1
-#endif
-
 namespace cuzk {
 
 // ---------------------------------------------------------------------------------------------
@@ -405,11 +395,9 @@ struct alignas(16) Field {
             mac_pairs<I + 1, 1>(A1, b[k].l[I], A{a[k]});
         }
         const uint32_t m = (E[I] + O[I] + c) * C::M0;
-#if CUZK_FR_LOW_ADD
         if constexpr (C::LOW_SOLINAS)
             reduce_low_solinas<I>(A0, A1, m, p);
         else
-#endif
         {
             mac_pairs<I, 0>(A0, m, p);
             mac_pairs<I + 1, 1>(A1, m, p);
@@ -505,19 +493,13 @@ struct alignas(16) Field {
         return reduce_once(r);
     }
 
-    /// Montgomery product a * b * R^-1 mod p. The variant is chosen at compile time by
-    /// CUZK_MUL (`CUZK_NVCC_FLAGS=-DCUZK_MUL=1`): 0 (default) `mul_split`, 1 `mul_wide`,
-    /// 2 `mul_cios`. All three are checked against blstrs by tests/gpu_field.rs (ops 11-13).
+    /// Montgomery product a * b * R^-1 mod p: `mul_split`, the fastest of the three variants on
+    /// the H200 (the other two stay for the NTT pass kernel's `PassProduct` and the tests). All
+    /// three are checked against blstrs by tests/gpu_field.rs (ops 11-13).
     /// Instructions per Fp product on sm_90 (ptxas 13.0): split 480 (287 IMAD.WIDE, no moves),
     /// wide 776 (276 IMAD.WIDE, 387 moves), cios 1280; BENCHMARKS.md has the MSM effect.
     __device__ __forceinline__ static Field mul(const Field& a, const Field& b) {
-#if CUZK_MUL == 2
-        return mul_cios(a, b);
-#elif CUZK_MUL == 1
-        return mul_wide(a, b);
-#else
         return mul_split(a, b);
-#endif
     }
     /// a^2 (Montgomery).
     __device__ __forceinline__ static Field sqr(const Field& a) { return mul(a, a); }

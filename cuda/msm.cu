@@ -20,22 +20,13 @@ typedef cuzk_curve::FpX Fp;
 typedef cuzk_curve::Fp2X Fp2;
 typedef cuzk_curve::FpI FpAcc;
 typedef cuzk_curve::Fp2I Fp2Acc;
-// The batch-affine accumulation's kind: the one out-of-line product (default) or, with
-// -DCUZK_AFFINE_OOL=0 (CUZK_NVCC_FLAGS), the inlined one. Unlike the XYZZ loop (one mixed
+// The batch-affine accumulation's kind: the one out-of-line product. Unlike the XYZZ loop (one mixed
 // addition per iteration), a step here runs a forward pass, an inversion and a backward pass:
 // inlined, that was 7,500 instructions (120 KB) of hot code, and warps stalled on instruction
 // fetch (ncu: 31 % of the cycles between issues). Out of line the loops are ~1,100 instructions
-// around one 440-instruction product: H200 G1 2^27 1,092 -> 909 ms (BENCHMARKS.md, seventh session).
-#ifndef CUZK_AFFINE_OOL
-#define CUZK_AFFINE_OOL 1
-#endif
-#if CUZK_AFFINE_OOL
+// around one 440-instruction product: H200 G1 2^27 1,092 -> 909 ms (docs/history/BENCHMARKS-2026-11-29-to-12-03.md, *R2*).
 typedef cuzk_curve::FpX FpAff;
 typedef cuzk_curve::Fp2X Fp2Aff;
-#else
-typedef cuzk_curve::FpI FpAff;
-typedef cuzk_curve::Fp2I Fp2Aff;
-#endif
 
 #define FULL_MASK 0xffffffffu
 

@@ -32,17 +32,6 @@
 
 #include "msm.cuh"
 
-// The step's inversion shared by the block (1, default) or one per thread (0: the form before,
-// `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_BLOCK_INV=0`, for A/B runs).
-#ifndef CUZK_AFFINE_BLOCK_INV
-#define CUZK_AFFINE_BLOCK_INV 1
-#endif
-// The step's inversion by the binary extended Euclidean algorithm (1, default) or by Fermat (0:
-// `CUZK_NVCC_FLAGS=-DCUZK_AFFINE_BININV=0`, the form before, for A/B runs).
-#ifndef CUZK_AFFINE_BININV
-#define CUZK_AFFINE_BININV 1
-#endif
-
 namespace cuzk_msm {
 
 /// Chain flag: the accumulator is empty (infinity).
@@ -128,16 +117,11 @@ CUZK_COLD void affine_flush(const affine_args<F>& a, u32 g, u64 pos, chain_meta&
 
 /// The inversion of one step, out of line: called once per block and step, and its code stays
 /// out of the loop bodies. The binary extended Euclidean inversion (`Fp::inverse_vartime`, ~27 k
-/// instructions; variable time, which adds no new kind of leak: the MSM is not constant-time
-/// anyway — its bucket sizes, exceptional cases and memory accesses follow the scalars) or, with
-/// `-DCUZK_AFFINE_BININV=0`, Fermat's (~485 products, ~230 k instructions; the form before, for
-/// A/B runs).
+/// instructions against ~230 k for Fermat's; variable time, which adds no new kind of leak: the
+/// MSM is not constant-time anyway — its bucket sizes, exceptional cases and memory accesses
+/// follow the scalars).
 CUZK_COLD cuzk::Fp fp_inverse_ool(cuzk::Fp a) {
-#if CUZK_AFFINE_BININV
     return cuzk::Fp::inverse_vartime(a);
-#else
-    return cuzk::Fp::inverse(a);
-#endif
 }
 
 /// x^-1 in the wrapper kind of the batch-affine kernel: Fp by `fp_inverse_ool`.
@@ -223,11 +207,7 @@ template <u32 B, class F> CUZK_HD void body_accumulate_affine(u32 s, const affin
             }
             prefix.store(a.scratch + g);
         }
-#if CUZK_AFFINE_BLOCK_INV
         F inv = block_inverse<B>(prefix, a.tree);
-#else
-        F inv = inverse_ool(prefix);
-#endif
         // backward: peel each inverse, add
         for (u32 i = CH; i-- > 0;) {
             const u32 g = i * a.S + s;

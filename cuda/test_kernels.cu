@@ -2,7 +2,7 @@
 // One thread per element; `op` selects the operation (codes below, mirrored in the test):
 //   0 add  1 sub  2 mul  3 sqr  4 neg  5 inverse  6 to_mont  7 from_mont  8 eq (out = 1 or 0)
 //   9 dbl  10 is_zero (out = 1 or 0)  11 mul_cios  12 mul_wide  13 mul_split (11-13: Fr and Fp
-//   only; `mul`, op 2, is the variant CUZK_MUL selects, mul_split by default)
+//   only; `mul`, op 2, is mul_split)
 //   14 a*b + (a+b)*b by one `mul_add` (lazy reduction; all three fields)
 //   15 a*a + a*b + b*b + (a+b)*(a+b) by one `mul_sum<4>` (Fp only: Fr allows K <= 2)
 //   16 inverse_vartime (the binary extended Euclidean inversion; all three fields)

@@ -46,7 +46,7 @@
 //! are not verified, `--check` checks the MSMs instead.
 //!
 //! Prints one line per partition (generation time; compute = wall time inside
-//! `Backend::compute`, scheduler queue and GPU-section wait included; gpu = the sum of the
+//! `ProverBackend::compute`, scheduler queue and GPU-section wait included; gpu = the sum of the
 //! device stages transfer + ntt + msm_*; each stage; device; tier) and
 //! per proof, then per phase: throughput (partitions/s), stage statistics, the tiers and devices
 //! used, and device memory: free before the phase (baseline), lowest free during it (peak use),
@@ -77,7 +77,7 @@ use cuzk::gpu::alloc::{
 use cuzk::gpu::device;
 use cuzk::progress::{Reporter, Timings};
 use cuzk::prover::gpu::{pinned_registry, GpuBackend};
-use cuzk::prover::{Backend as _, CpuBackend, MsmResults, PartitionCtx};
+use cuzk::prover::{CpuBackend, MsmResults, PartitionCtx, ProverBackend as _};
 use cuzk::srs::Srs;
 use cuzk::synth::{Assignment, Density};
 use cuzk::{EngineConfig, Error, Stage};
@@ -618,7 +618,7 @@ struct PartRec {
     part: usize,
     /// Seconds to generate the synthetic assignment (stands in for synthesis).
     gen_s: f64,
-    /// Seconds inside `Backend::compute` (GPU-section wait included).
+    /// Seconds inside `ProverBackend::compute` (GPU-section wait included).
     compute_s: f64,
     /// Seconds per stage in [`STAGES`] order, summed over attempts.
     stages: [f64; STAGES.len()],

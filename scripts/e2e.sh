@@ -11,12 +11,12 @@
 # when the disk does ≥ 1 GB/s, else from the page cache that gen-params left: said in summary).
 #
 # Usage: scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
-#   unit tests of device-run.sh's `gputests` plus gpu_fixed_base and gpu_alloc) or `anchors`
+#   unit tests of device-run.sh's `core` plus gpu_alloc) or `anchors`
 #   (ours beside SupraSeal on 2 KiB and 8 MiB; binary supraseal-anchor from bench-anchors/supraseal)
 # Everything goes to $E (default /tmp/e2e): $E/summary.txt, $E/<size>/*.log, $E/done when the
 # last step has ended. One size's parameters at a time (the device's disk is 64 GiB): a size's
 # step deletes the files of the sizes before it. Run detached so that it outlives the device call
-# (device-run.sh block `e2e-start`, then `e2e-wait` calls back to back).
+# (device-run.sh block `e2e`, then `e2e-wait` calls back to back).
 F=${F:-.dev/final}; E=${E:-/tmp/e2e}; mkdir -p "$E"; S=$E/summary.txt
 rm -f "$E/done" "$S"; echo $$ > "$E/pid"; trap 'date +%s > "$E/done"' EXIT
 export RUST_BACKTRACE=1 CUZK_REQUIRE_GPU=1

@@ -28,7 +28,11 @@ pub enum DeviceFault {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Every error cuzk can return. Messages carry the numbers a user needs to act.
+///
+/// Non-exhaustive: later versions may add variants (a new code within its group), so a `match`
+/// outside cuzk needs a wildcard arm; [`Error::code`] gives the group of any variant.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     // ---- input: 100-199 ----
     /// The C1 output is not valid JSON of the expected shape (or the wrapper's base64 is bad).
@@ -289,6 +293,61 @@ pub(crate) mod tests {
             Error::Panic(String::new()),
             Error::Internal(String::new()),
         ]
+    }
+
+    /// README.md's table of status codes lists every variant once, with its code, its C name
+    /// (`CUZK_STATUS_` + the variant in upper snake case, as `include/cuzk.h` spells it) and the
+    /// `cuzk` command's exit status for it, plus the success row.
+    #[test]
+    fn readme_status_table_matches_the_codes() {
+        let readme = include_str!("../README.md");
+        let start = readme
+            .find("<!-- status-codes:")
+            .expect("README.md has the status-code table");
+        let end = start
+            + readme[start..]
+                .find("<!-- /status-codes -->")
+                .expect("the table's end marker");
+        let rows: Vec<(i32, String, String, i32)> = readme[start..end]
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| code"))
+            .map(|l| {
+                let c: Vec<&str> = l.split('|').map(|c| c.trim().trim_matches('`')).collect();
+                let num = |s: &str| s.parse::<i32>().unwrap_or_else(|e| panic!("{l}: {e}"));
+                (num(c[1]), c[2].to_string(), c[3].to_string(), num(c[5]))
+            })
+            .collect();
+        let upper_snake = |name: &str| {
+            let mut out = String::new();
+            for (i, ch) in name.chars().enumerate() {
+                if ch.is_ascii_uppercase() && i > 0 {
+                    out.push('_');
+                }
+                out.push(ch.to_ascii_uppercase());
+            }
+            out
+        };
+        let mut want = vec![(0, "OK".to_string(), "—".to_string(), 0)];
+        for e in all_errors() {
+            let debug = format!("{e:?}");
+            let name = debug
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .next()
+                .unwrap()
+                .to_string();
+            let code = e.code();
+            want.push((
+                code,
+                upper_snake(&name),
+                name,
+                (code / 100) * 10 + code % 100,
+            ));
+        }
+        want.sort_by_key(|w| w.0);
+        assert_eq!(
+            rows, want,
+            "README.md's status codes (in code order) against src/error.rs"
+        );
     }
 
     #[test]

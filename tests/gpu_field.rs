@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::{Fp, Fp2, Scalar};
-use cuzk::gpu::device::testing::{self, TestField};
 use cuzk::gpu::device::{Device, DeviceRepr};
+use cuzk::gpu::testing::{self, TestField};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -313,7 +313,7 @@ where
 }
 
 /// Every Montgomery product variant (`Fr`/`Fp` `mul_cios`, `mul_wide`, `mul_split`; `mul`, op 2,
-/// checked by every other test here, is the one `CUZK_MUL` selects) against blstrs.
+/// checked by every other test here, is `mul_split`) against blstrs.
 #[test]
 fn mul_variants_match_blstrs() {
     let Some(dev) = device() else { return };

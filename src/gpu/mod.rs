@@ -23,5 +23,8 @@ pub mod msm;
 pub mod ntt;
 #[cfg(feature = "cuda")]
 pub mod spmv;
+#[cfg(all(feature = "cuda", any(test, feature = "test-hooks")))]
+#[doc(hidden)]
+pub mod testing;
 #[cfg(feature = "cuda")]
 pub mod upload;

@@ -11,7 +11,7 @@ use ff::Field;
 use group::Group;
 use rayon::prelude::*;
 
-use super::{Backend, MsmResults, PartitionCtx};
+use super::{MsmResults, PartitionCtx, ProverBackend};
 use crate::error::{Error, Result};
 use crate::progress::Stage;
 use crate::srs::Srs;
@@ -150,7 +150,7 @@ pub(crate) fn input_msms(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuBackend;
 
-impl Backend for CpuBackend {
+impl ProverBackend for CpuBackend {
     fn name(&self) -> &'static str {
         "cpu"
     }

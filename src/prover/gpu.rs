@@ -14,7 +14,7 @@
 //! per range however many workers use it; pageable copies if pinning fails): the parameters'
 //! bases once per parameter file, the first time a partition uses them, kept while the backend
 //! lives; the compiled path's aux once per buffer of the engine's host pool
-//! ([`crate::gpu::hostpool`], one idle buffer per worker: [`Backend::host_pool_config`]), so its
+//! ([`crate::gpu::hostpool`], one idle buffer per worker: [`ProverBackend::host_pool_config`]), so its
 //! uploads find it registered (a shared hit, no driver call); a, b, c (when computed on the
 //! host) and the reference path's aux per partition. The inputs (≤ a few hundred values) are
 //! copied pageable: a registration would cost more than the copy.
@@ -32,7 +32,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
 use group::Group;
 
 use super::cpu::CpuBackend;
-use super::{Backend, LentAssignment, MsmResults, PartitionCtx};
+use super::{LentAssignment, MsmResults, PartitionCtx, ProverBackend};
 use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
@@ -1064,7 +1064,7 @@ impl GpuBackend {
     }
 }
 
-impl Backend for GpuBackend {
+impl ProverBackend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"
     }
@@ -1117,7 +1117,7 @@ impl Backend for GpuBackend {
     /// timeout on any attempt sets `ctx.host_buffers_busy`.
     ///
     /// # Errors
-    /// As [`Backend::compute`]; [`Error::Synthesis`] naming the first failing constraint;
+    /// As [`ProverBackend::compute`]; [`Error::Synthesis`] naming the first failing constraint;
     /// [`Error::Internal`] for a witness of the wrong size.
     fn compute_compiled(
         &self,

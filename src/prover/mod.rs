@@ -14,6 +14,10 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 
+/// The trait's old name, inside the crate only, while `engine.rs` still uses it (the lead's file:
+/// its `use crate::prover::{self, Backend, …}` and `dyn Backend` become `ProverBackend`, then this
+/// line goes).
+pub(crate) use self::ProverBackend as Backend;
 pub use cpu::CpuBackend;
 
 use bellperson::groth16::{Proof, VerifyingKey};
@@ -60,7 +64,7 @@ pub struct PartitionCtx<'a> {
     /// Allocator tier that ran (GPU backend).
     pub tier: Option<String>,
     /// Host memory for a, b, c beyond the partition's permit, when that permit counted only
-    /// the witness ([`Backend::abc_on_host`] was false): taken if they are computed on the host
+    /// the witness ([`ProverBackend::abc_on_host`] was false): taken if they are computed on the host
     /// after all. `None`: nothing to take (already counted, or no budget involved).
     pub host_top_up: Option<crate::budget::HostTopUp>,
     /// Set by a backend when a device copy from the partition's host buffers (its witness)
@@ -86,8 +90,9 @@ impl<'a> PartitionCtx<'a> {
     }
 }
 
-/// A prover backend: computes the H polynomial and the MSMs of one partition.
-pub trait Backend: Send + Sync {
+/// A prover backend: computes the H polynomial and the MSMs of one partition ([`CpuBackend`], the
+/// GPU one). Not [`crate::Backend`], the configuration's choice of where partitions run.
+pub trait ProverBackend: Send + Sync {
     /// `"cpu"` or `"gpu"`.
     fn name(&self) -> &'static str;
 
@@ -129,7 +134,7 @@ pub trait Backend: Send + Sync {
 
     /// The compiled path: a = A·z, b = B·z, c = C·z of witness `w` by the matrices of `cc`, the
     /// R1CS check a∘b = c ([`Error::Synthesis`] naming the first failing constraint, before any
-    /// MSM), then what [`Backend::compute`] does. The default runs the SpMV and the check on the
+    /// MSM), then what [`ProverBackend::compute`] does. The default runs the SpMV and the check on the
     /// CPU (timed as [`Stage::Spmv`](crate::progress::Stage::Spmv)); a backend that can do them
     /// on its device overrides it, so that only z crosses to the device.
     ///
@@ -138,7 +143,7 @@ pub trait Backend: Send + Sync {
     /// device copy from them is still running unless `ctx.host_buffers_busy` says so.
     ///
     /// # Errors
-    /// As [`Backend::compute`], plus [`Error::Synthesis`] for an unsatisfied witness and
+    /// As [`ProverBackend::compute`], plus [`Error::Synthesis`] for an unsatisfied witness and
     /// [`Error::Internal`] for a witness of the wrong size.
     fn compute_compiled(
         &self,
@@ -166,7 +171,7 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// The proving assignment of a borrowed witness ([`Backend::compute_compiled`]): its `input`
+/// The proving assignment of a borrowed witness ([`ProverBackend::compute_compiled`]): its `input`
 /// and `aux` are the witness's vectors, moved back into the witness when this drops — on
 /// success, on error and while unwinding — so a pooled buffer lent to a backend is never freed
 /// inside it (the engine's guard of the buffer releases its registration first).
