@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::gpu::hostpool::HostPool;
 use crate::pipeline::{Gate, Latch};
 use crate::progress::{Reporter, Stage, Timings};
-use crate::prover::{self, Backend, CpuBackend, PartitionCtx, PROOF_BYTES};
+use crate::prover::{self, CpuBackend, PartitionCtx, ProverBackend, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Srs};
 use crate::synth::Assignment;
 
@@ -109,7 +109,7 @@ pub struct Engine {
     /// Layouts recorded for [`Engine::witness_c1`] (no matrices), keyed likewise.
     layouts: Mutex<HashMap<PathBuf, Slot<circuit::Layout>>>,
     cpu: CpuBackend,
-    gpu: Option<Arc<dyn Backend>>,
+    gpu: Option<Arc<dyn ProverBackend>>,
     /// One-shot switch of [`Engine::inject_panic_for_test`].
     #[cfg(feature = "test-hooks")]
     panic_next: AtomicBool,
@@ -186,7 +186,7 @@ impl Engine {
         self.backend().name()
     }
 
-    fn backend(&self) -> &dyn Backend {
+    fn backend(&self) -> &dyn ProverBackend {
         match &self.gpu {
             Some(g) => g.as_ref(),
             None => &self.cpu,
@@ -515,12 +515,12 @@ pub const HOST_BYTES_ABC: u64 = 170;
 pub const HOST_BYTES_WITNESS: u64 = 40;
 
 #[cfg(feature = "cuda")]
-fn gpu_backend(config: &EngineConfig) -> Result<Arc<dyn Backend>> {
-    crate::prover::gpu::GpuBackend::new(config).map(|b| Arc::new(b) as Arc<dyn Backend>)
+fn gpu_backend(config: &EngineConfig) -> Result<Arc<dyn ProverBackend>> {
+    crate::prover::gpu::GpuBackend::new(config).map(|b| Arc::new(b) as Arc<dyn ProverBackend>)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_backend(_config: &EngineConfig) -> Result<Arc<dyn Backend>> {
+fn gpu_backend(_config: &EngineConfig) -> Result<Arc<dyn ProverBackend>> {
     Err(Error::NoDevice(
         "cuzk was built without the `cuda` feature".into(),
     ))

@@ -17,7 +17,6 @@ pub mod gpu;
 /// The trait's old name, inside the crate only, while `engine.rs` still uses it (the lead's file:
 /// its `use crate::prover::{self, Backend, …}` and `dyn Backend` become `ProverBackend`, then this
 /// line goes).
-pub(crate) use self::ProverBackend as Backend;
 pub use cpu::CpuBackend;
 
 use bellperson::groth16::{Proof, VerifyingKey};

@@ -9,6 +9,3 @@ pub mod tape;
 
 pub use tape::Tape;
 pub mod block;
-pub mod column;
-pub mod por;
-pub mod sha256;
