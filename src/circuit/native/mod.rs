@@ -8,3 +8,6 @@
 pub mod tape;
 
 pub use tape::Tape;
+pub mod column;
+pub mod por;
+pub mod poseidon;
