@@ -3,9 +3,12 @@
 //!
 //! Safe because nothing here is trusted: the witness is checked against the recorded R1CS
 //! (a∘b = c on every row) before any MSM, and tests compare it value for value with the gadget
-//! witness (`CUZK_WITNESS=gadget`).
+//! witness (`CUZK_SYNTHESIS=gadget`).
 
 pub mod tape;
 
 pub use tape::Tape;
 pub mod block;
+pub mod column;
+pub mod por;
+pub mod poseidon;
