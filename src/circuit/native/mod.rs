@@ -5,6 +5,7 @@
 //! (a∘b = c on every row) before any MSM, and tests compare it value for value with the gadget
 //! witness (`CUZK_SYNTHESIS=gadget`).
 
+pub mod sha256;
 pub mod tape;
 
 pub use tape::Tape;
