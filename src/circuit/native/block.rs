@@ -22,11 +22,14 @@ use filecoin_proofs::DefaultPieceHasher;
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait, MerkleTreeTrait};
 use storage_proofs_porep::stacked::{self, StackedCircuit};
 
+use super::por::TreeShape;
 use super::sha256::{self, Bit};
-use super::{column, por, Tape};
+use super::{column, por, poseidon, Tape};
 use crate::circuit::witness::{self, Task, TaskError, Witness};
 use crate::circuit::Layout;
 use crate::error::{Error, Result};
+use ff::Field;
+use sha2::digest::typenum::Unsigned;
 
 type Vanilla<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 type TreeProof<Tree> = MerkleProof<
@@ -81,7 +84,15 @@ pub fn witness_into<Tree: 'static + MerkleTreeTrait>(
         return Err(bad("inconsistent comm_c / comm_r_last"));
     }
     let replica_id: Fr = public_inputs.replica_id.into();
-    let replica_bits = sha256::replica_id_bits(&replica_id);
+    // The prefix's `reverse_bit_numbering(to_bits_le(replica_id))`: variables there, whose
+    // values the blocks read (allocated on a scratch tape here; the prefix writes its own).
+    let replica_bits = {
+        let mut scratch = vec![Fr::ZERO; 256];
+        sha256::reverse_bit_numbering(sha256::num_to_bits_le(
+            &mut Tape::new(&mut scratch),
+            &replica_id,
+        ))
+    };
     let layers = pp.num_layers;
     witness::generate_tasks_into(layout, k, w, |i, task: &mut Task<'_>| {
         if let Some((input, aux)) = task.prefix.take() {
@@ -155,12 +166,20 @@ fn challenge<Tree: 'static + MerkleTreeTrait>(
     }
     let mut t = Tape::new(aux);
     let mut packed = Vec::with_capacity(inputs.len());
+    let shape = TreeShape::new(
+        Tree::Arity::to_usize(),
+        Tree::SubTreeArity::to_usize(),
+        Tree::TopTreeArity::to_usize(),
+    );
+    let sha_node =
+        |t: &mut Tape<'_>, c: &[Fr], _: usize| sha256::hash_multi_leaf2(t, &[c[0], c[1]]);
 
     // 1. Data leaf and its path in tree D.
     let data_leaf: Fr = p.comm_d_proofs.leaf().into();
     t.alloc(data_leaf);
     let d = levels(&p.comm_d_proofs)?;
-    packed.push(por::path(&mut t, data_leaf, &d, sha256::hash_multi_leaf2));
+    por::por_path(&mut t, TreeShape::BINARY, data_leaf, &d, sha_node);
+    packed.push(por::path_input(TreeShape::BINARY, &d));
 
     // 2. Parent columns, their hashes and paths in tree C.
     let mut columns: Vec<Vec<Fr>> = Vec::with_capacity(DRG_PARENTS + EXP_PARENTS);
@@ -169,9 +188,9 @@ fn challenge<Tree: 'static + MerkleTreeTrait>(
             .map(|l| cp.get_node_at_layer(l).map(|&d| d.into()))
             .collect::<std::result::Result<Vec<Fr>, _>>()
             .map_err(|e| format!("parent column: {e:#}"))?;
-        let hash = column::column(&mut t, &rows);
         let path = column_levels::<Tree>(cp)?;
-        packed.push(por::path(&mut t, hash, &path, por::poseidon_node));
+        column::column_opening(&mut t, shape, &rows, &path);
+        packed.push(por::path_input(shape, &path));
         columns.push(rows);
     }
 
@@ -181,15 +200,17 @@ fn challenge<Tree: 'static + MerkleTreeTrait>(
     packed.push(Fr::from(node));
 
     // 4. The labels of the challenged node, layer by layer.
+    let label_bits =
+        |t: &mut Tape<'_>, v: &Fr| sha256::reverse_bit_numbering(sha256::num_to_bits_le(t, v));
     let mut labels = Vec::with_capacity(layers);
     for layer in 1..=layers {
         let mut parents: Vec<Vec<Bit>> = Vec::with_capacity(DRG_PARENTS + EXP_PARENTS);
         for col in &columns[..DRG_PARENTS] {
-            parents.push(sha256::label_bits(&mut t, &col[layer - 1]));
+            parents.push(label_bits(&mut t, &col[layer - 1]));
         }
         if layer > 1 {
             for col in &columns[DRG_PARENTS..] {
-                parents.push(sha256::label_bits(&mut t, &col[layer - 2]));
+                parents.push(label_bits(&mut t, &col[layer - 2]));
             }
         }
         let mut expanded: Vec<&[Bit]> = Vec::with_capacity(LABEL_PARENTS);
@@ -210,15 +231,16 @@ fn challenge<Tree: 'static + MerkleTreeTrait>(
     let key = *labels
         .last()
         .ok_or_else(|| "a circuit without layers".to_string())?;
-    let encoded = key + data_leaf;
-    t.alloc(encoded);
+    let encoded = column::encode(&mut t, key, data_leaf);
     let r = levels(&p.comm_r_last_proof)?;
-    packed.push(por::path(&mut t, encoded, &r, por::poseidon_node));
+    por::por_path(&mut t, shape, encoded, &r, poseidon::poseidon_node);
+    packed.push(por::path_input(shape, &r));
 
     // 6. The challenged node's column hash and its path in tree C.
     let hash = column::column_hash(&mut t, &labels);
     let c = column_levels::<Tree>(&rc.c_x)?;
-    packed.push(por::path(&mut t, hash, &c, por::poseidon_node));
+    por::por_path(&mut t, shape, hash, &c, poseidon::poseidon_node);
+    packed.push(por::path_input(shape, &c));
 
     t.finish().map_err(|(got, want)| {
         format!("the native witness allocated {got} aux values, the compiled circuit has {want}")
