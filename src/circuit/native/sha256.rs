@@ -24,7 +24,9 @@ pub mod bits;
 
 use blstrs::Scalar as Fr;
 
-pub use bits::{num_to_bits_le, reverse_bit_numbering, uint64_alloc, Bit, Sum, UInt64, Word};
+pub use bits::{
+    fr_bits_le, num_to_bits_le, reverse_bit_numbering, uint64_alloc, Bit, Sum, UInt64, Word,
+};
 
 use crate::circuit::native::Tape;
 

@@ -10,6 +10,10 @@
 use blstrs::Scalar as Fr;
 use ff::Field;
 
+/// The values of a boolean variable, indexed by the bit: a load, not a branch (witness bits are
+/// random, a branch on them mispredicts half the time).
+const BIT_VALUES: [Fr; 2] = [Fr::ZERO, Fr::ONE];
+
 /// The aux slice of one challenge block and a cursor into it.
 ///
 /// Writes past the end are counted, not stored (no panic on the hot path): [`Tape::finish`]
@@ -37,7 +41,7 @@ impl<'a> Tape<'a> {
     /// Appends one boolean aux value: `Fr::ONE` or `Fr::ZERO` (an `AllocatedBit`).
     #[inline(always)]
     pub fn alloc_bit(&mut self, b: bool) {
-        self.alloc(if b { Fr::ONE } else { Fr::ZERO });
+        self.alloc(BIT_VALUES[b as usize]);
     }
 
     /// Appends the 32 bits of `word`, least significant first, where `mask` has a one: the
@@ -45,11 +49,31 @@ impl<'a> Tape<'a> {
     /// variables (the others constants, or copies of operand bits).
     #[inline(always)]
     pub fn alloc_bits_masked(&mut self, word: u32, mask: u32) {
-        let mut m = mask;
-        while m != 0 {
-            let i = m.trailing_zeros();
-            self.alloc_bit(word >> i & 1 == 1);
-            m &= m - 1;
+        let k = mask.count_ones() as usize;
+        match self.aux.get_mut(self.n..self.n + k) {
+            // One bounds check for the word; the common case (all 32 bits) unrolls.
+            Some(dst) if mask == u32::MAX => {
+                for (i, slot) in dst.iter_mut().enumerate() {
+                    *slot = BIT_VALUES[(word >> i & 1) as usize];
+                }
+                self.n += k;
+            }
+            Some(dst) => {
+                let mut m = mask;
+                for slot in dst {
+                    *slot = BIT_VALUES[(word >> m.trailing_zeros() & 1) as usize];
+                    m &= m - 1;
+                }
+                self.n += k;
+            }
+            // Past the end: counted by `alloc`, not stored.
+            None => {
+                let mut m = mask;
+                while m != 0 {
+                    self.alloc_bit(word >> m.trailing_zeros() & 1 == 1);
+                    m &= m - 1;
+                }
+            }
         }
     }
 

@@ -146,7 +146,7 @@ pub struct Word {
     pub value: u32,
     /// Bits that are `Boolean::Constant`.
     pub constant: u32,
-    /// Bits that are `Boolean::Not` (the others non-constant bits are `Boolean::Is`).
+    /// Bits that are `Boolean::Not` (the other non-constant bits are `Boolean::Is`).
     pub not: u32,
 }
 
@@ -291,11 +291,10 @@ impl Word {
     pub fn sha256_maj(t: &mut Tape, a: &Word, b: &Word, c: &Word) -> Word {
         let maj = (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value);
         if a.constant | b.constant | c.constant == 0 {
-            let bc = b.value & c.value;
-            for i in 0..32 {
-                t.alloc_bit(maj >> i & 1 == 1);
-                t.alloc_bit(bc >> i & 1 == 1);
-            }
+            // Bit 2i: Maj_i, bit 2i + 1: (b ∧ c)_i.
+            let z = spread(maj) | spread(b.value & c.value) << 1;
+            t.alloc_bits_masked(z as u32, u32::MAX);
+            t.alloc_bits_masked((z >> 32) as u32, u32::MAX);
             return Word::variables(maj);
         }
         Word::triop_slow(t, a, b, c, Bit::sha256_maj)
@@ -333,6 +332,17 @@ impl Word {
         }
         s.resolve(t)
     }
+}
+
+/// Bit `i` of `x` at bit `2i`, zeros between.
+#[inline(always)]
+fn spread(x: u32) -> u64 {
+    let mut x = u64::from(x);
+    x = (x | x << 16) & 0x0000_ffff_0000_ffff;
+    x = (x | x << 8) & 0x00ff_00ff_00ff_00ff;
+    x = (x | x << 4) & 0x0f0f_0f0f_0f0f_0f0f;
+    x = (x | x << 2) & 0x3333_3333_3333_3333;
+    (x | x << 1) & 0x5555_5555_5555_5555
 }
 
 /// The operands of a pending `UInt32::addmany`, reduced to what decides its allocations: their
@@ -441,8 +451,24 @@ pub fn uint64_alloc(t: &mut Tape, v: u64) -> UInt64 {
 /// values. Not the strict variant (`to_bits_le_strict`, which allocates more).
 pub fn num_to_bits_le(t: &mut Tape, v: &Fr) -> Vec<Bit> {
     let bytes = v.to_bytes_le();
+    for (j, w) in bytes.chunks_exact(4).enumerate() {
+        let w = u32::from_le_bytes(w.try_into().expect("4 bytes"));
+        t.alloc_bits_masked(w, if j < 7 { u32::MAX } else { u32::MAX >> 1 });
+    }
+    bits_of_le_bytes(&bytes)
+}
+
+/// The bits [`num_to_bits_le`] returns, without allocating them: for bits allocated in
+/// another block of the witness, e.g. the replica id's `to_bits_le`, allocated once in the
+/// circuit's prefix and used by every challenge's labels.
+pub fn fr_bits_le(v: &Fr) -> Vec<Bit> {
+    bits_of_le_bytes(&v.to_bytes_le())
+}
+
+/// The 255 low bits of a little-endian value, least significant first, as variables.
+fn bits_of_le_bytes(bytes: &[u8; 32]) -> Vec<Bit> {
     (0..255)
-        .map(|i| Bit::alloc(t, bytes[i / 8] >> (i % 8) & 1 == 1))
+        .map(|i| Bit::Is(bytes[i / 8] >> (i % 8) & 1 == 1))
         .collect()
 }
 
