@@ -22,6 +22,9 @@ use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk_daemon::proto::{self, await_proof_response::Status as JobStatus};
 use tonic::transport::Endpoint;
 
+/// One finished proof: index, start and end (seconds since the first start), total_ms.
+type Done = (usize, f64, f64, u64);
+
 #[derive(Parser)]
 struct Args {
     /// The daemon: host:port.
@@ -97,7 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
     };
     let t0 = Instant::now();
-    let done: Arc<Mutex<Vec<(usize, f64, f64, u64)>>> = Arc::default();
+    let done: Arc<Mutex<Vec<Done>>> = Arc::default();
     let results = done.clone();
     let base = Arc::new(base);
     let prove = move |mut c: ProvingEngineClient<tonic::transport::Channel>, i: usize| {

@@ -146,7 +146,7 @@ const (
 	AwaitProofResponse_UNKNOWN AwaitProofResponse_Status = 0
 	// proof holds the proof (192 bytes per partition), verified by the engine.
 	AwaitProofResponse_COMPLETED AwaitProofResponse_Status = 1
-	// error_message says why ("cuzk error <code>: ...").
+	// error_message says why ("cuzk error N: ...").
 	AwaitProofResponse_FAILED AwaitProofResponse_Status = 2
 	// Cancelled by CancelProof, or its Prove caller went away.
 	AwaitProofResponse_CANCELLED AwaitProofResponse_Status = 3

@@ -27,7 +27,7 @@ type ProvingEngineClient interface {
 	AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*AwaitProofResponse, error)
 	// SubmitProof and AwaitProof in one call (what Curio uses). A job that fails answers the
 	// gRPC status of its error (INVALID_ARGUMENT for bad input, RESOURCE_EXHAUSTED for memory,
-	// UNAVAILABLE for devices, ...), the message starting "cuzk error <code>:". If the caller goes
+	// UNAVAILABLE for devices, ...), the message starting "cuzk error N:". If the caller goes
 	// away (deadline, cancel, disconnect) before the end, the job is cancelled.
 	Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProveResponse, error)
 	// Cancels a queued job (it never starts) or a running one (its result is discarded; it is
@@ -138,7 +138,7 @@ type ProvingEngineServer interface {
 	AwaitProof(context.Context, *AwaitProofRequest) (*AwaitProofResponse, error)
 	// SubmitProof and AwaitProof in one call (what Curio uses). A job that fails answers the
 	// gRPC status of its error (INVALID_ARGUMENT for bad input, RESOURCE_EXHAUSTED for memory,
-	// UNAVAILABLE for devices, ...), the message starting "cuzk error <code>:". If the caller goes
+	// UNAVAILABLE for devices, ...), the message starting "cuzk error N:". If the caller goes
 	// away (deadline, cancel, disconnect) before the end, the job is cancelled.
 	Prove(context.Context, *ProveRequest) (*ProveResponse, error)
 	// Cancels a queued job (it never starts) or a running one (its result is discarded; it is

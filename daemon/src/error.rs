@@ -3,7 +3,7 @@
 use tonic::{Code, Status};
 
 /// Every error a request can get. Each maps to one gRPC status ([`DaemonError::code`]); engine
-/// errors keep cuzk's stable numeric code in the message (`cuzk error <code>: ...`).
+/// errors keep cuzk's stable numeric code in the message (`cuzk error N: ...`).
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     /// The request is malformed or inconsistent (INVALID_ARGUMENT).

@@ -63,7 +63,7 @@ pub enum Outcome {
     Failed {
         /// gRPC code of the error.
         code: tonic::Code,
-        /// `cuzk error <code>: ...` or the daemon's message.
+        /// `cuzk error N: ...` or the daemon's message.
         message: String,
         /// Timings known at the end (queue wait, total).
         timings: JobTimings,

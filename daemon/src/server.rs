@@ -293,7 +293,7 @@ fn bytes_arg(s: &str) -> Result<usize, String> {
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
     /// Address to serve on, repeatable: host:port (TCP) or unix:///path/to/socket. Curio's
-    /// [Cuzk] Address takes the same forms.
+    /// Cuzk.Address setting takes the same forms.
     #[arg(long = "listen", value_name = "ADDR", default_value = "127.0.0.1:9820")]
     pub listen: Vec<String>,
     /// Directory of the Groth16 .params / .vk files (default: $FIL_PROOFS_PARAMETER_CACHE, else
@@ -308,7 +308,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,
     /// Most jobs waiting in the queue; more are refused with RESOURCE_EXHAUSTED (set Curio's
-    /// [Cuzk] MaxPending at or below --max-queue + --jobs).
+    /// Cuzk.MaxPending at or below --max-queue + --jobs).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_queue: u32,
     /// End a job not done this long after it was accepted with TIMEOUT (e.g. 45m; default:
