@@ -40,11 +40,14 @@ fi
 cargo build --release --lib
 (cd examples/go && go test -count=1 ./...)
 echo "== 2/4 Go client of the proving daemon (cuzk serve, daemon/go)"
-if [ ! -d /usr/share/gocode/src/google.golang.org/grpc ]; then
+# grpc 1.33 with the APIv1 shim over google.golang.org/protobuf (protobuf-1-5; the 1-3 package
+# it replaces cannot marshal the generated APIv2 messages).
+go_pkgs="golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev"
+if ! dpkg -s $go_pkgs >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq golang-google-grpc-dev golang-google-protobuf-dev >/dev/null
+    apt-get update -qq && apt-get install -y -qq $go_pkgs >/dev/null
   else
-    echo "Debian's golang-google-grpc-dev and golang-google-protobuf-dev are needed" >&2
+    echo "Debian's $go_pkgs are needed" >&2
     exit 1
   fi
 fi
