@@ -8,7 +8,10 @@
 #                                        compiled circuit vs the reference synthesis, the dev crate
 #                                        (real-shape C1 generator) and the cuzk CLI;
 #   2. go test in examples/go          — the cgo example against the static library, built as
-#                                        released (no features);
+#                                        released (no features); go test in daemon/go — a Go
+#                                        gRPC client of `cuzk serve` (the 2 KiB fixture proved
+#                                        through the daemon and verified, priority, cancel, bad
+#                                        input, shutdown; Debian's Go grpc packages, offline);
 #   3. cargo test --release --features cuda,test-hooks --no-run
 #                                      — compiles all GPU code and every GPU test, those of the
 #                                        test kernels too (nvcc from scripts/install-cuda.sh when
@@ -36,6 +39,22 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 cargo build --release --lib
 (cd examples/go && go test -count=1 ./...)
+echo "== 2/4 Go client of the proving daemon (cuzk serve, daemon/go)"
+# grpc 1.33 with the APIv1 shim over google.golang.org/protobuf (protobuf-1-5; the 1-3 package
+# it replaces cannot marshal the generated APIv2 messages).
+go_pkgs="golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev"
+if ! dpkg -s $go_pkgs >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq $go_pkgs >/dev/null
+  else
+    echo "Debian's $go_pkgs are needed" >&2
+    exit 1
+  fi
+fi
+cargo build --release -p cuzk-cli
+cuzk_bin="${CARGO_TARGET_DIR:-$PWD/target}/release/cuzk"
+(cd daemon/go && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= GOPROXY=off \
+  CUZK_BIN="$cuzk_bin" go test -count=1 .)
 echo "== 3/4 GPU code compiles (cargo test --release --features cuda,test-hooks --no-run)"
 if ! command -v nvcc >/dev/null 2>&1; then
   # shellcheck disable=SC1090

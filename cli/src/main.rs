@@ -56,6 +56,11 @@ enum Command {
     /// size's PoRep circuit; writes the v28 .params, .vk and .meta files into DIR.
     #[command(name = "gen-params", after_help = EXIT_CODES)]
     GenParams(GenParamsArgs),
+    /// Serve the cuzk.v1.ProvingEngine gRPC API (Curio's cuzk daemon) until SIGINT / SIGTERM:
+    /// PoRep C2 jobs in a priority queue, proved on one engine (see the README's "Proving
+    /// daemon" section).
+    #[command(after_help = EXIT_CODES)]
+    Serve(cuzk_daemon::ServeArgs),
 }
 
 /// What identifies the sector and where the parameters are (prove and verify).
@@ -179,12 +184,15 @@ fn exit_status(code: i32) -> u8 {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    // The daemon logs its jobs at info level by default; the one-shot commands only warnings.
+    let level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     // A missing parameter file's hint names --params when it was given (not the variable).
     let params = match &cli.command {
         Command::Prove(a) => a.sector.params.clone(),
         Command::Verify(a) => a.sector.params.clone(),
+        Command::Serve(a) => a.params.clone(),
         Command::GenC1(_) | Command::GenParams(_) => None,
     };
     let r = match cli.command {
@@ -192,6 +200,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => verify(a),
         Command::GenC1(a) => gen_c1(a),
         Command::GenParams(a) => gen_params(a),
+        Command::Serve(a) => cuzk_daemon::run(a).map_err(Failure::Lib),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,295 @@
+//! What the daemon proves with: the [`Prover`] trait, and [`EngineProver`], its implementation
+//! over one long-lived [`cuzk::Engine`] (parameters stay loaded for the daemon's life).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cuzk::{Engine, ProveOptions, Stage, Timings};
+use filecoin_proofs_api::RegisteredSealProof;
+
+use crate::request::{circuit_id, PorepJob};
+
+/// A finished proof and the engine's stage timings.
+#[derive(Clone, Debug)]
+pub struct ProofOutput {
+    /// Proof bytes (192 per partition), verified by the engine.
+    pub proof: Vec<u8>,
+    /// The engine's per-partition, per-stage timings.
+    pub timings: Timings,
+}
+
+/// Parameters the prover holds loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedSrs {
+    /// Circuit id (`porep-32g`, ...).
+    pub circuit_id: String,
+    /// Host bytes of the loaded parameters.
+    pub size_bytes: u64,
+}
+
+/// Host memory the prover accounts for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryState {
+    /// Bytes in use: parameters, partitions in flight, pooled (pinned) buffers.
+    pub used_bytes: u64,
+    /// The limit, if one is set.
+    pub limit_bytes: Option<u64>,
+}
+
+/// One device, as the status reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceState {
+    /// CUDA ordinal.
+    pub ordinal: u32,
+    /// Device name.
+    pub name: String,
+    /// Device memory, bytes.
+    pub total_bytes: u64,
+    /// Free device memory, bytes.
+    pub free_bytes: u64,
+}
+
+/// What proves the daemon's jobs. Called from the daemon's worker threads (blocking calls,
+/// several at once with `--jobs` > 1); must be thread-safe. Tests use a fake one.
+pub trait Prover: Send + Sync + 'static {
+    /// Proves one PoRep C2 job.
+    ///
+    /// # Errors
+    /// The engine's error, unchanged.
+    fn prove_porep(&self, job: &PorepJob) -> Result<ProofOutput, cuzk::Error>;
+
+    /// Loads the parameters of `proof` (at most once); returns whether they were loaded already.
+    ///
+    /// # Errors
+    /// The engine's error (e.g. parameters not found).
+    fn preload(&self, proof: RegisteredSealProof) -> Result<bool, cuzk::Error>;
+
+    /// Parameters held loaded.
+    fn loaded(&self) -> Vec<LoadedSrs>;
+
+    /// Host memory in use.
+    fn memory(&self) -> MemoryState;
+
+    /// Devices in use (empty on the CPU backend).
+    fn devices(&self) -> Vec<DeviceState>;
+
+    /// `"gpu"` or `"cpu"` (or a test name).
+    fn backend(&self) -> &'static str;
+}
+
+/// The [`Prover`] of `cuzk serve`: one [`cuzk::Engine`], kept for the daemon's life.
+pub struct EngineProver {
+    engine: Arc<Engine>,
+    /// Parameters loaded through this prover (by a job or a preload), by circuit id.
+    loaded: Mutex<BTreeMap<String, u64>>,
+    /// Last `nvidia-smi` answer and when it was read (GetStatus is polled by Curio).
+    devices: Mutex<Option<(Instant, Vec<DeviceState>)>>,
+    verify: bool,
+}
+
+impl EngineProver {
+    /// A prover over `engine`; `verify` is [`ProveOptions::verify`] (on unless the operator set
+    /// `CUZK_VERIFY=0`).
+    pub fn new(engine: Arc<Engine>, verify: bool) -> Self {
+        EngineProver {
+            engine,
+            loaded: Mutex::new(BTreeMap::new()),
+            devices: Mutex::new(None),
+            verify,
+        }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Loads (or finds loaded) the parameters of `proof` and records them.
+    fn load(&self, proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
+        let dir = self.engine.config().resolved_parameter_dir();
+        let (params, _vk) = cuzk::srs::porep_param_paths_of(proof, &dir)?;
+        let id = circuit_id(proof);
+        let was = self.loaded.lock().map(|m| m.contains_key(&id)).unwrap_or(false);
+        let srs = self.engine.load_params(&params)?;
+        if let Ok(mut m) = self.loaded.lock() {
+            m.insert(id, srs.size_bytes());
+        }
+        Ok(was)
+    }
+}
+
+impl Prover for EngineProver {
+    fn prove_porep(&self, job: &PorepJob) -> Result<ProofOutput, cuzk::Error> {
+        let options = ProveOptions {
+            verify: self.verify,
+            ..ProveOptions::default()
+        };
+        let out = self
+            .engine
+            .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;
+        // The proof loaded its parameters: record them (a cache hit, no work).
+        if let Err(e) = self.load(job.registered_proof) {
+            log::warn!("recording loaded parameters: {e}");
+        }
+        Ok(ProofOutput {
+            proof: out.proof,
+            timings: out.timings,
+        })
+    }
+
+    fn preload(&self, proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
+        self.load(proof)
+    }
+
+    fn loaded(&self) -> Vec<LoadedSrs> {
+        self.loaded
+            .lock()
+            .map(|m| {
+                m.iter()
+                    .map(|(id, &size_bytes)| LoadedSrs {
+                        circuit_id: id.clone(),
+                        size_bytes,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn memory(&self) -> MemoryState {
+        let b = self.engine.host_budget();
+        let (params, partitions) = b.used();
+        MemoryState {
+            used_bytes: params + partitions + b.pooled(),
+            limit_bytes: b.limit(),
+        }
+    }
+
+    fn devices(&self) -> Vec<DeviceState> {
+        if self.engine.backend_name() != "gpu" {
+            return Vec::new();
+        }
+        let Ok(mut cache) = self.devices.lock() else {
+            return Vec::new();
+        };
+        if let Some((at, d)) = cache.as_ref() {
+            if at.elapsed() < Duration::from_secs(5) {
+                return d.clone();
+            }
+        }
+        let d = nvidia_smi();
+        *cache = Some((Instant::now(), d.clone()));
+        d
+    }
+
+    fn backend(&self) -> &'static str {
+        self.engine.backend_name()
+    }
+}
+
+/// The devices as `nvidia-smi` lists them (empty when it is missing or fails). The engine has
+/// no public device query yet; this is what the status shows meanwhile.
+fn nvidia_smi() -> Vec<DeviceState> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=index,name,memory.total,memory.free",
+            "--format=csv,noheader,nounits",
+        ])
+        .output();
+    let Ok(out) = out else { return Vec::new() };
+    if !out.status.success() {
+        return Vec::new();
+    }
+    parse_nvidia_smi(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Parses `index, name, memory.total, memory.free` lines (MiB).
+fn parse_nvidia_smi(text: &str) -> Vec<DeviceState> {
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+            if f.len() < 4 {
+                return None;
+            }
+            Some(DeviceState {
+                ordinal: f[0].parse().ok()?,
+                name: f[1].to_string(),
+                total_bytes: f[2].parse::<u64>().ok()? << 20,
+                free_bytes: f[3].parse::<u64>().ok()? << 20,
+            })
+        })
+        .collect()
+}
+
+/// Timings of one job, as the wire reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobTimings {
+    /// Acceptance to start.
+    pub queue_wait: Duration,
+    /// Parameter and compiled-circuit loading.
+    pub srs_load: Duration,
+    /// Synthesis, summed over partitions.
+    pub synthesis: Duration,
+    /// NTTs, MSMs, transfers and the epilogue, summed over partitions.
+    pub gpu_compute: Duration,
+    /// Acceptance to end.
+    pub total: Duration,
+}
+
+impl JobTimings {
+    /// The engine stages of `t` in the wire's groups (queue wait and total are the daemon's).
+    pub fn from_engine(t: &Timings) -> JobTimings {
+        let sum = |stages: &[Stage]| stages.iter().map(|&s| t.total(s)).sum::<Duration>();
+        JobTimings {
+            srs_load: sum(&[Stage::LoadParams, Stage::Compile]),
+            synthesis: sum(&[Stage::Synthesis]),
+            gpu_compute: sum(&[
+                Stage::Ntt,
+                Stage::MsmH,
+                Stage::MsmL,
+                Stage::MsmA,
+                Stage::MsmBG1,
+                Stage::MsmBG2,
+                Stage::Transfer,
+                Stage::Epilogue,
+            ]),
+            ..JobTimings::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvidia_smi_lines_parse() {
+        let d = parse_nvidia_smi("0, NVIDIA H200, 143771, 140000\nbad line\n");
+        assert_eq!(
+            d,
+            vec![DeviceState {
+                ordinal: 0,
+                name: "NVIDIA H200".into(),
+                total_bytes: 143771 << 20,
+                free_bytes: 140000 << 20,
+            }]
+        );
+    }
+
+    #[test]
+    fn engine_stages_are_grouped() {
+        let mut t = Timings::default();
+        let ms = Duration::from_millis;
+        t.entries.push((None, Stage::LoadParams, ms(7)));
+        t.entries.push((Some(0), Stage::Synthesis, ms(10)));
+        t.entries.push((Some(1), Stage::Synthesis, ms(11)));
+        t.entries.push((Some(0), Stage::Witness, ms(5))); // part of synthesis: not added again
+        t.entries.push((Some(0), Stage::Ntt, ms(3)));
+        t.entries.push((Some(0), Stage::MsmH, ms(4)));
+        t.entries.push((Some(0), Stage::Verify, ms(100)));
+        let j = JobTimings::from_engine(&t);
+        assert_eq!(j.srs_load, ms(7));
+        assert_eq!(j.synthesis, ms(21));
+        assert_eq!(j.gpu_compute, ms(7));
+    }
+}

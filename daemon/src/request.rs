@@ -1,0 +1,340 @@
+//! Checking a `SubmitProofRequest` before it is queued: proof kind, priority, proof type, sizes,
+//! and a light read of the C1 output (its JSON, the wrapper's sector number and size, the proof
+//! type inside), so that bad input is refused at once instead of after its wait in the queue.
+
+use base64::Engine as _;
+use filecoin_proofs_api::RegisteredSealProof;
+
+use crate::error::DaemonError;
+use crate::proto;
+
+/// Queue priority of a job (higher starts first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    /// `LOW`.
+    Low = 1,
+    /// `NORMAL` (PoRep's default).
+    Normal = 2,
+    /// `HIGH`.
+    High = 3,
+    /// `CRITICAL`.
+    Critical = 4,
+}
+
+impl Priority {
+    /// All priorities, lowest first.
+    pub const ALL: [Priority; 4] = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
+
+    /// The priority of the wire value `v`; `PRIORITY_UNSPECIFIED` (0) is `NORMAL`, PoRep's
+    /// default.
+    ///
+    /// # Errors
+    /// [`DaemonError::InvalidArgument`] for a value that is no `Priority`.
+    pub fn from_wire(v: i32) -> Result<Priority, DaemonError> {
+        match proto::Priority::try_from(v) {
+            Ok(proto::Priority::Unspecified) | Ok(proto::Priority::Normal) => Ok(Priority::Normal),
+            Ok(proto::Priority::Low) => Ok(Priority::Low),
+            Ok(proto::Priority::High) => Ok(Priority::High),
+            Ok(proto::Priority::Critical) => Ok(Priority::Critical),
+            Err(_) => Err(DaemonError::InvalidArgument(format!(
+                "unknown priority {v} (LOW=1, NORMAL=2, HIGH=3, CRITICAL=4)"
+            ))),
+        }
+    }
+
+    /// Lower-case name (metrics labels).
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+}
+
+/// A PoRep C2 job, checked and ready for the engine.
+#[derive(Clone, Debug)]
+pub struct PorepJob {
+    /// The C1 output as sent (plain or wrapped JSON).
+    pub c1: Vec<u8>,
+    /// Sector number.
+    pub sector_number: u64,
+    /// Miner actor id.
+    pub miner_id: u64,
+    /// 32-byte prover id of `miner_id`.
+    pub prover_id: [u8; 32],
+    /// The proof type (request and C1 output agree on it).
+    pub registered_proof: RegisteredSealProof,
+}
+
+/// The `RegisteredSealProof` of a numeric value as filecoin's actors (and Curio's
+/// `abi.RegisteredSealProof`) number them: 0..4 StackedDrg V1 (2 KiB, 8 MiB, 512 MiB, 32 GiB,
+/// 64 GiB), 5..9 V1_1, 10..14 V1_1 synthetic PoRep, 15..19 V1_2 non-interactive PoRep.
+pub fn registered_seal_proof(v: u64) -> Option<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    const TABLE: [RegisteredSealProof; 20] = [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+    ];
+    usize::try_from(v).ok().and_then(|i| TABLE.get(i).copied())
+}
+
+/// Checks what can be checked of a request without reading its C1 output: kind, priority,
+/// proof type and sizes. Returns the priority and proof type.
+///
+/// # Errors
+/// [`DaemonError::InvalidArgument`] naming the field; [`DaemonError::Unimplemented`] for proof
+/// kinds and proof types cuzk does not prove.
+pub fn check_fields(
+    req: &proto::SubmitProofRequest,
+) -> Result<(Priority, RegisteredSealProof), DaemonError> {
+    match proto::ProofKind::try_from(req.proof_kind) {
+        Ok(proto::ProofKind::PorepSealCommit) => {}
+        Ok(proto::ProofKind::Unspecified) => {
+            return Err(DaemonError::InvalidArgument(
+                "proof_kind is unspecified (POREP_SEAL_COMMIT=1 is what cuzk proves)".into(),
+            ))
+        }
+        Ok(k) => {
+            return Err(DaemonError::Unimplemented(format!(
+                "proof kind {}: cuzk proves POREP_SEAL_COMMIT only",
+                k.as_str_name()
+            )))
+        }
+        Err(_) => {
+            return Err(DaemonError::InvalidArgument(format!(
+                "unknown proof_kind {}",
+                req.proof_kind
+            )))
+        }
+    }
+    let priority = Priority::from_wire(req.priority)?;
+    let proof = registered_seal_proof(req.registered_proof).ok_or_else(|| {
+        DaemonError::InvalidArgument(format!(
+            "unknown registered_proof {} (RegisteredSealProof values are 0..19)",
+            req.registered_proof
+        ))
+    })?;
+    cuzk::c1::check_supported(proof).map_err(|e| DaemonError::Unimplemented(e.to_string()))?;
+    let size = u64::from(proof.sector_size());
+    if req.sector_size != 0 && req.sector_size != size {
+        return Err(DaemonError::InvalidArgument(format!(
+            "sector_size {} disagrees with registered_proof {} ({proof:?}, {size} bytes)",
+            req.sector_size, req.registered_proof
+        )));
+    }
+    if req.vanilla_proof.is_empty() {
+        return Err(DaemonError::InvalidArgument(
+            "vanilla_proof (the C1 output) is empty".into(),
+        ));
+    }
+    if !req.vanilla_proofs.is_empty() {
+        return Err(DaemonError::InvalidArgument(format!(
+            "vanilla_proofs has {} entries: PoRep takes its C1 output in vanilla_proof",
+            req.vanilla_proofs.len()
+        )));
+    }
+    Ok((priority, proof))
+}
+
+/// The fields of a C1 output (or of its wrapper) that [`check_c1`] reads; the rest is skipped
+/// without being kept.
+#[derive(serde::Deserialize)]
+struct Probe {
+    #[serde(rename = "SectorNum")]
+    sector_num: Option<u64>,
+    #[serde(rename = "SectorSize")]
+    sector_size: Option<u64>,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: Option<String>,
+    registered_proof: Option<RegisteredSealProof>,
+}
+
+fn bad(what: &str, e: impl std::fmt::Display) -> DaemonError {
+    DaemonError::InvalidArgument(format!("{what}: {e}"))
+}
+
+/// Reads the C1 output of `req` far enough to refuse it early: valid JSON (plain, or the wrapper
+/// with base64 `Phase1Out` holding JSON), the proof type inside equal to `proof`, the wrapper's
+/// `SectorNum` equal to `sector_number` and its `SectorSize` to the proof type's. The engine
+/// checks everything again (and the rest: commitments, replica id, vanilla proofs). Runs on a
+/// blocking thread: a 32 GiB C1 output is ~50 MB of JSON.
+///
+/// # Errors
+/// [`DaemonError::InvalidArgument`] naming the problem.
+pub fn check_c1(c1: &[u8], sector_number: u64, proof: RegisteredSealProof) -> Result<(), DaemonError> {
+    let outer: Probe = serde_json::from_slice(c1).map_err(|e| bad("vanilla_proof is not C1 JSON", e))?;
+    let inner_proof = match &outer.phase1_out {
+        Some(b64) => {
+            if let Some(n) = outer.sector_num {
+                if n != sector_number {
+                    return Err(DaemonError::InvalidArgument(format!(
+                        "the wrapper's SectorNum {n} differs from sector_number {sector_number}"
+                    )));
+                }
+            }
+            let size = u64::from(proof.sector_size());
+            if let Some(s) = outer.sector_size {
+                if s != size {
+                    return Err(DaemonError::InvalidArgument(format!(
+                        "the wrapper's SectorSize {s} differs from {proof:?}'s {size} bytes"
+                    )));
+                }
+            }
+            let json = base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .map_err(|e| bad("the wrapper's Phase1Out is not base64", e))?;
+            let inner: Probe = serde_json::from_slice(&json)
+                .map_err(|e| bad("the wrapper's Phase1Out is not C1 JSON", e))?;
+            inner.registered_proof
+        }
+        None => outer.registered_proof,
+    };
+    match inner_proof {
+        None => Err(DaemonError::InvalidArgument(
+            "the C1 output has no registered_proof".into(),
+        )),
+        Some(p) if p != proof => Err(DaemonError::InvalidArgument(format!(
+            "the C1 output is {p:?}, the request's registered_proof is {proof:?}"
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A circuit id of `PreloadSRS` / `EvictSRS`: `porep-<size>` with the size as Curio writes it
+/// (`32g`, `64g`) or, for the small test sizes, `2k`, `8m`, `512m` (also `2kib`, `32gib`, ...).
+/// Returns the PoRep proof type (V1_1) whose parameters the id names.
+///
+/// # Errors
+/// [`DaemonError::Unimplemented`] for the circuits of other proof kinds (`wpost-`, `winning-`,
+/// `snap-`); [`DaemonError::InvalidArgument`] for anything else.
+pub fn circuit_proof(id: &str) -> Result<RegisteredSealProof, DaemonError> {
+    let lower = id.trim().to_ascii_lowercase();
+    let Some((kind, size)) = lower.split_once('-') else {
+        return Err(DaemonError::InvalidArgument(format!(
+            "unknown circuit id {id:?} (expected e.g. porep-32g)"
+        )));
+    };
+    let proof = match size.trim_end_matches("ib") {
+        "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
+        "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
+        "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
+        "32g" => RegisteredSealProof::StackedDrg32GiBV1_1,
+        "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
+        _ => {
+            return Err(DaemonError::InvalidArgument(format!(
+                "unknown sector size in circuit id {id:?} (2k, 8m, 512m, 32g or 64g)"
+            )))
+        }
+    };
+    match kind {
+        "porep" => Ok(proof),
+        "wpost" | "winning" | "snap" => Err(DaemonError::Unimplemented(format!(
+            "circuit {id:?}: cuzk proves PoRep (porep-...) only"
+        ))),
+        _ => Err(DaemonError::InvalidArgument(format!(
+            "unknown circuit id {id:?} (expected e.g. porep-32g)"
+        ))),
+    }
+}
+
+/// The circuit id of a PoRep proof type (`porep-32g`, `porep-2k`, ...), as [`circuit_proof`]
+/// reads it.
+pub fn circuit_id(proof: RegisteredSealProof) -> String {
+    let size = u64::from(proof.sector_size());
+    let s = match size {
+        s if s >= 1 << 30 => format!("{}g", s >> 30),
+        s if s >= 1 << 20 => format!("{}m", s >> 20),
+        s => format!("{}k", s >> 10),
+    };
+    format!("porep-{s}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wrapper(sector: u64, size: u64, proof: &str) -> Vec<u8> {
+        let inner = format!(r#"{{"registered_proof":"{proof}","vanilla_proofs":{{"x":[1,2,[3]]}}}}"#);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(inner);
+        format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":{size}}}"#).into_bytes()
+    }
+
+    #[test]
+    fn numeric_proof_types_follow_the_actors_numbering() {
+        assert_eq!(registered_seal_proof(0), Some(RegisteredSealProof::StackedDrg2KiBV1));
+        assert_eq!(registered_seal_proof(5), Some(RegisteredSealProof::StackedDrg2KiBV1_1));
+        assert_eq!(registered_seal_proof(8), Some(RegisteredSealProof::StackedDrg32GiBV1_1));
+        assert_eq!(
+            registered_seal_proof(13),
+            Some(RegisteredSealProof::StackedDrg32GiBV1_1_Feat_SyntheticPoRep)
+        );
+        assert_eq!(registered_seal_proof(20), None);
+        for v in 0..20 {
+            let p = registered_seal_proof(v).unwrap();
+            let want = [2048u64, 8 << 20, 512 << 20, 32 << 30, 64 << 30][v as usize % 5];
+            assert_eq!(u64::from(p.sector_size()), want, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn c1_checks_catch_wrong_sector_size_number_and_type() {
+        let p = RegisteredSealProof::StackedDrg2KiBV1_1;
+        assert!(check_c1(&wrapper(7, 2048, "StackedDrg2KiBV1_1"), 7, p).is_ok());
+        let plain = br#"{"registered_proof":"StackedDrg2KiBV1_1","comm_r":[1]}"#;
+        assert!(check_c1(plain, 7, p).is_ok());
+        for (c1, needle) in [
+            (wrapper(8, 2048, "StackedDrg2KiBV1_1"), "SectorNum 8"),
+            (wrapper(7, 4096, "StackedDrg2KiBV1_1"), "SectorSize 4096"),
+            (wrapper(7, 2048, "StackedDrg2KiBV1"), "is StackedDrg2KiBV1,"),
+            (b"{\"SectorNum\":7,\"Phase1Out\":\"@@\"}".to_vec(), "not base64"),
+            (b"{\"registered_proof\":\"StackedDrg2KiBV1_1\"".to_vec(), "not C1 JSON"),
+            (b"not json".to_vec(), "not C1 JSON"),
+            (b"{}".to_vec(), "no registered_proof"),
+        ] {
+            let e = check_c1(&c1, 7, p).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument);
+            assert!(e.to_string().contains(needle), "{e} / {needle}");
+        }
+    }
+
+    #[test]
+    fn circuit_ids_round_trip() {
+        for v in 5..10 {
+            let p = registered_seal_proof(v).unwrap();
+            assert_eq!(circuit_proof(&circuit_id(p)).unwrap(), p);
+        }
+        assert_eq!(circuit_id(RegisteredSealProof::StackedDrg32GiBV1_1), "porep-32g");
+        assert_eq!(
+            circuit_proof("PoRep-2KiB").unwrap(),
+            RegisteredSealProof::StackedDrg2KiBV1_1
+        );
+        assert_eq!(circuit_proof("wpost-32g").unwrap_err().code(), tonic::Code::Unimplemented);
+        assert_eq!(circuit_proof("porep-3g").unwrap_err().code(), tonic::Code::InvalidArgument);
+        assert_eq!(circuit_proof("bogus").unwrap_err().code(), tonic::Code::InvalidArgument);
+    }
+}

@@ -1,0 +1,209 @@
+//! Shared helpers of the daemon's tests: a scripted fake prover, requests, clients.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
+use cuzk_daemon::proto::{self, SubmitProofRequest};
+use cuzk_daemon::prover::{DeviceState, LoadedSrs, MemoryState, ProofOutput, Prover};
+use cuzk_daemon::request::PorepJob;
+use filecoin_proofs_api::RegisteredSealProof;
+use tonic::transport::{Channel, Endpoint};
+
+/// Sector numbers whose fake proofs fail (or panic) in a known way.
+pub const SECTOR_OOM: u64 = 900;
+pub const SECTOR_BAD_INPUT: u64 = 901;
+pub const SECTOR_PANIC: u64 = 902;
+
+/// A prover whose jobs block until the test releases their sector number, and record the
+/// order they start in. Its "proof" is 192 bytes of the sector number's low byte.
+#[derive(Default)]
+pub struct FakeProver {
+    state: Mutex<FakeState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct FakeState {
+    started: Vec<u64>,
+    finished: Vec<u64>,
+    released: HashSet<u64>,
+    release_all: bool,
+}
+
+impl FakeProver {
+    pub fn new() -> Arc<FakeProver> {
+        Arc::new(FakeProver::default())
+    }
+
+    /// Lets the job of `sector` finish (now or when it starts).
+    pub fn release(&self, sector: u64) {
+        self.state.lock().unwrap().released.insert(sector);
+        self.cv.notify_all();
+    }
+
+    /// Lets every job finish, from now on.
+    pub fn release_all(&self) {
+        self.state.lock().unwrap().release_all = true;
+        self.cv.notify_all();
+    }
+
+    /// Sectors in the order their proofs started.
+    pub fn started(&self) -> Vec<u64> {
+        self.state.lock().unwrap().started.clone()
+    }
+
+    /// Sectors whose engine calls returned.
+    pub fn finished(&self) -> Vec<u64> {
+        self.state.lock().unwrap().finished.clone()
+    }
+
+    /// Waits (up to 10 s) until `n` proofs have started.
+    pub fn wait_started(&self, n: usize) -> Vec<u64> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut st = self.state.lock().unwrap();
+        while st.started.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "only {:?} started, waited for {n}", st.started);
+            st = self.cv.wait_timeout(st, left).unwrap().0;
+        }
+        st.started.clone()
+    }
+
+    /// Waits (up to 10 s) until the engine call of `sector` returned.
+    pub fn wait_finished(&self, sector: u64) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut st = self.state.lock().unwrap();
+        while !st.finished.contains(&sector) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "sector {sector} did not finish");
+            st = self.cv.wait_timeout(st, left).unwrap().0;
+        }
+    }
+}
+
+/// The fake proof of `sector`.
+pub fn fake_proof(sector: u64) -> Vec<u8> {
+    vec![sector as u8; 192]
+}
+
+impl Prover for FakeProver {
+    fn prove_porep(&self, job: &PorepJob) -> Result<ProofOutput, cuzk::Error> {
+        let s = job.sector_number;
+        let mut st = self.state.lock().unwrap();
+        st.started.push(s);
+        self.cv.notify_all();
+        while !st.release_all && !st.released.contains(&s) {
+            st = self.cv.wait(st).unwrap();
+        }
+        st.finished.push(s);
+        self.cv.notify_all();
+        drop(st);
+        match s {
+            SECTOR_OOM => Err(cuzk::Error::OutOfHostMemory {
+                needed: 2,
+                budget: 1,
+            }),
+            SECTOR_BAD_INPUT => Err(cuzk::Error::InvalidInput("replica id mismatch".into())),
+            SECTOR_PANIC => panic!("fake prover panic"),
+            _ => {
+                let mut timings = cuzk::Timings::default();
+                timings
+                    .entries
+                    .push((Some(0), cuzk::Stage::Synthesis, Duration::from_millis(40)));
+                timings
+                    .entries
+                    .push((Some(0), cuzk::Stage::MsmH, Duration::from_millis(30)));
+                Ok(ProofOutput {
+                    proof: fake_proof(s),
+                    timings,
+                })
+            }
+        }
+    }
+
+    fn preload(&self, _proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
+        Ok(false)
+    }
+
+    fn loaded(&self) -> Vec<LoadedSrs> {
+        Vec::new()
+    }
+
+    fn memory(&self) -> MemoryState {
+        MemoryState {
+            used_bytes: 123,
+            limit_bytes: Some(456),
+        }
+    }
+
+    fn devices(&self) -> Vec<DeviceState> {
+        Vec::new()
+    }
+
+    fn backend(&self) -> &'static str {
+        "fake"
+    }
+}
+
+/// A C1 wrapper as Curio sends it, for the fake prover (only its proof type and sizes are read
+/// before the prover).
+pub fn fake_c1(sector: u64) -> Vec<u8> {
+    let inner = r#"{"registered_proof":"StackedDrg2KiBV1_1","vanilla_proofs":{"StackedDrg2KiBV1":[]}}"#;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(inner);
+    format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":2048}}"#).into_bytes()
+}
+
+/// A 2 KiB PoRep request as Curio builds it.
+pub fn request(sector: u64, priority: proto::Priority, request_id: &str) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.to_string(),
+        proof_kind: proto::ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        registered_proof: 5, // StackedDrg2KiBV1_1
+        priority: priority as i32,
+        vanilla_proof: fake_c1(sector),
+        sector_number: sector,
+        miner_id: 1000,
+        ..Default::default()
+    }
+}
+
+/// A client of a TCP address `ip:port`.
+pub async fn tcp_client(addr: &str) -> ProvingEngineClient<Channel> {
+    let ch = Endpoint::try_from(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect");
+    ProvingEngineClient::new(ch).max_decoding_message_size(256 << 20)
+}
+
+/// A client of a Unix socket.
+pub async fn unix_client(path: PathBuf) -> ProvingEngineClient<Channel> {
+    let ch = Endpoint::try_from("http://[::]:50051")
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_: tonic::transport::Uri| {
+            let p = path.clone();
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(p).await?,
+                ))
+            }
+        }))
+        .await
+        .expect("connect unix");
+    ProvingEngineClient::new(ch).max_decoding_message_size(256 << 20)
+}
+
+/// A fresh temporary directory (removed by the test harness's tmp cleanup, not by us).
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cuzk-daemon-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -1,0 +1,558 @@
+//! The daemon through a real gRPC client (tonic), with a scripted fake prover: priority order,
+//! cancellation, a caller that goes away, timeouts, bad input, a full queue, error codes,
+//! idempotent request ids, status, metrics and graceful shutdown.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use cuzk_daemon::proto::await_proof_response::Status as JobStatus;
+use cuzk_daemon::proto::{self, Priority};
+use cuzk_daemon::scheduler::SchedulerConfig;
+use cuzk_daemon::{Daemon, DaemonConfig};
+use tonic::Code;
+
+async fn daemon(prover: &Arc<FakeProver>, cfg: SchedulerConfig) -> Daemon {
+    daemon_with(prover, cfg, |_| {}).await
+}
+
+async fn daemon_with(
+    prover: &Arc<FakeProver>,
+    cfg: SchedulerConfig,
+    edit: impl FnOnce(&mut DaemonConfig),
+) -> Daemon {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let mut c = DaemonConfig {
+        listen: vec!["127.0.0.1:0".into()],
+        scheduler: cfg,
+        ..DaemonConfig::default()
+    };
+    edit(&mut c);
+    Daemon::start(c, prover.clone()).await.expect("daemon")
+}
+
+fn one_job() -> SchedulerConfig {
+    SchedulerConfig {
+        jobs: 1,
+        ..SchedulerConfig::default()
+    }
+}
+
+async fn await_job(
+    c: &mut proto::proving_engine_client::ProvingEngineClient<tonic::transport::Channel>,
+    id: &str,
+) -> proto::AwaitProofResponse {
+    c.await_proof(proto::AwaitProofRequest {
+        job_id: id.into(),
+        timeout_ms: 10_000,
+    })
+    .await
+    .expect("await")
+    .into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_start_by_priority_then_in_arrival_order() {
+    let p = FakeProver::new();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let blocker = c
+        .submit_proof(request(1, Priority::Normal, "blocker"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(blocker.job_id, "blocker");
+    assert_eq!(p.wait_started(1), vec![1]);
+    // Queued behind the blocker, in this order: positions count the jobs that start earlier.
+    let mut ids = Vec::new();
+    for (sector, prio, want_pos) in [
+        (2, Priority::Low, 0),
+        (3, Priority::Normal, 0),
+        (4, Priority::High, 0),
+        (5, Priority::Critical, 0),
+        (6, Priority::Normal, 3), // after CRITICAL 5, HIGH 4 and the earlier NORMAL 3
+        (7, Priority::Unspecified, 4), // PoRep's default: NORMAL
+    ] {
+        let r = c
+            .submit_proof(request(sector, prio, ""))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.queue_position, want_pos, "sector {sector}");
+        assert!(r.job_id.starts_with("cuzk-job-"), "{}", r.job_id);
+        ids.push((sector, r.job_id));
+    }
+    let st = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st.queues.len(), 1);
+    assert_eq!(st.queues[0].proof_kind, "POREP_SEAL_COMMIT");
+    assert_eq!((st.queues[0].pending, st.queues[0].in_progress), (6, 1));
+    assert_eq!(
+        (st.pinned_memory_bytes, st.pinned_memory_limit_bytes),
+        (123, 456)
+    );
+    p.release_all();
+    for (sector, id) in &ids {
+        let r = await_job(&mut c, id).await;
+        assert_eq!(r.status, JobStatus::Completed as i32, "{r:?}");
+        assert_eq!(r.proof, fake_proof(*sector));
+        assert_eq!((r.synthesis_ms, r.gpu_compute_ms), (40, 30));
+        assert!(r.total_ms >= r.queue_wait_ms, "{r:?}");
+    }
+    assert_eq!(p.started(), vec![1, 5, 4, 3, 6, 7, 2]);
+    let st = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(st.total_proofs_completed, 7);
+    assert_eq!((st.queues[0].pending, st.queues[0].in_progress), (0, 0));
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_and_running_jobs_cancel() {
+    let p = FakeProver::new();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    c.submit_proof(request(1, Priority::Normal, "run"))
+        .await
+        .unwrap();
+    p.wait_started(1);
+    c.submit_proof(request(2, Priority::Critical, "queued"))
+        .await
+        .unwrap();
+    let r = c
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "queued".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!r.was_running);
+    let r = await_job(&mut c, "queued").await;
+    assert_eq!(r.status, JobStatus::Cancelled as i32, "{r:?}");
+    assert!(r.proof.is_empty());
+    // The running one: CANCELLED at once, while the (fake) engine call still runs.
+    let r = c
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "run".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.was_running);
+    let r = await_job(&mut c, "run").await;
+    assert_eq!(r.status, JobStatus::Cancelled as i32, "{r:?}");
+    assert!(p.finished().is_empty(), "the engine call is still running");
+    let st = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((st.queues[0].pending, st.queues[0].in_progress), (0, 1));
+    // Cancelling again, or a finished job: no change, no error.
+    assert!(
+        !c.cancel_proof(proto::CancelProofRequest {
+            job_id: "queued".into()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .was_running
+    );
+    let e = c
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: "nope".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    // The daemon goes on: the cancelled call's result is discarded, the next job proves.
+    p.release(1);
+    p.wait_finished(1);
+    assert_eq!(await_job(&mut c, "run").await.status, JobStatus::Cancelled as i32);
+    p.release(3);
+    let r = c
+        .prove(proto::ProveRequest {
+            submit: Some(request(3, Priority::Normal, "after")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(r.status, JobStatus::Completed as i32);
+    assert_eq!(r.proof, fake_proof(3));
+    assert_eq!(p.started(), vec![1, 3], "the cancelled queued job never started");
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prove_caller_that_goes_away_cancels_its_job() {
+    let p = FakeProver::new();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    c.submit_proof(request(1, Priority::Normal, "blocker"))
+        .await
+        .unwrap();
+    p.wait_started(1);
+    // A deadline: the client gives up after 300 ms.
+    let mut req = tonic::Request::new(proto::ProveRequest {
+        submit: Some(request(2, Priority::Normal, "deadline")),
+    });
+    req.set_timeout(Duration::from_millis(300));
+    let e = c.prove(req).await.unwrap_err();
+    assert!(
+        matches!(e.code(), Code::DeadlineExceeded | Code::Cancelled),
+        "{e:?}"
+    );
+    // The daemon sees the caller go (RST_STREAM, or its own grpc-timeout) and cancels the job,
+    // which never starts.
+    let r = await_job(&mut c, "deadline").await;
+    assert_eq!(r.status, JobStatus::Cancelled as i32, "{r:?}");
+    // A disconnect mid-proof: the client task (with its own connection) is killed while its
+    // job runs.
+    let addr = d.addrs()[0].clone();
+    let task = tokio::spawn(async move {
+        let mut c2 = tcp_client(&addr).await;
+        c2.prove(proto::ProveRequest {
+            submit: Some(request(3, Priority::Critical, "disconnect")),
+        })
+        .await
+    });
+    p.release(1);
+    assert_eq!(p.wait_started(2), vec![1, 3], "the cancelled job never started");
+    task.abort();
+    let _ = task.await;
+    for id in ["deadline", "disconnect"] {
+        let r = await_job(&mut c, id).await;
+        assert_eq!(r.status, JobStatus::Cancelled as i32, "{id}: {r:?}");
+        assert!(r.error_message.contains("went away"), "{r:?}");
+    }
+    // A SubmitProof job is not tied to its callers: awaiting it with a short wait is TIMEOUT
+    // of that wait only.
+    let r = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: "blocker".into(),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.status, JobStatus::Completed as i32);
+    p.release_all();
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_and_job_timeouts() {
+    let p = FakeProver::new();
+    let cfg = SchedulerConfig {
+        jobs: 1,
+        job_timeout: Some(Duration::from_millis(500)),
+        ..SchedulerConfig::default()
+    };
+    let d = daemon(&p, cfg).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    c.submit_proof(request(1, Priority::Normal, "slow"))
+        .await
+        .unwrap();
+    c.submit_proof(request(2, Priority::Normal, "waiting"))
+        .await
+        .unwrap();
+    p.wait_started(1);
+    // AwaitProof's own wait runs out first: TIMEOUT, and the job goes on.
+    let r = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: "slow".into(),
+            timeout_ms: 50,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.status, JobStatus::Timeout as i32);
+    assert!(r.error_message.contains("goes on"), "{r:?}");
+    // Then the job timeout ends both (the running one and the queued one).
+    for id in ["slow", "waiting"] {
+        let r = await_job(&mut c, id).await;
+        assert_eq!(r.status, JobStatus::Timeout as i32, "{id}");
+        assert!(r.error_message.contains("job timeout"), "{r:?}");
+    }
+    p.release_all();
+    p.wait_finished(1);
+    assert_eq!(p.started(), vec![1]);
+    let m = c
+        .get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    assert!(m.contains("\ncuzk_proofs_timed_out_total 2\n"), "{m}");
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_clear_codes_and_start_nothing() {
+    let p = FakeProver::new();
+    let d = daemon_with(&p, one_job(), |c| c.max_message_bytes = 64 << 10).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    type Edit = fn(&mut proto::SubmitProofRequest);
+    let cases: Vec<(&str, Edit, Code, &str)> = vec![
+        ("kind unspecified", |r| r.proof_kind = 0, Code::InvalidArgument, "unspecified"),
+        ("winning post", |r| r.proof_kind = 4, Code::Unimplemented, "WINNING_POST"),
+        ("window post", |r| r.proof_kind = 3, Code::Unimplemented, "WINDOW_POST"),
+        ("snap", |r| r.proof_kind = 2, Code::Unimplemented, "SNAP_DEALS"),
+        ("kind 99", |r| r.proof_kind = 99, Code::InvalidArgument, "proof_kind 99"),
+        ("priority 9", |r| r.priority = 9, Code::InvalidArgument, "priority 9"),
+        ("ni-porep", |r| r.registered_proof = 18, Code::Unimplemented, "NonInteractive"),
+        ("proof 77", |r| r.registered_proof = 77, Code::InvalidArgument, "registered_proof 77"),
+        ("size", |r| r.sector_size = 4096, Code::InvalidArgument, "sector_size 4096"),
+        ("proof type", |r| r.registered_proof = 0, Code::InvalidArgument, "StackedDrg2KiBV1_1"),
+        ("empty", |r| r.vanilla_proof.clear(), Code::InvalidArgument, "empty"),
+        ("not json", |r| r.vanilla_proof = b"{not json".to_vec(), Code::InvalidArgument, "not C1 JSON"),
+        ("truncated", |r| r.vanilla_proof.truncate(30), Code::InvalidArgument, "not C1 JSON"),
+        ("sector number", |r| r.sector_number = 8, Code::InvalidArgument, "SectorNum 1"),
+        ("vanilla_proofs", |r| r.vanilla_proofs = vec![vec![1]], Code::InvalidArgument, "vanilla_proofs"),
+        ("oversize", |r| r.vanilla_proof = vec![b' '; 100 << 10], Code::OutOfRange, "too large"),
+    ];
+    for (name, edit, code, needle) in cases {
+        let mut r = request(1, Priority::Normal, name);
+        edit(&mut r);
+        let e = c.submit_proof(r.clone()).await.unwrap_err();
+        assert_eq!(e.code(), code, "{name}: {e:?}");
+        assert!(e.message().contains(needle), "{name}: {}", e.message());
+        let e = c
+            .prove(proto::ProveRequest { submit: Some(r) })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), code, "{name} (Prove): {e:?}");
+    }
+    let e = c.prove(proto::ProveRequest { submit: None }).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let e = c
+        .await_proof(proto::AwaitProofRequest {
+            job_id: "never".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    for (id, code) in [
+        ("wpost-32g", Code::Unimplemented),
+        ("porep-3g", Code::InvalidArgument),
+        ("bogus", Code::InvalidArgument),
+    ] {
+        let e = c
+            .preload_srs(proto::PreloadSrsRequest {
+                circuit_id: id.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), code, "{id}");
+    }
+    let e = c
+        .evict_srs(proto::EvictSrsRequest {
+            circuit_id: "porep-32g".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unimplemented);
+    assert!(p.started().is_empty(), "{:?}", p.started());
+    // Still serving.
+    p.release_all();
+    let r = c
+        .prove(proto::ProveRequest {
+            submit: Some(request(5, Priority::Normal, "good")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(r.proof, fake_proof(5));
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_errors_answer_their_grpc_codes() {
+    let p = FakeProver::new();
+    p.release_all();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    for (sector, code, msg) in [
+        (SECTOR_OOM, Code::ResourceExhausted, "cuzk error 401: out of host memory"),
+        (SECTOR_BAD_INPUT, Code::InvalidArgument, "cuzk error 101: invalid C1 output"),
+        (SECTOR_PANIC, Code::Internal, "cuzk error 901: internal panic: fake prover panic"),
+    ] {
+        let e = c
+            .prove(proto::ProveRequest {
+                submit: Some(request(sector, Priority::Normal, "")),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), code, "{e:?}");
+        assert!(e.message().starts_with(msg), "{}", e.message());
+    }
+    // In-band for AwaitProof.
+    let id = c
+        .submit_proof(request(SECTOR_OOM, Priority::High, "oom"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let r = await_job(&mut c, &id).await;
+    assert_eq!(r.status, JobStatus::Failed as i32);
+    assert!(r.error_message.starts_with("cuzk error 401"), "{r:?}");
+    // After a panic and failures the daemon proves on.
+    let r = c
+        .prove(proto::ProveRequest {
+            submit: Some(request(4, Priority::Normal, "")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(r.proof, fake_proof(4));
+    let st = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((st.total_proofs_completed, st.total_proofs_failed), (1, 4));
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_refuses_and_request_ids_are_idempotent() {
+    let p = FakeProver::new();
+    let cfg = SchedulerConfig {
+        jobs: 1,
+        max_queue: 2,
+        ..SchedulerConfig::default()
+    };
+    let d = daemon(&p, cfg).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    c.submit_proof(request(1, Priority::Normal, "a")).await.unwrap();
+    p.wait_started(1);
+    c.submit_proof(request(2, Priority::Normal, "b")).await.unwrap();
+    c.submit_proof(request(3, Priority::Normal, "c")).await.unwrap();
+    let e = c
+        .submit_proof(request(4, Priority::Normal, "d"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert!(e.message().contains("2 jobs pending"), "{}", e.message());
+    // Resubmitting a queued or running request id attaches to its job (no new job, no error
+    // though the queue is full).
+    for (id, pos) in [("a", 0), ("c", 1)] {
+        let r = c
+            .submit_proof(request(9, Priority::Normal, id))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((r.job_id.as_str(), r.queue_position), (id, pos));
+    }
+    p.release_all();
+    for id in ["a", "b", "c"] {
+        assert_eq!(await_job(&mut c, id).await.status, JobStatus::Completed as i32);
+    }
+    // A completed job is found again by its request id: its proof, not a new proof.
+    let r = c
+        .prove(proto::ProveRequest {
+            submit: Some(request(1, Priority::Normal, "a")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(r.proof, fake_proof(1));
+    assert_eq!(p.started(), vec![1, 2, 3]);
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_running_jobs_and_fails_queued_ones() {
+    let p = FakeProver::new();
+    let dir = temp_dir("shutdown");
+    let sock = dir.join("cuzk.sock");
+    let d = daemon_with(&p, one_job(), |c| {
+        c.listen.push(format!("unix://{}", sock.display()))
+    })
+    .await;
+    assert_eq!(d.addrs()[1], format!("unix://{}", sock.display()));
+    let mut c = unix_client(sock.clone()).await;
+    let mut running = c.clone();
+    let running = tokio::spawn(async move {
+        running
+            .prove(proto::ProveRequest {
+                submit: Some(request(1, Priority::Normal, "running")),
+            })
+            .await
+    });
+    p.wait_started(1);
+    let mut queued = c.clone();
+    let queued = tokio::spawn(async move {
+        queued
+            .prove(proto::ProveRequest {
+                submit: Some(request(2, Priority::Normal, "queued")),
+            })
+            .await
+    });
+    // Wait until the queued one is accepted.
+    for _ in 0..100 {
+        let st = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+        if st.queues[0].pending == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stopping = tokio::spawn(d.shutdown());
+    let e = queued.await.unwrap().unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("had not started"), "{}", e.message());
+    let e = c
+        .submit_proof(request(3, Priority::Critical, "late"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(!running.is_finished());
+    p.release(1);
+    let r = running.await.unwrap().unwrap().into_inner().result.unwrap();
+    assert_eq!(r.status, JobStatus::Completed as i32);
+    assert_eq!(r.proof, fake_proof(1));
+    let report = stopping.await.unwrap();
+    assert_eq!((report.queued_failed, report.running_failed), (1, 0));
+    assert!(!sock.exists(), "socket file removed");
+    assert_eq!(p.started(), vec![1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_fails_jobs_still_running_after_the_grace_period() {
+    let p = FakeProver::new();
+    let d = daemon_with(&p, one_job(), |c| {
+        c.shutdown_grace = Duration::from_millis(300)
+    })
+    .await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let running = tokio::spawn(async move {
+        c.prove(proto::ProveRequest {
+            submit: Some(request(1, Priority::Normal, "stuck")),
+        })
+        .await
+    });
+    p.wait_started(1);
+    let report = d.shutdown().await;
+    assert_eq!((report.queued_failed, report.running_failed), (0, 1));
+    let e = running.await.unwrap().unwrap_err();
+    assert_eq!(e.code(), Code::Unavailable, "{e:?}");
+    assert!(e.message().contains("grace period"), "{}", e.message());
+    p.release_all();
+}
