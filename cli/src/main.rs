@@ -186,7 +186,11 @@ fn exit_status(code: i32) -> u8 {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The daemon logs its jobs at info level by default; the one-shot commands only warnings.
-    let level = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    let level = if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     // A missing parameter file's hint names --params when it was given (not the variable).
     let params = match &cli.command {

@@ -78,8 +78,16 @@ mod tests {
     #[test]
     fn engine_errors_map_by_class_and_keep_their_code() {
         let cases = [
-            (cuzk::Error::MalformedInput("x".into()), Code::InvalidArgument, 100),
-            (cuzk::Error::UnsupportedProof("NI".into()), Code::Unimplemented, 103),
+            (
+                cuzk::Error::MalformedInput("x".into()),
+                Code::InvalidArgument,
+                100,
+            ),
+            (
+                cuzk::Error::UnsupportedProof("NI".into()),
+                Code::Unimplemented,
+                103,
+            ),
             (
                 cuzk::Error::ParametersNotFound {
                     path: "/p/x.params".into(),
@@ -97,7 +105,11 @@ mod tests {
                 Code::ResourceExhausted,
                 401,
             ),
-            (cuzk::Error::VerificationFailed { partition: 0 }, Code::Internal, 501),
+            (
+                cuzk::Error::VerificationFailed { partition: 0 },
+                Code::Internal,
+                501,
+            ),
             (cuzk::Error::Panic("boom".into()), Code::Internal, 901),
         ];
         for (e, code, n) in cases {

@@ -110,7 +110,11 @@ impl EngineProver {
         let dir = self.engine.config().resolved_parameter_dir();
         let (params, _vk) = cuzk::srs::porep_param_paths_of(proof, &dir)?;
         let id = circuit_id(proof);
-        let was = self.loaded.lock().map(|m| m.contains_key(&id)).unwrap_or(false);
+        let was = self
+            .loaded
+            .lock()
+            .map(|m| m.contains_key(&id))
+            .unwrap_or(false);
         let srs = self.engine.load_params(&params)?;
         if let Ok(mut m) = self.loaded.lock() {
             m.insert(id, srs.size_bytes());
@@ -125,9 +129,9 @@ impl Prover for EngineProver {
             verify: self.verify,
             ..ProveOptions::default()
         };
-        let out = self
-            .engine
-            .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;
+        let out =
+            self.engine
+                .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;
         // The proof loaded its parameters: record them (a cache hit, no work).
         if let Err(e) = self.load(job.registered_proof) {
             log::warn!("recording loaded parameters: {e}");

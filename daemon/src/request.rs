@@ -186,8 +186,13 @@ fn bad(what: &str, e: impl std::fmt::Display) -> DaemonError {
 ///
 /// # Errors
 /// [`DaemonError::InvalidArgument`] naming the problem.
-pub fn check_c1(c1: &[u8], sector_number: u64, proof: RegisteredSealProof) -> Result<(), DaemonError> {
-    let outer: Probe = serde_json::from_slice(c1).map_err(|e| bad("vanilla_proof is not C1 JSON", e))?;
+pub fn check_c1(
+    c1: &[u8],
+    sector_number: u64,
+    proof: RegisteredSealProof,
+) -> Result<(), DaemonError> {
+    let outer: Probe =
+        serde_json::from_slice(c1).map_err(|e| bad("vanilla_proof is not C1 JSON", e))?;
     let inner_proof = match &outer.phase1_out {
         Some(b64) => {
             if let Some(n) = outer.sector_num {
@@ -279,16 +284,26 @@ mod tests {
     use super::*;
 
     fn wrapper(sector: u64, size: u64, proof: &str) -> Vec<u8> {
-        let inner = format!(r#"{{"registered_proof":"{proof}","vanilla_proofs":{{"x":[1,2,[3]]}}}}"#);
+        let inner =
+            format!(r#"{{"registered_proof":"{proof}","vanilla_proofs":{{"x":[1,2,[3]]}}}}"#);
         let b64 = base64::engine::general_purpose::STANDARD.encode(inner);
         format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":{size}}}"#).into_bytes()
     }
 
     #[test]
     fn numeric_proof_types_follow_the_actors_numbering() {
-        assert_eq!(registered_seal_proof(0), Some(RegisteredSealProof::StackedDrg2KiBV1));
-        assert_eq!(registered_seal_proof(5), Some(RegisteredSealProof::StackedDrg2KiBV1_1));
-        assert_eq!(registered_seal_proof(8), Some(RegisteredSealProof::StackedDrg32GiBV1_1));
+        assert_eq!(
+            registered_seal_proof(0),
+            Some(RegisteredSealProof::StackedDrg2KiBV1)
+        );
+        assert_eq!(
+            registered_seal_proof(5),
+            Some(RegisteredSealProof::StackedDrg2KiBV1_1)
+        );
+        assert_eq!(
+            registered_seal_proof(8),
+            Some(RegisteredSealProof::StackedDrg32GiBV1_1)
+        );
         assert_eq!(
             registered_seal_proof(13),
             Some(RegisteredSealProof::StackedDrg32GiBV1_1_Feat_SyntheticPoRep)
@@ -311,8 +326,14 @@ mod tests {
             (wrapper(8, 2048, "StackedDrg2KiBV1_1"), "SectorNum 8"),
             (wrapper(7, 4096, "StackedDrg2KiBV1_1"), "SectorSize 4096"),
             (wrapper(7, 2048, "StackedDrg2KiBV1"), "is StackedDrg2KiBV1,"),
-            (b"{\"SectorNum\":7,\"Phase1Out\":\"@@\"}".to_vec(), "not base64"),
-            (b"{\"registered_proof\":\"StackedDrg2KiBV1_1\"".to_vec(), "not C1 JSON"),
+            (
+                b"{\"SectorNum\":7,\"Phase1Out\":\"@@\"}".to_vec(),
+                "not base64",
+            ),
+            (
+                b"{\"registered_proof\":\"StackedDrg2KiBV1_1\"".to_vec(),
+                "not C1 JSON",
+            ),
             (b"not json".to_vec(), "not C1 JSON"),
             (b"{}".to_vec(), "no registered_proof"),
         ] {
@@ -328,13 +349,25 @@ mod tests {
             let p = registered_seal_proof(v).unwrap();
             assert_eq!(circuit_proof(&circuit_id(p)).unwrap(), p);
         }
-        assert_eq!(circuit_id(RegisteredSealProof::StackedDrg32GiBV1_1), "porep-32g");
+        assert_eq!(
+            circuit_id(RegisteredSealProof::StackedDrg32GiBV1_1),
+            "porep-32g"
+        );
         assert_eq!(
             circuit_proof("PoRep-2KiB").unwrap(),
             RegisteredSealProof::StackedDrg2KiBV1_1
         );
-        assert_eq!(circuit_proof("wpost-32g").unwrap_err().code(), tonic::Code::Unimplemented);
-        assert_eq!(circuit_proof("porep-3g").unwrap_err().code(), tonic::Code::InvalidArgument);
-        assert_eq!(circuit_proof("bogus").unwrap_err().code(), tonic::Code::InvalidArgument);
+        assert_eq!(
+            circuit_proof("wpost-32g").unwrap_err().code(),
+            tonic::Code::Unimplemented
+        );
+        assert_eq!(
+            circuit_proof("porep-3g").unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+        assert_eq!(
+            circuit_proof("bogus").unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
     }
 }

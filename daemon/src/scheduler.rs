@@ -356,11 +356,7 @@ impl Scheduler {
         // A replaced (failed or cancelled) job of the same id leaves the finished list when
         // pruned; the map now names the new one.
         st.jobs.insert(id.clone(), job.clone());
-        st.queue.push(Entry {
-            priority,
-            seq,
-            id,
-        });
+        st.queue.push(Entry { priority, seq, id });
         st.pending += 1;
         let pos = position(&st, &job);
         drop(st);
@@ -518,7 +514,10 @@ impl Scheduler {
         }
         for id in &st.running_jobs {
             if let Some(j) = st.jobs.get(id) {
-                *snap.running_by_circuit.entry(j.circuit.clone()).or_default() += 1;
+                *snap
+                    .running_by_circuit
+                    .entry(j.circuit.clone())
+                    .or_default() += 1;
             }
         }
         snap
@@ -630,17 +629,11 @@ impl Scheduler {
                     if let Some(next) = self.pop(&mut st) {
                         break next;
                     }
-                    st = self
-                        .inner
-                        .wake
-                        .wait(st)
-                        .unwrap_or_else(|p| p.into_inner());
+                    st = self.inner.wake.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
             };
-            let result = catch_unwind(AssertUnwindSafe(|| {
-                self.inner.prover.prove_porep(&input)
-            }))
-            .unwrap_or_else(|p| Err(cuzk::Error::from_panic(p)));
+            let result = catch_unwind(AssertUnwindSafe(|| self.inner.prover.prove_porep(&input)))
+                .unwrap_or_else(|p| Err(cuzk::Error::from_panic(p)));
             drop(input);
             let end = Instant::now();
             let mut st = lock(&self.inner.state);
@@ -686,7 +679,11 @@ impl Scheduler {
                 log::info!(
                     "job {}: engine call returned after the job ended ({}); result discarded",
                     job.id,
-                    if result.is_ok() { "proof made" } else { "failed" }
+                    if result.is_ok() {
+                        "proof made"
+                    } else {
+                        "failed"
+                    }
                 );
                 self.inner.wake.notify_all();
             }
@@ -766,10 +763,7 @@ impl Drop for CallerGuard {
             }
             Err(_) => false,
         };
-        if last
-            && self.job.cancel_with_caller
-            && !matches!(self.job.state(), JobState::Done(_))
-        {
+        if last && self.job.cancel_with_caller && !matches!(self.job.state(), JobState::Done(_)) {
             log::warn!(
                 "job {}: its Prove caller went away (deadline, cancel or disconnect): cancelling",
                 self.job.id

@@ -64,14 +64,19 @@ impl Listen {
             reason: reason.into(),
         };
         let s = s.trim();
-        if let Some(p) = s.strip_prefix("unix://").or_else(|| s.strip_prefix("unix:")) {
+        if let Some(p) = s
+            .strip_prefix("unix://")
+            .or_else(|| s.strip_prefix("unix:"))
+        {
             if p.is_empty() {
                 return Err(bad("expected unix:///path/to/socket"));
             }
             return Ok(Listen::Unix(PathBuf::from(p)));
         }
         if s.is_empty() || !s.contains(':') {
-            return Err(bad("expected host:port (e.g. 127.0.0.1:9820) or unix:///path"));
+            return Err(bad(
+                "expected host:port (e.g. 127.0.0.1:9820) or unix:///path",
+            ));
         }
         Ok(Listen::Tcp(s.to_string()))
     }

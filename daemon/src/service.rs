@@ -151,9 +151,10 @@ impl proto::proving_engine_server::ProvingEngine for ProvingService {
         &self,
         request: Request<proto::ProveRequest>,
     ) -> Result<Response<proto::ProveResponse>, Status> {
-        let submit = request.into_inner().submit.ok_or_else(|| {
-            DaemonError::InvalidArgument("ProveRequest.submit is missing".into())
-        })?;
+        let submit = request
+            .into_inner()
+            .submit
+            .ok_or_else(|| DaemonError::InvalidArgument("ProveRequest.submit is missing".into()))?;
         let (job, _) = self.accept(submit, true).await?;
         // Dropped with this future when the caller goes away: then the job is cancelled.
         let _guard = self.scheduler.attach(&job);
@@ -214,7 +215,11 @@ impl proto::proving_engine_server::ProvingEngine for ProvingService {
             .map_err(DaemonError::Engine)?;
         log::info!(
             "PreloadSRS {id}: {} in {:.2} s",
-            if already_loaded { "already loaded" } else { "loaded" },
+            if already_loaded {
+                "already loaded"
+            } else {
+                "loaded"
+            },
             t.elapsed().as_secs_f64()
         );
         Ok(Response::new(proto::PreloadSrsResponse {
@@ -362,7 +367,13 @@ fn metrics(s: &Scheduler) -> String {
         "Jobs proved at once at most (--jobs).",
         &one(s.config().jobs as f64),
     );
-    let names = ["queue_wait", "srs_load", "synthesis", "gpu_compute", "total"];
+    let names = [
+        "queue_wait",
+        "srs_load",
+        "synthesis",
+        "gpu_compute",
+        "total",
+    ];
     metric(
         "cuzk_proof_phase_seconds_sum",
         "counter",

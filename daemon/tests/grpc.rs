@@ -176,7 +176,10 @@ async fn queued_and_running_jobs_cancel() {
     // The daemon goes on: the cancelled call's result is discarded, the next job proves.
     p.release(1);
     p.wait_finished(1);
-    assert_eq!(await_job(&mut c, "run").await.status, JobStatus::Cancelled as i32);
+    assert_eq!(
+        await_job(&mut c, "run").await.status,
+        JobStatus::Cancelled as i32
+    );
     p.release(3);
     let r = c
         .prove(proto::ProveRequest {
@@ -189,7 +192,11 @@ async fn queued_and_running_jobs_cancel() {
         .unwrap();
     assert_eq!(r.status, JobStatus::Completed as i32);
     assert_eq!(r.proof, fake_proof(3));
-    assert_eq!(p.started(), vec![1, 3], "the cancelled queued job never started");
+    assert_eq!(
+        p.started(),
+        vec![1, 3],
+        "the cancelled queued job never started"
+    );
     d.shutdown().await;
 }
 
@@ -227,7 +234,11 @@ async fn a_prove_caller_that_goes_away_cancels_its_job() {
         .await
     });
     p.release(1);
-    assert_eq!(p.wait_started(2), vec![1, 3], "the cancelled job never started");
+    assert_eq!(
+        p.wait_started(2),
+        vec![1, 3],
+        "the cancelled job never started"
+    );
     task.abort();
     let _ = task.await;
     for id in ["deadline", "disconnect"] {
@@ -304,22 +315,102 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
     let mut c = tcp_client(&d.addrs()[0]).await;
     type Edit = fn(&mut proto::SubmitProofRequest);
     let cases: Vec<(&str, Edit, Code, &str)> = vec![
-        ("kind unspecified", |r| r.proof_kind = 0, Code::InvalidArgument, "unspecified"),
-        ("winning post", |r| r.proof_kind = 4, Code::Unimplemented, "WINNING_POST"),
-        ("window post", |r| r.proof_kind = 3, Code::Unimplemented, "WINDOW_POST"),
-        ("snap", |r| r.proof_kind = 2, Code::Unimplemented, "SNAP_DEALS"),
-        ("kind 99", |r| r.proof_kind = 99, Code::InvalidArgument, "proof_kind 99"),
-        ("priority 9", |r| r.priority = 9, Code::InvalidArgument, "priority 9"),
-        ("ni-porep", |r| r.registered_proof = 18, Code::Unimplemented, "NonInteractive"),
-        ("proof 77", |r| r.registered_proof = 77, Code::InvalidArgument, "registered_proof 77"),
-        ("size", |r| r.sector_size = 4096, Code::InvalidArgument, "sector_size 4096"),
-        ("proof type", |r| r.registered_proof = 0, Code::InvalidArgument, "StackedDrg2KiBV1_1"),
-        ("empty", |r| r.vanilla_proof.clear(), Code::InvalidArgument, "empty"),
-        ("not json", |r| r.vanilla_proof = b"{not json".to_vec(), Code::InvalidArgument, "not C1 JSON"),
-        ("truncated", |r| r.vanilla_proof.truncate(30), Code::InvalidArgument, "not C1 JSON"),
-        ("sector number", |r| r.sector_number = 8, Code::InvalidArgument, "SectorNum 1"),
-        ("vanilla_proofs", |r| r.vanilla_proofs = vec![vec![1]], Code::InvalidArgument, "vanilla_proofs"),
-        ("oversize", |r| r.vanilla_proof = vec![b' '; 100 << 10], Code::OutOfRange, "too large"),
+        (
+            "kind unspecified",
+            |r| r.proof_kind = 0,
+            Code::InvalidArgument,
+            "unspecified",
+        ),
+        (
+            "winning post",
+            |r| r.proof_kind = 4,
+            Code::Unimplemented,
+            "WINNING_POST",
+        ),
+        (
+            "window post",
+            |r| r.proof_kind = 3,
+            Code::Unimplemented,
+            "WINDOW_POST",
+        ),
+        (
+            "snap",
+            |r| r.proof_kind = 2,
+            Code::Unimplemented,
+            "SNAP_DEALS",
+        ),
+        (
+            "kind 99",
+            |r| r.proof_kind = 99,
+            Code::InvalidArgument,
+            "proof_kind 99",
+        ),
+        (
+            "priority 9",
+            |r| r.priority = 9,
+            Code::InvalidArgument,
+            "priority 9",
+        ),
+        (
+            "ni-porep",
+            |r| r.registered_proof = 18,
+            Code::Unimplemented,
+            "NonInteractive",
+        ),
+        (
+            "proof 77",
+            |r| r.registered_proof = 77,
+            Code::InvalidArgument,
+            "registered_proof 77",
+        ),
+        (
+            "size",
+            |r| r.sector_size = 4096,
+            Code::InvalidArgument,
+            "sector_size 4096",
+        ),
+        (
+            "proof type",
+            |r| r.registered_proof = 0,
+            Code::InvalidArgument,
+            "StackedDrg2KiBV1_1",
+        ),
+        (
+            "empty",
+            |r| r.vanilla_proof.clear(),
+            Code::InvalidArgument,
+            "empty",
+        ),
+        (
+            "not json",
+            |r| r.vanilla_proof = b"{not json".to_vec(),
+            Code::InvalidArgument,
+            "not C1 JSON",
+        ),
+        (
+            "truncated",
+            |r| r.vanilla_proof.truncate(30),
+            Code::InvalidArgument,
+            "not C1 JSON",
+        ),
+        (
+            "sector number",
+            |r| r.sector_number = 8,
+            Code::InvalidArgument,
+            "SectorNum 1",
+        ),
+        (
+            "vanilla_proofs",
+            |r| r.vanilla_proofs = vec![vec![1]],
+            Code::InvalidArgument,
+            "vanilla_proofs",
+        ),
+        (
+            "oversize",
+            |r| r.vanilla_proof = vec![b' '; 100 << 10],
+            Code::OutOfRange,
+            "too large",
+        ),
     ];
     for (name, edit, code, needle) in cases {
         let mut r = request(1, Priority::Normal, name);
@@ -333,7 +424,10 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
             .unwrap_err();
         assert_eq!(e.code(), code, "{name} (Prove): {e:?}");
     }
-    let e = c.prove(proto::ProveRequest { submit: None }).await.unwrap_err();
+    let e = c
+        .prove(proto::ProveRequest { submit: None })
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     let e = c
         .await_proof(proto::AwaitProofRequest {
@@ -386,9 +480,21 @@ async fn engine_errors_answer_their_grpc_codes() {
     let d = daemon(&p, one_job()).await;
     let mut c = tcp_client(&d.addrs()[0]).await;
     for (sector, code, msg) in [
-        (SECTOR_OOM, Code::ResourceExhausted, "cuzk error 401: out of host memory"),
-        (SECTOR_BAD_INPUT, Code::InvalidArgument, "cuzk error 101: invalid C1 output"),
-        (SECTOR_PANIC, Code::Internal, "cuzk error 901: internal panic: fake prover panic"),
+        (
+            SECTOR_OOM,
+            Code::ResourceExhausted,
+            "cuzk error 401: out of host memory",
+        ),
+        (
+            SECTOR_BAD_INPUT,
+            Code::InvalidArgument,
+            "cuzk error 101: invalid C1 output",
+        ),
+        (
+            SECTOR_PANIC,
+            Code::Internal,
+            "cuzk error 901: internal panic: fake prover panic",
+        ),
     ] {
         let e = c
             .prove(proto::ProveRequest {
@@ -439,10 +545,16 @@ async fn a_full_queue_refuses_and_request_ids_are_idempotent() {
     };
     let d = daemon(&p, cfg).await;
     let mut c = tcp_client(&d.addrs()[0]).await;
-    c.submit_proof(request(1, Priority::Normal, "a")).await.unwrap();
+    c.submit_proof(request(1, Priority::Normal, "a"))
+        .await
+        .unwrap();
     p.wait_started(1);
-    c.submit_proof(request(2, Priority::Normal, "b")).await.unwrap();
-    c.submit_proof(request(3, Priority::Normal, "c")).await.unwrap();
+    c.submit_proof(request(2, Priority::Normal, "b"))
+        .await
+        .unwrap();
+    c.submit_proof(request(3, Priority::Normal, "c"))
+        .await
+        .unwrap();
     let e = c
         .submit_proof(request(4, Priority::Normal, "d"))
         .await
@@ -461,7 +573,10 @@ async fn a_full_queue_refuses_and_request_ids_are_idempotent() {
     }
     p.release_all();
     for id in ["a", "b", "c"] {
-        assert_eq!(await_job(&mut c, id).await.status, JobStatus::Completed as i32);
+        assert_eq!(
+            await_job(&mut c, id).await.status,
+            JobStatus::Completed as i32
+        );
     }
     // A completed job is found again by its request id: its proof, not a new proof.
     let r = c
@@ -508,7 +623,11 @@ async fn shutdown_finishes_running_jobs_and_fails_queued_ones() {
     });
     // Wait until the queued one is accepted.
     for _ in 0..100 {
-        let st = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+        let st = c
+            .get_status(proto::GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
         if st.queues[0].pending == 1 {
             break;
         }

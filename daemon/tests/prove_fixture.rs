@@ -74,11 +74,20 @@ async fn the_2kib_fixture_proves_through_the_daemon_and_verifies() {
         .unwrap();
     assert_eq!(r.status, JobStatus::Completed as i32, "{r:?}");
     assert_eq!(r.proof.len(), 192);
-    assert!(f.verify(&r.proof).unwrap(), "filecoin-proofs rejects the proof");
+    assert!(
+        f.verify(&r.proof).unwrap(),
+        "filecoin-proofs rejects the proof"
+    );
     let mut flipped = r.proof.clone();
     flipped[100] ^= 1;
-    assert!(!f.verify(&flipped).unwrap_or(false), "a flipped byte verifies");
-    assert!(r.srs_load_ms > 0 && r.synthesis_ms > 0 && r.gpu_compute_ms > 0, "{r:?}");
+    assert!(
+        !f.verify(&flipped).unwrap_or(false),
+        "a flipped byte verifies"
+    );
+    assert!(
+        r.srs_load_ms > 0 && r.synthesis_ms > 0 && r.gpu_compute_ms > 0,
+        "{r:?}"
+    );
     assert!(r.total_ms >= r.srs_load_ms + r.queue_wait_ms, "{r:?}");
     let st = c
         .get_status(proto::GetStatusRequest {})
@@ -89,7 +98,10 @@ async fn the_2kib_fixture_proves_through_the_daemon_and_verifies() {
     assert_eq!(st.loaded_srs.len(), 1, "{st:?}");
     assert_eq!(st.loaded_srs[0].circuit_id, "porep-2k");
     assert!(st.loaded_srs[0].size_bytes > 0);
-    assert!(st.pinned_memory_bytes >= st.loaded_srs[0].size_bytes, "{st:?}");
+    assert!(
+        st.pinned_memory_bytes >= st.loaded_srs[0].size_bytes,
+        "{st:?}"
+    );
     let pre = c
         .preload_srs(proto::PreloadSrsRequest {
             circuit_id: "porep-2k".into(),

@@ -68,7 +68,11 @@ impl FakeProver {
         let mut st = self.state.lock().unwrap();
         while st.started.len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "only {:?} started, waited for {n}", st.started);
+            assert!(
+                !left.is_zero(),
+                "only {:?} started, waited for {n}",
+                st.started
+            );
             st = self.cv.wait_timeout(st, left).unwrap().0;
         }
         st.started.clone()
@@ -153,7 +157,8 @@ impl Prover for FakeProver {
 /// A C1 wrapper as Curio sends it, for the fake prover (only its proof type and sizes are read
 /// before the prover).
 pub fn fake_c1(sector: u64) -> Vec<u8> {
-    let inner = r#"{"registered_proof":"StackedDrg2KiBV1_1","vanilla_proofs":{"StackedDrg2KiBV1":[]}}"#;
+    let inner =
+        r#"{"registered_proof":"StackedDrg2KiBV1_1","vanilla_proofs":{"StackedDrg2KiBV1":[]}}"#;
     let b64 = base64::engine::general_purpose::STANDARD.encode(inner);
     format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":2048}}"#).into_bytes()
 }
