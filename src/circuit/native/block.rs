@@ -15,7 +15,7 @@
 //! 6. the Poseidon hash of the challenged node's labels and its path in tree C — one input.
 //!
 //! The prefix (replica id, commitments, comm_r = H(comm_c, comm_r_last)) is a few hundred
-//! values: it is written by the gadgets themselves ([`super::super::witness::write_prefix`]).
+//! values: it is written by the gadgets themselves (`witness::write_prefix`).
 
 use blstrs::Scalar as Fr;
 use filecoin_proofs::DefaultPieceHasher;
