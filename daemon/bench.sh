@@ -6,6 +6,7 @@
 # and prints both steady states (seconds per proof) and their ratio (≤ 1.05 is the target).
 #
 # Usage: daemon/bench.sh C1_WRAPPER PARAMS_DIR [R] [J] [C]
+#   PROVE_STEADY  skip step 1 and compare against this (s per proof, measured on the same files)
 #   BACKEND gpu (default) or cpu (a smoke run without a GPU)
 #   F   directory holding `cuzk` (built with --features cuda) and `bench_client` (default
 #       target/release and target/release/examples)
@@ -20,11 +21,16 @@ ADDR=127.0.0.1:${PORT:-9820}
 export RUST_BACKTRACE=1
 size=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["SectorSize"]; print({2048:"2k",8<<20:"8m",512<<20:"512m",32<<30:"32g",64<<30:"64g"}[s])' "$C1")
 
+if [ -n "${PROVE_STEADY:-}" ]; then
+  # The reference steady state was measured already (e2e's `cuzk prove --jobs J` on these files).
+  a=$PROVE_STEADY; echo "== cuzk prove: steady state $a s per proof (given)"
+else
 echo "== cuzk prove --repeat $R --jobs $J"
 RUST_LOG=warn "$F/cuzk" prove "$C1" --prover-id f01000 --params "$P" --backend "${BACKEND:-gpu}" \
   --repeat "$R" --jobs "$J" --out "$E/prove.bin" 2> "$E/prove.log" >/dev/null
 rc=$?; grep -E "proofs, |error" "$E/prove.log"; [ $rc -eq 0 ] || { echo "cuzk prove failed ($rc)"; exit 1; }
 a=$(sed -nE 's/.*steady state \(proofs 1 to [0-9]+\) ([0-9.]+) s per proof.*/\1/p' "$E/prove.log")
+fi
 
 echo "== cuzk serve --jobs $J, bench_client --proofs $R --clients $C"
 RUST_LOG=info "$F/cuzk" serve --listen "$ADDR" --params "$P" --backend "${BACKEND:-gpu}" --jobs "$J" \

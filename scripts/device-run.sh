@@ -44,6 +44,12 @@
 #                 CUZK_GPU_SPMV=0, and the synthesis bench (SYNTH_SIZES="2KiB" for one size)
 #   synth-32g     the witness of a real-shape 32 GiB partition on 16 and 1 threads (cuzk gen-c1,
 #                 then synth_scaling on its partition 0; no parameter file needed)
+#   witness       the native witness of a real-shape 32 GiB C1 (cuzk_dev::c1gen, no parameter file):
+#                 all 10 partitions on all cores, each == the gadget witness value for value, then
+#                 partition 0 on one thread (its core-seconds) (`witness_check`)
+#   daemon        `cuzk serve --jobs 2` fed by 3 gRPC clients (bench_client) on e2e's 32 GiB C1 and
+#                 parameters (run `e2e` first in the same warm lease), its steady state against
+#                 e2e's `cuzk prove --jobs 2` ($PROVE_STEADY s per proof; daemon/bench.sh)
 #   profile       ncu of the kernels named in $PROFILE (default "affine"): affine (one batch-affine
 #                 accumulation launch at G1 2^26), sort (the bucketing kernels at G1 2^26), ntt (three
 #                 NTT passes at 2^27)
@@ -190,6 +196,17 @@ synth-32g)
   t genc1_32 $F/cuzk gen-c1 --sector-size 32GiB --seed scaling-1 /tmp/c32
   CUZK_CIRCUIT_CACHE=/tmp/cc32 FIL_PROOFS_PARAMETER_CACHE=/tmp/none t scaling32 timeout 300 \
     $F/synth_scaling /tmp/c32/c1.json 1 1000 16 1
+  ;;
+witness)
+  t witness32 timeout 400 $F/witness_check --sector-size 32GiB
+  t witness32_1t timeout 200 $F/witness_check --sector-size 32GiB --partitions 0 --threads 1 --native-only --repeat 2
+  grep -h -E "generated|native|gadget" "$OUT/witness32.log" "$OUT/witness32_1t.log" | tee -a "$S"
+  ;;
+daemon)
+  d=/tmp/e2e/32GiB; [ -e $d/c1/c1-wrapper.json ] && [ -d $d/params ] || { echo "daemon: run e2e first" | tee -a "$S"; continue; }
+  a=${PROVE_STEADY:-$(sed -nE 's/.*steady state \(proofs 1 to [0-9]+\) ([0-9.]+) s per proof.*/\1/p' $d/prove.log | head -1)}
+  E=/tmp/daemon-bench F=$F PROVE_STEADY=$a t daemon_bench timeout 560 bash daemon/bench.sh $d/c1/c1-wrapper.json $d/params ${DAEMON_PROOFS:-5} 2 3
+  cat "$OUT/daemon_bench.log" >> "$S"; cp /tmp/daemon-bench/*.log /tmp/daemon-bench/*.out "$OUT/" 2>/dev/null
   ;;
 profile)
   NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)

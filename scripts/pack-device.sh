@@ -15,8 +15,9 @@ done
 pack "$(newest ntt)" bench_ntt
 pack "$(newest msm)" msm
 pack "$(newest synthesis)" synthesis
-for e in batch prove make_fixture synth_scaling; do pack target/release/examples/$e $e; done
+for e in batch prove make_fixture synth_scaling witness_check; do pack target/release/examples/$e $e; done
 pack target/release/cuzk cuzk
+pack target/release/examples/bench_client bench_client
 # The SupraSeal anchor (bench-anchors/supraseal, built into this target dir), when built.
 [ -x target/release/supraseal-anchor ] && pack target/release/supraseal-anchor supraseal-anchor
 [ -x target/release/supraseal-synth ] && pack target/release/supraseal-synth supraseal-synth
