@@ -74,6 +74,8 @@ typedef enum cuzk_status_t {
     CUZK_STATUS_SYNTHESIS = 500,
     // A produced proof failed self-verification (never returned as a result).
     CUZK_STATUS_VERIFICATION_FAILED = 501,
+    // The call was cancelled; no proof.
+    CUZK_STATUS_CANCELLED = 502,
     // I/O error outside parameter files.
     CUZK_STATUS_IO = 900,
     // A panic was caught at the C boundary (a bug in cuzk); the engine stays usable.

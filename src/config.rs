@@ -303,6 +303,9 @@ pub struct ProveOptions {
     /// Compiled with the native witness (default), compiled with the gadget witness, or
     /// reference synthesis.
     pub synthesis: Synthesis,
+    /// Stops the call at its next checkpoint once set, with [`Error::Cancelled`] (see
+    /// [`crate::cancel`]). `None` (the default): the call runs to its end.
+    pub cancel: Option<crate::CancelToken>,
 }
 
 impl Default for ProveOptions {
@@ -312,6 +315,7 @@ impl Default for ProveOptions {
             progress: None,
             randomness: None,
             synthesis: Synthesis::default(),
+            cancel: None,
         }
     }
 }
@@ -345,6 +349,7 @@ impl std::fmt::Debug for ProveOptions {
             .field("progress", &self.progress.is_some())
             .field("randomness", &self.randomness.as_ref().map(|v| v.len()))
             .field("synthesis", &self.synthesis)
+            .field("cancel", &self.cancel)
             .finish()
     }
 }

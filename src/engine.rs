@@ -17,6 +17,7 @@ use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
 use crate::budget::HostBudget;
 use crate::c1;
+use crate::cancel::CancelToken;
 use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
@@ -349,6 +350,7 @@ impl Engine {
             }
         };
         let parsed = parse_start.elapsed();
+        CancelToken::check(options.cancel.as_ref())?;
         let proof_type = input.output.registered_proof;
         log::info!(
             "prove_porep_c2: sector {sector_id}, {proof_type:?}, {} partition(s), backend {}",
@@ -853,6 +855,9 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     } = sector;
     let proof_type = *proof_type;
     let vanilla_params = &pub_params.vanilla_params;
+    // The checkpoints of `options.cancel` (see [`crate::cancel`]).
+    let cancelled = || CancelToken::check(options.cancel.as_ref());
+    cancelled()?;
     // The parameters, once loaded ([`Error::Internal`] if their load failed: the caller
     // returns the load's own error).
     let wait_params = || -> Result<Arc<Srs>> {
@@ -892,7 +897,9 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
         // A place among the engine's partitions in flight, then host memory: both held while
         // the partition is synthesized and proved; shared with concurrent calls.
+        cancelled()?;
         let _pass = engine.gate.enter();
+        cancelled()?;
         let mut memory = engine
             .budget
             .acquire_as(need, &format!("sector {sector_id} partition {k}"))?;
@@ -918,6 +925,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                 // way here.
                 engine.host_pool.trim_to_budget();
                 let mut asg = synthesize_partition(sector, None, k, false, reporter, &mut t)?;
+                cancelled()?;
                 let srs = wait_params()?;
                 srs.check_shape(&asg)?;
                 prover::check_satisfied(&asg, k)?;
@@ -962,6 +970,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                     if w.input.get(1..) != Some(&inputs[..]) {
                         return Err(inputs_differ());
                     }
+                    cancelled()?;
                     let srs = wait_params()?;
                     srs.check_counts(&cc.shape_counts())?;
                     backend.compute_compiled(&mut w, cc, &srs, &mut ctx)
@@ -989,6 +998,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                 reporter.report(&mut t, p, Stage::Synthesis, synth);
             }
         }
+        cancelled()?;
         let (r, s) = match &options.randomness {
             Some(rs) => rs[k],
             None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),

@@ -9,7 +9,7 @@
 //! | 200–299 | parameters (Groth16 `.params` / `.vk` files) |
 //! | 300–399 | device (no GPU, unsupported GPU, CUDA driver errors) |
 //! | 400–499 | out of memory (device or host) |
-//! | 500–599 | proving (synthesis, self-verification) |
+//! | 500–599 | proving (synthesis, self-verification, cancellation) |
 //! | 900–999 | internal (I/O, panics, bugs) |
 
 use std::path::PathBuf;
@@ -147,6 +147,9 @@ pub enum Error {
         /// Partition index (or `usize::MAX` when the whole multi-proof failed).
         partition: usize,
     },
+    /// The call was cancelled through its [`crate::CancelToken`] before it finished: no proof.
+    #[error("cancelled")]
+    Cancelled,
 
     // ---- internal: 900-999 ----
     /// I/O error outside parameter files.
@@ -178,6 +181,7 @@ impl Error {
             Error::OutOfHostMemory { .. } => 401,
             Error::Synthesis { .. } => 500,
             Error::VerificationFailed { .. } => 501,
+            Error::Cancelled => 502,
             Error::Io(_) => 900,
             Error::Panic(_) => 901,
             Error::Internal(_) => 902,
@@ -289,6 +293,7 @@ pub(crate) mod tests {
                 message: String::new(),
             },
             Error::VerificationFailed { partition: 0 },
+            Error::Cancelled,
             Error::Io(std::io::Error::other("x")),
             Error::Panic(String::new()),
             Error::Internal(String::new()),

@@ -101,6 +101,8 @@ pub enum CuzkStatus {
     SYNTHESIS = 500,
     /// A produced proof failed self-verification (never returned as a result).
     VERIFICATION_FAILED = 501,
+    /// The call was cancelled; no proof.
+    CANCELLED = 502,
     /// I/O error outside parameter files.
     IO = 900,
     /// A panic was caught at the C boundary (a bug in cuzk); the engine stays usable.
@@ -128,6 +130,7 @@ impl CuzkStatus {
             Error::OutOfHostMemory { .. } => CuzkStatus::OUT_OF_HOST_MEMORY,
             Error::Synthesis { .. } => CuzkStatus::SYNTHESIS,
             Error::VerificationFailed { .. } => CuzkStatus::VERIFICATION_FAILED,
+            Error::Cancelled => CuzkStatus::CANCELLED,
             Error::Io(_) => CuzkStatus::IO,
             Error::Panic(_) => CuzkStatus::PANIC,
             Error::Internal(_) => CuzkStatus::INTERNAL,

@@ -16,6 +16,7 @@
 
 pub mod budget;
 pub mod c1;
+pub mod cancel;
 pub mod circuit;
 pub mod config;
 pub mod digest;
@@ -31,6 +32,7 @@ pub mod scheduler;
 pub mod srs;
 pub mod synth;
 
+pub use cancel::CancelToken;
 pub use config::{Backend, CircuitCache, EngineConfig, ProveOptions, Synthesis};
 pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport};
 pub use error::{Error, Result};

@@ -441,3 +441,68 @@ fn witness_split_of_the_2kib_circuit() {
     assert!(asg.a_aux_density.count() > n * 9 / 10, "A density is high");
     assert!(asg.b_aux_density.count() < n / 2, "B density is low");
 }
+
+/// A cancel token stops a call: set before the call, nothing heavy runs; set from the progress
+/// callback when partition 0's witness is done, the call stops there (no MSM, no epilogue), returns
+/// `Error::Cancelled` (code 502), and gives its host memory back; the same engine then proves.
+#[test]
+fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
+    let f = fixture();
+    let engine = engine_with_params(&f.param_dir);
+    let stages = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let token = cuzk::CancelToken::new();
+    let opts = |cancel_at: Option<cuzk::Stage>| {
+        let (seen, t) = (stages.clone(), token.clone());
+        ProveOptions {
+            progress: Some(Arc::new(move |e: &cuzk::ProgressEvent| {
+                seen.lock().unwrap().push(e.stage);
+                if Some(e.stage) == cancel_at {
+                    t.cancel();
+                }
+            })),
+            cancel: Some(token.clone()),
+            ..ProveOptions::default()
+        }
+    };
+
+    // Cancelled after the witness of partition 0.
+    let e = engine
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts(Some(cuzk::Stage::Witness)))
+        .unwrap_err();
+    assert!(matches!(e, cuzk::Error::Cancelled), "{e}");
+    assert_eq!(e.code(), 502);
+    let seen = std::mem::take(&mut *stages.lock().unwrap());
+    assert!(seen.contains(&cuzk::Stage::Witness), "{seen:?}");
+    for never in [
+        cuzk::Stage::MsmH,
+        cuzk::Stage::Ntt,
+        cuzk::Stage::Epilogue,
+        cuzk::Stage::Verify,
+    ] {
+        assert!(!seen.contains(&never), "{never:?} ran after the cancel: {seen:?}");
+    }
+    assert_eq!(engine.host_budget().used().1, 0, "partition memory given back");
+
+    // Already cancelled: refused before the vanilla check and the witness.
+    let e = engine
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts(None))
+        .unwrap_err();
+    assert!(matches!(e, cuzk::Error::Cancelled), "{e}");
+    let seen = std::mem::take(&mut *stages.lock().unwrap());
+    assert!(!seen.contains(&cuzk::Stage::Witness), "{seen:?}");
+
+    // A new token: the engine proves (its gate and budget were left clean).
+    let out = engine
+        .prove_porep_c2(
+            &c1(),
+            f.sector_id,
+            &f.prover_id,
+            &ProveOptions {
+                cancel: Some(cuzk::CancelToken::new()),
+                ..ProveOptions::default()
+            },
+        )
+        .unwrap();
+    assert!(out.verified);
+    assert_eq!(out.proof.len(), 192);
+}

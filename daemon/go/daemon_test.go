@@ -337,8 +337,8 @@ func TestQueueOrderCancelAndAbandon(t *testing.T) {
 	if st.Queues[0].Pending != 4 || st.Queues[0].InProgress != 1 {
 		t.Fatalf("the blocker ended before the others were queued: %+v", st.Queues[0])
 	}
-	// Cancel the running proof: CANCELLED at once (the engine call goes on, its result is
-	// discarded; the queue waits for it).
+	// Cancel the running proof: CANCELLED at once, and the engine call stops at its next
+	// checkpoint (the queue waits for that).
 	r, err = tcpCli.CancelProof(c, &CancelProofRequest{JobId: "blocker"})
 	if err != nil || !r.WasRunning {
 		t.Fatalf("cancel running: %v %v", r, err)
@@ -355,6 +355,11 @@ func TestQueueOrderCancelAndAbandon(t *testing.T) {
 		if err != nil || a.Status != AwaitProofResponse_FAILED || !strings.HasPrefix(a.ErrorMessage, "cuzk error 101") {
 			t.Fatalf("%s: %v %v", id, a, err)
 		}
+	}
+	// The real engine call saw its cancel token: it returned an error (cuzk error 502), not a
+	// proof (cancelled within the first seconds of a ~15 s CPU proof).
+	if !strings.Contains(logTail.String(), "job blocker: engine call returned after the job ended (failed)") {
+		t.Fatalf("the cancelled engine call did not stop early:\n%s", logTail)
 	}
 	got := strings.Join(startOrder(append(prio, "cancel-queued", "abandoned")), ",")
 	if want := "prio-CRITICAL,prio-HIGH,prio-NORMAL,prio-LOW"; got != want {

@@ -59,10 +59,11 @@ impl From<DaemonError> for Status {
 /// ([`cuzk::Error::code`]): input errors (1xx) INVALID_ARGUMENT, except an unsupported proof
 /// type (103) UNIMPLEMENTED; parameter files (2xx) FAILED_PRECONDITION (the operator must fix the
 /// parameter directory); devices (3xx) UNAVAILABLE; memory (4xx) RESOURCE_EXHAUSTED; proving
-/// (5xx) and internal (9xx) INTERNAL.
+/// (5xx) and internal (9xx) INTERNAL, except a cancelled call (502) CANCELLED.
 pub fn engine_code(e: &cuzk::Error) -> Code {
     match e.code() {
         103 => Code::Unimplemented,
+        502 => Code::Cancelled,
         100..=199 => Code::InvalidArgument,
         200..=299 => Code::FailedPrecondition,
         300..=399 => Code::Unavailable,
@@ -110,6 +111,7 @@ mod tests {
                 Code::Internal,
                 501,
             ),
+            (cuzk::Error::Cancelled, Code::Cancelled, 502),
             (cuzk::Error::Panic("boom".into()), Code::Internal, 901),
         ];
         for (e, code, n) in cases {

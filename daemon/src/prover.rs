@@ -53,11 +53,16 @@ pub struct DeviceState {
 /// What proves the daemon's jobs. Called from the daemon's worker threads (blocking calls,
 /// several at once with `--jobs` > 1); must be thread-safe. Tests use a fake one.
 pub trait Prover: Send + Sync + 'static {
-    /// Proves one PoRep C2 job.
+    /// Proves one PoRep C2 job; returns [`cuzk::Error::Cancelled`] soon after `cancel` is set
+    /// (the engine's checkpoints, see [`cuzk::cancel`]).
     ///
     /// # Errors
     /// The engine's error, unchanged.
-    fn prove_porep(&self, job: &PorepJob) -> Result<ProofOutput, cuzk::Error>;
+    fn prove_porep(
+        &self,
+        job: &PorepJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error>;
 
     /// Loads the parameters of `proof` (at most once); returns whether they were loaded already.
     ///
@@ -124,9 +129,14 @@ impl EngineProver {
 }
 
 impl Prover for EngineProver {
-    fn prove_porep(&self, job: &PorepJob) -> Result<ProofOutput, cuzk::Error> {
+    fn prove_porep(
+        &self,
+        job: &PorepJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
         let options = ProveOptions {
             verify: self.verify,
+            cancel: Some(cancel.clone()),
             ..ProveOptions::default()
         };
         let out =

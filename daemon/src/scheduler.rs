@@ -7,10 +7,12 @@
 //! job is kept for `retain` so a late `AwaitProof` (or a resubmission of its request id) still
 //! gets it.
 //!
-//! Cancellation: a queued job is removed and never starts. The engine has no cancel hook, so a
-//! running job's engine call goes on; the job is reported CANCELLED (or TIMEOUT) at once and its
-//! result is discarded when the call returns. Its worker stays busy until then: the devices are
-//! still in use, and the status counts it as in progress.
+//! Cancellation: a queued job is removed and never starts. A running job is reported CANCELLED
+//! (or TIMEOUT, or UNAVAILABLE at the end of a shutdown's grace period) at once, and its engine
+//! call is told through the job's [`cuzk::CancelToken`]: the engine stops it at its next
+//! checkpoint (at 32 GiB within about one partition's GPU section, ~2 s on an H200) and its
+//! partitions not yet started never start. The worker is busy, and the status counts the job as
+//! in progress, until the call has returned; its result (if it finished anyway) is discarded.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -108,6 +110,8 @@ pub struct Job {
     state: watch::Sender<JobState>,
     /// `Prove` calls waiting on the job.
     callers: Mutex<usize>,
+    /// Set when the job ends early while running: its engine call stops at a checkpoint.
+    cancel: cuzk::CancelToken,
 }
 
 impl Job {
@@ -352,6 +356,7 @@ impl Scheduler {
             input: Mutex::new(Some(job)),
             state: tx,
             callers: Mutex::new(0),
+            cancel: cuzk::CancelToken::new(),
         });
         // A replaced (failed or cancelled) job of the same id leaves the finished list when
         // pruned; the map now names the new one.
@@ -439,7 +444,10 @@ impl Scheduler {
                     i.take(); // free the C1 output now
                 }
             }
-            JobState::Running(_) => st.running_jobs.retain(|r| r != &job.id),
+            JobState::Running(_) => {
+                st.running_jobs.retain(|r| r != &job.id);
+                job.cancel.cancel();
+            }
         }
         self.finish(&mut st, job, outcome);
     }
@@ -593,6 +601,7 @@ impl Scheduler {
         for id in running {
             if let Some(job) = st.jobs.get(&id).cloned() {
                 if matches!(job.state(), JobState::Running(_)) {
+                    job.cancel.cancel();
                     let timings = JobTimings {
                         total: job.accepted.elapsed(),
                         ..JobTimings::default()
@@ -632,7 +641,7 @@ impl Scheduler {
                     st = self.inner.wake.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
             };
-            let result = catch_unwind(AssertUnwindSafe(|| self.inner.prover.prove_porep(&input)))
+            let result = catch_unwind(AssertUnwindSafe(|| self.inner.prover.prove_porep(&input, &job.cancel)))
                 .unwrap_or_else(|p| Err(cuzk::Error::from_panic(p)));
             drop(input);
             let end = Instant::now();

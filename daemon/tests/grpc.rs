@@ -138,7 +138,8 @@ async fn queued_and_running_jobs_cancel() {
     let r = await_job(&mut c, "queued").await;
     assert_eq!(r.status, JobStatus::Cancelled as i32, "{r:?}");
     assert!(r.proof.is_empty());
-    // The running one: CANCELLED at once, while the (fake) engine call still runs.
+    // The running one: CANCELLED at once, and its engine call stops at its next checkpoint
+    // (the fake's is a poll of the token): the worker is free without the call being released.
     let r = c
         .cancel_proof(proto::CancelProofRequest {
             job_id: "run".into(),
@@ -149,13 +150,24 @@ async fn queued_and_running_jobs_cancel() {
     assert!(r.was_running);
     let r = await_job(&mut c, "run").await;
     assert_eq!(r.status, JobStatus::Cancelled as i32, "{r:?}");
-    assert!(p.finished().is_empty(), "the engine call is still running");
-    let st = c
-        .get_status(proto::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!((st.queues[0].pending, st.queues[0].in_progress), (0, 1));
+    p.wait_finished(1);
+    assert_eq!(p.cancelled(), vec![1], "the engine call saw its cancel token");
+    // The worker is back: nothing in progress (polled: the worker records the return after the
+    // call came back).
+    let mut idle = false;
+    for _ in 0..200 {
+        let st = c
+            .get_status(proto::GetStatusRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        if (st.queues[0].pending, st.queues[0].in_progress) == (0, 0) {
+            idle = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(idle, "the cancelled job's worker is free again");
     // Cancelling again, or a finished job: no change, no error.
     assert!(
         !c.cancel_proof(proto::CancelProofRequest {
@@ -173,9 +185,7 @@ async fn queued_and_running_jobs_cancel() {
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
-    // The daemon goes on: the cancelled call's result is discarded, the next job proves.
-    p.release(1);
-    p.wait_finished(1);
+    // The daemon goes on: the cancelled job stays cancelled, the next job proves.
     assert_eq!(
         await_job(&mut c, "run").await.status,
         JobStatus::Cancelled as i32

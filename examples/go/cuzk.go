@@ -46,6 +46,7 @@ const (
 	StatusOutOfHostMemory   Status = C.CUZK_STATUS_OUT_OF_HOST_MEMORY
 	StatusSynthesis         Status = C.CUZK_STATUS_SYNTHESIS
 	StatusVerification      Status = C.CUZK_STATUS_VERIFICATION_FAILED
+	StatusCancelled         Status = C.CUZK_STATUS_CANCELLED
 	StatusIO                Status = C.CUZK_STATUS_IO
 	StatusPanic             Status = C.CUZK_STATUS_PANIC
 	StatusInternal          Status = C.CUZK_STATUS_INTERNAL

@@ -33,6 +33,7 @@ struct FakeState {
     finished: Vec<u64>,
     released: HashSet<u64>,
     release_all: bool,
+    cancelled: Vec<u64>,
 }
 
 impl FakeProver {
@@ -60,6 +61,11 @@ impl FakeProver {
     /// Sectors whose engine calls returned.
     pub fn finished(&self) -> Vec<u64> {
         self.state.lock().unwrap().finished.clone()
+    }
+
+    /// Sectors whose engine calls returned because their cancel token was set.
+    pub fn cancelled(&self) -> Vec<u64> {
+        self.state.lock().unwrap().cancelled.clone()
     }
 
     /// Waits (up to 10 s) until `n` proofs have started.
@@ -96,13 +102,24 @@ pub fn fake_proof(sector: u64) -> Vec<u8> {
 }
 
 impl Prover for FakeProver {
-    fn prove_porep(&self, job: &PorepJob) -> Result<ProofOutput, cuzk::Error> {
+    fn prove_porep(
+        &self,
+        job: &PorepJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
         let s = job.sector_number;
         let mut st = self.state.lock().unwrap();
         st.started.push(s);
         self.cv.notify_all();
+        // Until released, or cancelled as the engine's checkpoints would be (polled).
         while !st.release_all && !st.released.contains(&s) {
-            st = self.cv.wait(st).unwrap();
+            if cancel.is_cancelled() {
+                st.finished.push(s);
+                st.cancelled.push(s);
+                self.cv.notify_all();
+                return Err(cuzk::Error::Cancelled);
+            }
+            st = self.cv.wait_timeout(st, Duration::from_millis(5)).unwrap().0;
         }
         st.finished.push(s);
         self.cv.notify_all();
