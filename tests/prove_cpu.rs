@@ -467,7 +467,12 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
 
     // Cancelled after the witness of partition 0.
     let e = engine
-        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts(Some(cuzk::Stage::Witness)))
+        .prove_porep_c2(
+            &c1(),
+            f.sector_id,
+            &f.prover_id,
+            &opts(Some(cuzk::Stage::Witness)),
+        )
         .unwrap_err();
     assert!(matches!(e, cuzk::Error::Cancelled), "{e}");
     assert_eq!(e.code(), 502);
@@ -479,9 +484,16 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
         cuzk::Stage::Epilogue,
         cuzk::Stage::Verify,
     ] {
-        assert!(!seen.contains(&never), "{never:?} ran after the cancel: {seen:?}");
+        assert!(
+            !seen.contains(&never),
+            "{never:?} ran after the cancel: {seen:?}"
+        );
     }
-    assert_eq!(engine.host_budget().used().1, 0, "partition memory given back");
+    assert_eq!(
+        engine.host_budget().used().1,
+        0,
+        "partition memory given back"
+    );
 
     // Already cancelled: refused before the vanilla check and the witness.
     let e = engine

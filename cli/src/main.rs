@@ -684,7 +684,8 @@ mod tests {
     #[test]
     fn exit_statuses_are_distinct_and_fit() {
         let codes = [
-            100, 101, 102, 103, 104, 200, 201, 300, 301, 302, 400, 401, 500, 501, 502, 900, 901, 902,
+            100, 101, 102, 103, 104, 200, 201, 300, 301, 302, 400, 401, 500, 501, 502, 900, 901,
+            902,
         ];
         let s: std::collections::BTreeSet<u8> = codes.iter().map(|&c| exit_status(c)).collect();
         assert_eq!(s.len(), codes.len());

@@ -641,8 +641,10 @@ impl Scheduler {
                     st = self.inner.wake.wait(st).unwrap_or_else(|p| p.into_inner());
                 }
             };
-            let result = catch_unwind(AssertUnwindSafe(|| self.inner.prover.prove_porep(&input, &job.cancel)))
-                .unwrap_or_else(|p| Err(cuzk::Error::from_panic(p)));
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                self.inner.prover.prove_porep(&input, &job.cancel)
+            }))
+            .unwrap_or_else(|p| Err(cuzk::Error::from_panic(p)));
             drop(input);
             let end = Instant::now();
             let mut st = lock(&self.inner.state);
@@ -707,6 +709,18 @@ impl Scheduler {
             };
             if job.seq != e.seq || !matches!(job.state(), JobState::Queued) {
                 continue;
+            }
+            // Past its job timeout (its timer not yet run): it ends as TIMEOUT, never starts.
+            if let Some(t) = self.inner.cfg.job_timeout {
+                if job.accepted.elapsed() >= t {
+                    st.pending = st.pending.saturating_sub(1);
+                    if let Ok(mut i) = job.input.lock() {
+                        i.take();
+                    }
+                    self.finish(st, &job, Outcome::TimedOut { after: t });
+                    log::warn!("job {}: timed out after {t:?} (before it started)", job.id);
+                    continue;
+                }
             }
             let Some(input) = job.input.lock().ok().and_then(|mut i| i.take()) else {
                 continue;

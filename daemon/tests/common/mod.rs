@@ -119,7 +119,11 @@ impl Prover for FakeProver {
                 self.cv.notify_all();
                 return Err(cuzk::Error::Cancelled);
             }
-            st = self.cv.wait_timeout(st, Duration::from_millis(5)).unwrap().0;
+            st = self
+                .cv
+                .wait_timeout(st, Duration::from_millis(5))
+                .unwrap()
+                .0;
         }
         st.finished.push(s);
         self.cv.notify_all();
