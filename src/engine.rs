@@ -859,8 +859,9 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     let cancelled = || CancelToken::check(options.cancel.as_ref());
     cancelled()?;
     // The parameters, once loaded ([`Error::Internal`] if their load failed: the caller
-    // returns the load's own error).
+    // returns the load's own error); a checkpoint too, as every use of them starts heavy work.
     let wait_params = || -> Result<Arc<Srs>> {
+        cancelled()?;
         params
             .wait()
             .ok_or_else(|| Error::Internal("the parameters did not load".into()))
@@ -925,7 +926,6 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                 // way here.
                 engine.host_pool.trim_to_budget();
                 let mut asg = synthesize_partition(sector, None, k, false, reporter, &mut t)?;
-                cancelled()?;
                 let srs = wait_params()?;
                 srs.check_shape(&asg)?;
                 prover::check_satisfied(&asg, k)?;
@@ -970,7 +970,6 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                     if w.input.get(1..) != Some(&inputs[..]) {
                         return Err(inputs_differ());
                     }
-                    cancelled()?;
                     let srs = wait_params()?;
                     srs.check_counts(&cc.shape_counts())?;
                     backend.compute_compiled(&mut w, cc, &srs, &mut ctx)
@@ -998,7 +997,6 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                 reporter.report(&mut t, p, Stage::Synthesis, synth);
             }
         }
-        cancelled()?;
         let (r, s) = match &options.randomness {
             Some(rs) => rs[k],
             None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),

@@ -438,18 +438,23 @@ impl Scheduler {
         let mut st = lock(&self.inner.state);
         match job.state() {
             JobState::Done(_) => return,
-            JobState::Queued => {
-                st.pending = st.pending.saturating_sub(1);
-                if let Ok(mut i) = job.input.lock() {
-                    i.take(); // free the C1 output now
-                }
-            }
+            JobState::Queued => return self.end_queued(&mut st, job, outcome),
             JobState::Running(_) => {
                 st.running_jobs.retain(|r| r != &job.id);
                 job.cancel.cancel();
             }
         }
         self.finish(&mut st, job, outcome);
+    }
+
+    /// Ends a queued `job` with `outcome` (the state lock held): out of the pending count, its
+    /// C1 output freed now; it never starts.
+    fn end_queued(&self, st: &mut State, job: &Arc<Job>, outcome: Outcome) {
+        st.pending = st.pending.saturating_sub(1);
+        if let Ok(mut i) = job.input.lock() {
+            i.take();
+        }
+        self.finish(st, job, outcome);
     }
 
     /// Records `outcome` as the end of `job` (the state lock held).
@@ -544,16 +549,12 @@ impl Scheduler {
             if job.seq != e.seq || !matches!(job.state(), JobState::Queued) {
                 continue;
             }
-            st.pending = st.pending.saturating_sub(1);
-            if let Ok(mut i) = job.input.lock() {
-                i.take();
-            }
             let timings = JobTimings {
                 total: job.accepted.elapsed(),
                 queue_wait: job.accepted.elapsed(),
                 ..JobTimings::default()
             };
-            self.finish(
+            self.end_queued(
                 &mut st,
                 &job,
                 Outcome::Failed {
@@ -713,11 +714,7 @@ impl Scheduler {
             // Past its job timeout (its timer not yet run): it ends as TIMEOUT, never starts.
             if let Some(t) = self.inner.cfg.job_timeout {
                 if job.accepted.elapsed() >= t {
-                    st.pending = st.pending.saturating_sub(1);
-                    if let Ok(mut i) = job.input.lock() {
-                        i.take();
-                    }
-                    self.finish(st, &job, Outcome::TimedOut { after: t });
+                    self.end_queued(st, &job, Outcome::TimedOut { after: t });
                     log::warn!("job {}: timed out after {t:?} (before it started)", job.id);
                     continue;
                 }
