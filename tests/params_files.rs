@@ -109,3 +109,51 @@ fn vk_file_must_match_the_parameters() {
     assert_eq!(e.code(), 201, "{e}");
     assert!(e.to_string().contains(&vk.display().to_string()), "{e}");
 }
+
+/// A file whose H and B_G2 sections span several decoding windows (64 MiB): every point equals
+/// bellperson's reading, and a bad point in a later window (off the curve; the identity) is
+/// still found and named.
+#[test]
+fn multi_window_sections_load_exactly() {
+    use cuzk_dev::fixture::write_tiled_fake_params;
+    let path = tmp("windows");
+    // H: 1.5 M G1 points = 144 MB (3 windows); B_G2: 0.4 M G2 points = 77 MB (2 windows).
+    write_tiled_fake_params(&path, [1_500_000, 1000, 1001, 1002, 400_000]).unwrap();
+    let srs = Srs::load(&path).unwrap();
+    let reference = Parameters::<Bls12>::read(File::open(&path).unwrap(), false).unwrap();
+    assert_eq!(srs.h.len(), 1_500_000);
+    assert_eq!(*srs.h, *reference.h);
+    assert_eq!(*srs.l, *reference.l);
+    assert_eq!(*srs.a, *reference.a);
+    assert_eq!(*srs.b_g1, *reference.b_g1);
+    assert_eq!(srs.b_g2.len(), 400_000);
+    assert_eq!(*srs.b_g2, *reference.b_g2);
+    drop((srs, reference));
+
+    let full = std::fs::read(&path).unwrap();
+    // vk: 3 G1 + 3 G2 + u32 + 2 IC points; then H's u32.
+    let h_start = 3 * 96 + 3 * 192 + 4 + 2 * 96 + 4;
+    // Point 1,000,000 of H (the second window) moved off the curve.
+    let mut bad = full.clone();
+    bad[h_start + 1_000_000 * 96 + 50] ^= 0x01;
+    std::fs::write(&path, &bad).unwrap();
+    let e = Srs::load(&path).unwrap_err();
+    assert_eq!(e.code(), 201, "{e}");
+    assert!(
+        e.to_string().contains("a G1 point is not on the curve"),
+        "{e}"
+    );
+    // The last B_G2 point replaced by the encoding of the identity.
+    let mut inf = full;
+    let last = inf.len() - 192;
+    inf[last..].fill(0);
+    inf[last] = 0x40;
+    std::fs::write(&path, &inf).unwrap();
+    let e = Srs::load(&path).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("a G2 point is the point at infinity"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -848,6 +848,62 @@ pub fn write_fake_params(path: &Path, ic: usize, sizes: [usize; 5]) -> std::io::
     p.vk.write(&mut File::create(path.with_extension("vk"))?)
 }
 
+/// Writes a large `.params` file the way [`write_fake_params`] does, fast: the query sizes
+/// `sizes` = H, L, A, B_G1, B_G2 (points), filled by repeating 1,024 distinct G1 and 64 distinct
+/// G2 points (multiples of the generators) instead of computing every point; 2 IC points, no
+/// `.vk` file. For measuring parameter loading at real sizes (a 32 GiB PoRep file has
+/// 2^27 − 1 H points and ~47 GB).
+///
+/// # Errors
+/// The I/O error of creating or writing the file.
+pub fn write_tiled_fake_params(path: &Path, sizes: [usize; 5]) -> std::io::Result<()> {
+    use group::Group;
+    let g1: Vec<[u8; 96]> = (0..1024u64)
+        .map(|i| {
+            let p: blstrs::G1Affine =
+                (blstrs::G1Projective::generator() * blstrs::Scalar::from(i + 2)).into();
+            p.to_uncompressed()
+        })
+        .collect();
+    let g2: Vec<[u8; 192]> = (0..64u64)
+        .map(|i| {
+            let p: blstrs::G2Affine =
+                (blstrs::G2Projective::generator() * blstrs::Scalar::from(i + 2)).into();
+            p.to_uncompressed()
+        })
+        .collect();
+    let mut w = BufWriter::with_capacity(8 << 20, File::create(path)?);
+    // vk: α₁, β₁ (G1), β₂, γ₂ (G2), δ₁ (G1), δ₂ (G2), then the IC count and points.
+    w.write_all(&g1[0])?;
+    w.write_all(&g1[1])?;
+    w.write_all(&g2[0])?;
+    w.write_all(&g2[1])?;
+    w.write_all(&g1[2])?;
+    w.write_all(&g2[2])?;
+    w.write_all(&2u32.to_be_bytes())?;
+    w.write_all(&g1[3])?;
+    w.write_all(&g1[4])?;
+    let g1_block: Vec<u8> = g1.concat();
+    let g2_block: Vec<u8> = g2.concat();
+    for (i, &n) in sizes.iter().enumerate() {
+        let (block, sz) = if i == 4 {
+            (&g2_block, 192)
+        } else {
+            (&g1_block, 96)
+        };
+        let n32 =
+            u32::try_from(n).map_err(|_| std::io::Error::other("section over 2^32 points"))?;
+        w.write_all(&n32.to_be_bytes())?;
+        let mut left = n * sz;
+        while left > 0 {
+            let k = left.min(block.len());
+            w.write_all(&block[..k])?;
+            left -= k;
+        }
+    }
+    w.flush()
+}
+
 /// Parses exactly 64 hex digits into 32 bytes.
 fn from_hex32(s: &str) -> Option<[u8; 32]> {
     let s = s.as_bytes();
