@@ -32,7 +32,7 @@
 #                 machine goes back soon after a call; e2e-wait returns early when no driver runs).
 #                 The full run (~24 device-minutes): `E2E_STEPS="32GiB:4 64GiB:3"
 #                 scripts/device-run.sh e2e`, then `scripts/device-run.sh e2e-wait` until it says
-#                 "e2e ended".
+#                 "e2e ended". LOAD_BENCH=1: the warm rate of each size's parameter file too (params_load).
 #   params        Groth16 test parameters on the GPU: gpu_fixed_base (GPU == blstrs), then
 #                 `cuzk gen-params --device gpu` for 2 KiB with the fixture's seed == the fixture
 #                 made there by bellperson (cmp), then (PARAMS_32G=1) 32 GiB (time, peak RSS; files
@@ -61,7 +61,7 @@
 #   source <(bash scripts/install-cuda.sh); export CUZK_CUDA_ARCHS=sm_90
 #   cargo test --release --features cuda,test-hooks --no-run   # gpu_* tests, compiled_circuit
 #                                                    # (test-hooks: the test kernels of gpu_field, bench_ntt)
-#   cargo bench --features cuda,test-hooks --no-run    # ntt (packed as bench_ntt), msm, synthesis
+#   cargo bench --features cuda,test-hooks --no-run    # ntt (packed as bench_ntt), msm, synthesis, params_load
 #   cargo build --release --features cuda,test-hooks --examples   # batch prove make_fixture synth_scaling
 #   cargo build --release -p cuzk-cli --features cuda  # cuzk
 #   (cd bench-anchors/supraseal && CARGO_TARGET_DIR=../../target cargo build --release)  # the

@@ -10,7 +10,7 @@
 # cold-cache disk read of the parameter file measured with dd (the cold proof reads from disk
 # when the disk does ≥ 1 GB/s, else from the page cache that gen-params left: said in summary).
 #
-# Usage: scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
+# Usage: [LOAD_BENCH=1] scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
 #   unit tests of device-run.sh's `core` plus gpu_alloc) or `anchors`
 #   (ours beside SupraSeal on 2 KiB and 8 MiB; binary supraseal-anchor from bench-anchors/supraseal)
 # Everything goes to $E (default /tmp/e2e): $E/summary.txt, $E/<size>/*.log, $E/done when the
@@ -95,6 +95,11 @@ for step in "$@"; do
   echo "GPU busy (mean utilization.gpu): whole run $(busy "$a" "$z") %, steady state (from $((a + ${c0:-0}))) $(busy "$((a + ${c0:-0}))" "$z") %" | tee -a "$S"
   awk -v a="$a" -v z="$z" '$1 >= a && $1 <= z' "$E/smi.txt" > "$L/timeline.txt"
   grep -E "proofs, |proof: |stages: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
+  # LOAD_BENCH=1: the warm decoding rate of this parameter file (bench params_load, ~2 min).
+  if [ "${LOAD_BENCH:-0}" = 1 ] && [ -x $F/params_load ]; then
+    CUZK_BENCH_PARAMS_FILE=$pf t load_bench $F/params_load --bench
+    grep -E "time:|thrpt:" "$L/load_bench.log" | head -2 | tee -a "$S"
+  fi
   [ $rc -eq 0 ] && [ -s "$L/proof.bin" ] || { echo "no proof: verify steps skipped" | tee -a "$S"; continue; }
   t verify $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/proof.bin"
   cp "$L/proof.bin" "$L/bad.bin"

@@ -15,6 +15,7 @@ done
 pack "$(newest ntt)" bench_ntt
 pack "$(newest msm)" msm
 pack "$(newest synthesis)" synthesis
+pack "$(newest params_load)" params_load
 for e in batch prove make_fixture synth_scaling witness_check; do pack target/release/examples/$e $e; done
 pack target/release/cuzk cuzk
 pack target/release/examples/bench_client bench_client
