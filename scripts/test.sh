@@ -15,7 +15,9 @@
 #   3. cargo test --release --features cuda,test-hooks --no-run
 #                                      — compiles all GPU code and every GPU test, those of the
 #                                        test kernels too (nvcc from scripts/install-cuda.sh when
-#                                        no CUDA toolkit is present);
+#                                        no CUDA toolkit is present); then runs the cuda build's
+#                                        unit tests of the GPU modules that need no device
+#                                        (`--lib -- gpu::`, against the driver stub here);
 #   4. cargo doc --no-deps -p cuzk --features cuda,test-hooks with RUSTDOCFLAGS=-D warnings
 #                                      — the API docs build, every intra-doc link resolves.
 # Installs what is missing (nvcc from PyPI wheels, Go from Debian's golang-go) when run as root.
@@ -62,6 +64,26 @@ if ! command -v nvcc >/dev/null 2>&1; then
 fi
 export CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-sm_90}
 cargo test --release --features cuda,test-hooks --no-run
+echo "== 3/4 host-only unit tests of the GPU modules (cargo test --lib -- gpu::, cuda build)"
+# The cuda build's unit tests of src/gpu/ and src/prover/gpu.rs that need no device (window
+# choice, planning, pinned ranges, host pools ...). Without an NVIDIA driver the test binary is
+# started against the link stub of install-cuda.sh (every driver call answers an error, so
+# cuzk sees no device); with a driver, against the driver.
+run_env=()
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  stub_dir=""
+  for d in "${CUDA_PATH:-}/lib64/stubs" "$(dirname "$(dirname "$(command -v nvcc)")")/lib64/stubs"; do
+    if [ -e "$d/libcuda.so" ]; then stub_dir=$d; break; fi
+  done
+  [ -n "$stub_dir" ] || { echo "no libcuda.so stub found next to nvcc" >&2; exit 1; }
+  run_dir=$(mktemp -d)
+  ln -s "$stub_dir/libcuda.so" "$run_dir/libcuda.so.1"
+  run_env=(env "LD_LIBRARY_PATH=$run_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
+log3=$(mktemp)
+"${run_env[@]}" cargo test --release --features cuda,test-hooks --lib -- gpu:: 2>&1 | tee "$log3"
+gpu_host=$(grep -oE "test result: ok\. [0-9]+ passed" "$log3" | awk '{s+=$4} END {print s+0}')
+passed=$((passed + gpu_host))
 echo "== 4/4 API docs (cargo doc, warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p cuzk --features cuda,test-hooks
 
