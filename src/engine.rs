@@ -7,22 +7,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::verify_proof;
-use blstrs::Scalar as Fr;
+use bellperson::groth16::{verify_proof, Proof};
+use blstrs::{Bls12, Scalar as Fr};
 use ff::Field;
 use filecoin_proofs::types::{MerkleTreeTrait, VanillaSealProof as RawVanillaSealProof};
 use filecoin_proofs::DefaultPieceHasher;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_porep::stacked::{self, StackedCompound, StackedDrg};
 
-use crate::budget::HostBudget;
+use crate::budget::{HostBudget, Permit};
 use crate::c1;
 use crate::cancel::CancelToken;
 use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
 use crate::gpu::hostpool::HostPool;
-use crate::pipeline::{Gate, Latch};
+use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, CpuBackend, PartitionCtx, ProverBackend, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Srs};
@@ -828,15 +828,13 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         }
         out
     })
-    .map(|out| {
-        timings.entries.extend(load_timings.entries);
-        out
-    })
+    .inspect(|_| timings.entries.extend(load_timings.entries))
 }
 
 /// The partitions of one proof (see [`prove_shape`]): the circuit, then every partition's
-/// witness, GPU or CPU work, epilogue and verification, on `workers` threads behind the
-/// engine's gate ([`crate::pipeline`]); `params` is set by the parameter load running beside.
+/// stages ([`ProofRun::prove_partition`]: admit, witness or synthesis, backend, epilogue,
+/// verify) on `workers` threads behind the engine's gate ([`crate::pipeline`]); `params` is
+/// set by the parameter load running beside.
 fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     sector: &Sector<Tree>,
@@ -846,36 +844,19 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     timings: &mut Timings,
     params: &Latch<Arc<Srs>>,
 ) -> Result<C2Output> {
-    let Sector {
-        proof_type,
-        vanilla,
-        public_inputs,
-        pub_params,
-        params_path,
-    } = sector;
-    let proof_type = *proof_type;
-    let vanilla_params = &pub_params.vanilla_params;
+    let proof_type = sector.proof_type;
     // The checkpoints of `options.cancel` (see [`crate::cancel`]).
-    let cancelled = || CancelToken::check(options.cancel.as_ref());
-    cancelled()?;
-    // The parameters, once loaded ([`Error::Internal`] if their load failed: the caller
-    // returns the load's own error); a checkpoint too, as every use of them starts heavy work.
-    let wait_params = || -> Result<Arc<Srs>> {
-        cancelled()?;
-        params
-            .wait()
-            .ok_or_else(|| Error::Internal("the parameters did not load".into()))
-    };
+    CancelToken::check(options.cancel.as_ref())?;
     let compiled = match options.synthesis {
         Synthesis::Compiled | Synthesis::Gadget => {
             Some(reporter.time(timings, None, Stage::Compile, || {
-                engine.load_circuit(params_path, vanilla_params)
+                engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
             })?)
         }
         Synthesis::Reference => None,
     };
 
-    let partitions = vanilla.len();
+    let partitions = sector.vanilla.len();
     // The permit of a partition counts a, b, c only where they will be in host memory; if the
     // GPU SpMV cannot run after all, its worker takes the difference (`HostTopUp`). Under a
     // caller's limit, which nothing may exceed, the permit counts them always.
@@ -890,137 +871,21 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
         bytes: partition_host_bytes(sector_bytes, true) - need,
     });
     let workers = engine.budget.fits(need)?.clamp(1, partitions);
+    let run = ProofRun {
+        engine,
+        sector,
+        sector_id,
+        options,
+        reporter,
+        params,
+        compiled,
+        need,
+        host_top_up,
+    };
     let next = AtomicUsize::new(0);
-    type Slot = Option<Result<([u8; PROOF_BYTES], PartitionReport, Timings)>>;
+    type Slot = Option<Result<PartitionOut>>;
     let results: Vec<Mutex<Slot>> = (0..partitions).map(|_| Mutex::new(None)).collect();
     let failed = AtomicBool::new(false);
-
-    let prove_one = |k: usize| -> Result<([u8; PROOF_BYTES], PartitionReport, Timings)> {
-        // A place among the engine's partitions in flight, then host memory: both held while
-        // the partition is synthesized and proved; shared with concurrent calls.
-        cancelled()?;
-        let _pass = engine.gate.enter();
-        cancelled()?;
-        let mut memory = engine
-            .budget
-            .acquire_as(need, &format!("sector {sector_id} partition {k}"))?;
-        let mut t = Timings::default();
-        let p = Some(k);
-        let inputs = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
-            public_inputs,
-            vanilla_params,
-            Some(k),
-        )
-        .map_err(Error::internal)?;
-        let inputs_differ = || Error::Synthesis {
-            partition: k,
-            message: "the circuit's public inputs differ from the expected ones".into(),
-        };
-        let backend = engine.backend();
-        let msm;
-        let (device, tier);
-        match &compiled {
-            None => {
-                // Idle pooled buffers do not hold an admission back: this partition takes none
-                // (the compiled path's take moves one into its permit, or trims), so they give
-                // way here.
-                engine.host_pool.trim_to_budget();
-                let mut asg = synthesize_partition(sector, None, k, false, reporter, &mut t)?;
-                let srs = wait_params()?;
-                srs.check_shape(&asg)?;
-                prover::check_satisfied(&asg, k)?;
-                if asg.input[1..] != inputs[..] {
-                    return Err(inputs_differ());
-                }
-                let mut ctx = PartitionCtx {
-                    host_top_up: host_top_up.clone(),
-                    ..PartitionCtx::new(k, reporter, &mut t)
-                };
-                msm = backend.compute(&mut asg, &srs, &mut ctx)?;
-                (device, tier) = (ctx.device, ctx.tier.take());
-            }
-            Some(cc) => {
-                // Witness here; a, b, c, the R1CS check and the MSMs in the backend (on the
-                // device when it can): only z travels. The parameters are needed from the
-                // backend on.
-                // aux is written into a buffer of the engine's pool (page-locked once, reused
-                // by later partitions: the GPU upload finds it registered) lent to `w`; the
-                // backend gives it back in `w`, then it returns to the pool. `w` is declared
-                // before the buffer so that the buffer drops first on every path, unwinding
-                // included: its registration goes before the memory can.
-                let mut w = circuit::Witness::default();
-                let mut aux_buf = engine.host_pool.take(cc.layout.num_aux())?;
-                w.aux = aux_buf.lend();
-                let made = reporter.time(&mut t, p, Stage::Witness, || {
-                    circuit::porep::witness_into(
-                        &cc.layout,
-                        public_inputs,
-                        &vanilla[k],
-                        vanilla_params,
-                        k,
-                        options.synthesis == Synthesis::Compiled,
-                        &mut w,
-                    )
-                });
-                let mut ctx = PartitionCtx {
-                    host_top_up: host_top_up.clone(),
-                    ..PartitionCtx::new(k, reporter, &mut t)
-                };
-                let r = made.and_then(|()| {
-                    if w.input.get(1..) != Some(&inputs[..]) {
-                        return Err(inputs_differ());
-                    }
-                    let srs = wait_params()?;
-                    srs.check_counts(&cc.shape_counts())?;
-                    backend.compute_compiled(&mut w, cc, &srs, &mut ctx)
-                });
-                (device, tier) = (ctx.device, ctx.tier.take());
-                let busy = ctx.host_buffers_busy;
-                aux_buf.restore(std::mem::take(&mut w.aux));
-                if busy {
-                    aux_buf.retire();
-                } else {
-                    // Out of the permit first, so that the pool's check does not count z twice.
-                    memory.release((cc.layout.num_aux() * std::mem::size_of::<Fr>()) as u64);
-                    drop(aux_buf); // back to the pool: no copy from it is running
-                }
-                msm = r?;
-                let synth = [Stage::Witness, Stage::Spmv]
-                    .iter()
-                    .map(|&s| {
-                        t.of_partition(k)
-                            .filter(|e| e.0 == s)
-                            .map(|e| e.1)
-                            .sum::<std::time::Duration>()
-                    })
-                    .sum();
-                reporter.report(&mut t, p, Stage::Synthesis, synth);
-            }
-        }
-        let (r, s) = match &options.randomness {
-            Some(rs) => rs[k],
-            None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),
-        };
-        let srs = wait_params()?;
-        let proof = reporter.time(&mut t, p, Stage::Epilogue, || {
-            prover::assemble(&srs.vk, &msm, r, s)
-        })?;
-        if options.verify {
-            let ok = reporter.time(&mut t, p, Stage::Verify, || {
-                verify_proof(&srs.pvk, &proof, &inputs)
-            });
-            if !matches!(ok, Ok(true)) {
-                return Err(Error::VerificationFailed { partition: k });
-            }
-        }
-        let report = PartitionReport {
-            partition: k,
-            backend: backend.name(),
-            device,
-            tier,
-        };
-        Ok((prover::proof_to_bytes(&proof), report, t))
-    };
 
     std::thread::scope(|scope| {
         for _ in 0..workers {
@@ -1029,8 +894,10 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
                 if k >= partitions || failed.load(Ordering::SeqCst) {
                     break;
                 }
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prove_one(k)))
-                    .unwrap_or_else(|p| Err(Error::from_panic(p)));
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run.prove_partition(k)
+                }))
+                .unwrap_or_else(|p| Err(Error::from_panic(p)));
                 if r.is_err() {
                     failed.store(true, Ordering::SeqCst);
                 }
@@ -1073,6 +940,331 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
         timings: Timings::default(),
         verified: options.verify,
     })
+}
+
+/// One proved partition: its proof bytes, its report and its stage timings.
+type PartitionOut = ([u8; PROOF_BYTES], PartitionReport, Timings);
+
+/// The partitions of one proof in flight: what they share, and the stages of one partition as
+/// methods, in the order [`ProofRun::prove_partition`] runs them: admit → witness (compiled
+/// or gadget) or reference synthesis → backend compute → epilogue → verify. Shared by the
+/// partition workers of [`prove_partitions`].
+struct ProofRun<'a, Tree: 'static + MerkleTreeTrait> {
+    engine: &'a Engine,
+    sector: &'a Sector<Tree>,
+    sector_id: u64,
+    options: &'a ProveOptions,
+    reporter: &'a Reporter,
+    /// The parameters, set by the load running beside ([`prove_shape`]).
+    params: &'a Latch<Arc<Srs>>,
+    /// The recorded circuit (compiled and gadget witness); `None` for reference synthesis.
+    compiled: Option<Arc<CompiledCircuit>>,
+    /// Host bytes of one partition's permit ([`partition_host_bytes`]: 22.15 GB at 32 GiB with
+    /// a, b, c, 5.21 GB for the witness alone).
+    need: u64,
+    /// What a partition takes beyond its permit if its a, b, c end up in host memory after all
+    /// (the permit counted only the witness); `None` when the permit counts them.
+    host_top_up: Option<crate::budget::HostTopUp>,
+}
+
+/// What the backend stage gives back: the partition's five MSM sums and where they were
+/// computed.
+struct Computed {
+    msm: prover::MsmResults,
+    /// CUDA device (GPU backend).
+    device: Option<usize>,
+    /// Allocator tier (GPU backend), e.g. `full-staging+spmv` or `cpu-fallback`.
+    tier: Option<String>,
+}
+
+/// The error of a circuit whose public inputs are not the expected ones (partition `k`).
+fn inputs_differ(k: usize) -> Error {
+    Error::Synthesis {
+        partition: k,
+        message: "the circuit's public inputs differ from the expected ones".into(),
+    }
+}
+
+impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
+    /// A checkpoint of `options.cancel` (see [`crate::cancel`]).
+    fn cancelled(&self) -> Result<()> {
+        CancelToken::check(self.options.cancel.as_ref())
+    }
+
+    /// The parameters, once loaded ([`Error::Internal`] if their load failed: the caller
+    /// returns the load's own error); a checkpoint too, as every use of them starts heavy work.
+    fn wait_params(&self) -> Result<Arc<Srs>> {
+        self.cancelled()?;
+        self.params
+            .wait()
+            .ok_or_else(|| Error::Internal("the parameters did not load".into()))
+    }
+
+    /// Partition `k`, stage by stage. The gate's pass and the memory permit are held until
+    /// it is done (the permit dropped first); a, b, c (reference path) are dropped after the
+    /// backend stage, before the epilogue.
+    ///
+    /// # Errors
+    /// Any stage's error (the first); [`Error::Cancelled`] at a checkpoint.
+    fn prove_partition(&self, k: usize) -> Result<PartitionOut> {
+        let (_pass, mut memory) = self.admit(k)?;
+        let mut t = Timings::default();
+        let inputs = self.public_inputs(k)?;
+        let done = match &self.compiled {
+            None => {
+                let (mut asg, srs) = self.synthesize(k, &inputs, &mut t)?;
+                self.compute(k, &mut asg, &srs, &mut t)?
+            }
+            Some(cc) => self.witness_and_compute(k, cc, &inputs, &mut memory, &mut t)?,
+        };
+        let (proof, srs) = self.epilogue(k, &done.msm, &mut t)?;
+        self.verify(k, &srs, &proof, &inputs, &mut t)?;
+        let report = PartitionReport {
+            partition: k,
+            backend: self.engine.backend().name(),
+            device: done.device,
+            tier: done.tier,
+        };
+        Ok((prover::proof_to_bytes(&proof), report, t))
+    }
+
+    /// Admit stage: a place among the engine's partitions in flight ([`Gate`]), then host
+    /// memory for the partition (a permit of `need` bytes from the engine's [`HostBudget`];
+    /// waits while it is short): both to be held while the partition is synthesized and
+    /// proved; shared with concurrent calls. A cancellation checkpoint before each of the two
+    /// waits.
+    ///
+    /// # Errors
+    /// [`Error::Cancelled`]; [`Error::OutOfHostMemory`] from the budget.
+    fn admit(&self, k: usize) -> Result<(Pass<'a>, Permit<'a>)> {
+        self.cancelled()?;
+        let pass = self.engine.gate.enter();
+        self.cancelled()?;
+        let memory = self.engine.budget.acquire_as(
+            self.need,
+            &format!("sector {} partition {k}", self.sector_id),
+        )?;
+        Ok((pass, memory))
+    }
+
+    /// The public inputs of partition `k` (from the C1 output's public inputs, 328 at 32 GiB
+    /// less the leading one): what the circuit's inputs must equal and the proof is verified
+    /// against.
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+            &self.sector.public_inputs,
+            &self.sector.pub_params.vanilla_params,
+            Some(k),
+        )
+        .map_err(Error::internal)
+    }
+
+    /// Reference synthesis stage: bellpepper synthesis of partition `k` into an [`Assignment`]
+    /// (witness, a, b, c and the densities, all in host memory), then, with the parameters
+    /// (waited for here), the checks before any heavy work: the parameters' shape, a∘b = c
+    /// and the public inputs. Returns the assignment and the parameters.
+    ///
+    /// # Errors
+    /// [`Error::Synthesis`] (synthesis failed, an unsatisfied constraint, other public
+    /// inputs); [`Error::ParametersInvalid`] for parameters of another circuit.
+    fn synthesize(
+        &self,
+        k: usize,
+        inputs: &[Fr],
+        t: &mut Timings,
+    ) -> Result<(Assignment, Arc<Srs>)> {
+        // Idle pooled buffers do not hold an admission back: this partition takes none
+        // (the compiled path's take moves one into its permit, or trims), so they give
+        // way here.
+        self.engine.host_pool.trim_to_budget();
+        let asg = synthesize_partition(self.sector, None, k, false, self.reporter, t)?;
+        let srs = self.wait_params()?;
+        srs.check_shape(&asg)?;
+        prover::check_satisfied(&asg, k)?;
+        if asg.input[1..] != inputs[..] {
+            return Err(inputs_differ(k));
+        }
+        Ok((asg, srs))
+    }
+
+    /// Backend stage (reference path): the H polynomial and the five MSMs of `asg` on the
+    /// engine's backend ([`ProverBackend::compute`]: the GPU's scheduler, or the CPU).
+    fn compute(
+        &self,
+        k: usize,
+        asg: &mut Assignment,
+        srs: &Arc<Srs>,
+        t: &mut Timings,
+    ) -> Result<Computed> {
+        let mut ctx = PartitionCtx {
+            host_top_up: self.host_top_up.clone(),
+            ..PartitionCtx::new(k, self.reporter, t)
+        };
+        let msm = self.engine.backend().compute(asg, srs, &mut ctx)?;
+        Ok(Computed {
+            msm,
+            device: ctx.device,
+            tier: ctx.tier.take(),
+        })
+    }
+
+    /// The compiled path of partition `k`: the witness stage, then the backend stage, with
+    /// the pooled buffer aux is written into. Witness here; a, b, c, the R1CS check and the
+    /// MSMs in the backend (on the device when it can): only z travels. The parameters are
+    /// needed from the backend on.
+    ///
+    /// aux (130.2 M values at 32 GiB, 3.88 GiB) is written into a buffer of the engine's pool
+    /// (page-locked once, reused by later partitions: the GPU upload finds it registered) lent
+    /// to the witness; the backend gives it back in the witness, then it returns to the pool
+    /// — out of `memory` first — or, when a device copy from it may still be running, is
+    /// retired. The synthesis time (witness and SpMV) is reported as [`Stage::Synthesis`].
+    fn witness_and_compute(
+        &self,
+        k: usize,
+        cc: &Arc<CompiledCircuit>,
+        inputs: &[Fr],
+        memory: &mut Permit<'_>,
+        t: &mut Timings,
+    ) -> Result<Computed> {
+        // `w` is declared before the buffer so that the buffer drops first on every path,
+        // unwinding included: its registration goes before the memory can.
+        let mut w = circuit::Witness::default();
+        let mut aux_buf = self.engine.host_pool.take(cc.layout.num_aux())?;
+        w.aux = aux_buf.lend();
+        let made = self.witness(k, cc, &mut w, t);
+        let (r, busy) = match made {
+            Ok(()) => self.compute_compiled(k, cc, inputs, &mut w, t),
+            Err(e) => (Err(e), false),
+        };
+        aux_buf.restore(std::mem::take(&mut w.aux));
+        if busy {
+            aux_buf.retire();
+        } else {
+            // Out of the permit first, so that the pool's check does not count z twice.
+            memory.release((cc.layout.num_aux() * std::mem::size_of::<Fr>()) as u64);
+            drop(aux_buf); // back to the pool: no copy from it is running
+        }
+        let done = r?;
+        self.report_synthesis(k, t);
+        Ok(done)
+    }
+
+    /// Witness stage (compiled path): z = (input, aux) of partition `k` into `w`, by the
+    /// native witness ([`Synthesis::Compiled`]) or the gadgets' ([`Synthesis::Gadget`]),
+    /// reported as [`Stage::Witness`].
+    fn witness(
+        &self,
+        k: usize,
+        cc: &CompiledCircuit,
+        w: &mut circuit::Witness,
+        t: &mut Timings,
+    ) -> Result<()> {
+        let s = self.sector;
+        self.reporter.time(t, Some(k), Stage::Witness, || {
+            circuit::porep::witness_into(
+                &cc.layout,
+                &s.public_inputs,
+                &s.vanilla[k],
+                &s.pub_params.vanilla_params,
+                k,
+                self.options.synthesis == Synthesis::Compiled,
+                w,
+            )
+        })
+    }
+
+    /// Backend stage (compiled path): the witness's public inputs checked, the parameters
+    /// waited for and checked against the circuit, then a, b, c, the R1CS check and the MSMs
+    /// from z on the engine's backend ([`ProverBackend::compute_compiled`]; `w`'s vectors come
+    /// back into it). Also returns, error or not, whether a device copy from `w`'s buffers may
+    /// still be running (`PartitionCtx::host_buffers_busy`): they must then be neither reused
+    /// nor freed.
+    fn compute_compiled(
+        &self,
+        k: usize,
+        cc: &Arc<CompiledCircuit>,
+        inputs: &[Fr],
+        w: &mut circuit::Witness,
+        t: &mut Timings,
+    ) -> (Result<Computed>, bool) {
+        let mut ctx = PartitionCtx {
+            host_top_up: self.host_top_up.clone(),
+            ..PartitionCtx::new(k, self.reporter, t)
+        };
+        let r = if w.input.get(1..) != Some(inputs) {
+            Err(inputs_differ(k))
+        } else {
+            self.wait_params().and_then(|srs| {
+                srs.check_counts(&cc.shape_counts())?;
+                self.engine
+                    .backend()
+                    .compute_compiled(w, cc, &srs, &mut ctx)
+            })
+        };
+        let (device, tier) = (ctx.device, ctx.tier.take());
+        let busy = ctx.host_buffers_busy;
+        (r.map(|msm| Computed { msm, device, tier }), busy)
+    }
+
+    /// Reports the compiled path's synthesis: its witness and SpMV stages (on the CPU or the
+    /// device) together, as [`Stage::Synthesis`].
+    fn report_synthesis(&self, k: usize, t: &mut Timings) {
+        let synth = [Stage::Witness, Stage::Spmv]
+            .iter()
+            .map(|&s| {
+                t.of_partition(k)
+                    .filter(|e| e.0 == s)
+                    .map(|e| e.1)
+                    .sum::<std::time::Duration>()
+            })
+            .sum();
+        self.reporter.report(t, Some(k), Stage::Synthesis, synth);
+    }
+
+    /// Epilogue stage: the Groth16 proof of partition `k` from its MSM sums with random r, s
+    /// (or the caller's, [`ProveOptions::randomness`]) and the verifying key of the parameters
+    /// (waited for here: a checkpoint), reported as [`Stage::Epilogue`]. Returns the proof and
+    /// the parameters.
+    fn epilogue(
+        &self,
+        k: usize,
+        msm: &prover::MsmResults,
+        t: &mut Timings,
+    ) -> Result<(Proof<Bls12>, Arc<Srs>)> {
+        let (r, s) = match &self.options.randomness {
+            Some(rs) => rs[k],
+            None => (Fr::random(rand::rngs::OsRng), Fr::random(rand::rngs::OsRng)),
+        };
+        let srs = self.wait_params()?;
+        let proof = self.reporter.time(t, Some(k), Stage::Epilogue, || {
+            prover::assemble(&srs.vk, msm, r, s)
+        })?;
+        Ok((proof, srs))
+    }
+
+    /// Verify stage (unless [`ProveOptions::verify`] is off): `proof` against `inputs` with the
+    /// parameters' prepared verifying key, reported as [`Stage::Verify`].
+    ///
+    /// # Errors
+    /// [`Error::VerificationFailed`]: the proof is not returned.
+    fn verify(
+        &self,
+        k: usize,
+        srs: &Srs,
+        proof: &Proof<Bls12>,
+        inputs: &[Fr],
+        t: &mut Timings,
+    ) -> Result<()> {
+        if self.options.verify {
+            let ok = self.reporter.time(t, Some(k), Stage::Verify, || {
+                verify_proof(&srs.pvk, proof, inputs)
+            });
+            if !matches!(ok, Ok(true)) {
+                return Err(Error::VerificationFailed { partition: k });
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Proves with a process-wide engine configured from the environment

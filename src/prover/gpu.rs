@@ -43,7 +43,7 @@ use crate::gpu::device::{self, Device, DeviceBuffer};
 use crate::gpu::fault::stage_deadline;
 use crate::gpu::hostmem;
 use crate::gpu::layout::{h_step_bytes, spmv_work_bytes};
-use crate::gpu::msm::{MsmConfig, MsmWorkspace, Points, Scalars};
+use crate::gpu::msm::{MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
 use crate::gpu::ntt;
 use crate::gpu::pinned::{HostPinner, PinnedRegistry};
 use crate::gpu::spmv::{r1cs_check, DeviceCircuit};
@@ -681,11 +681,24 @@ impl PinnedParams {
     }
 }
 
-/// Runs one partition of `shape` on one device under `plan`. With `spmv` (the compiled path,
-/// a, b, c not yet computed), only z is uploaded and a, b, c are computed and checked on the
-/// device ([`Error::Synthesis`] for a failing constraint, before any MSM); aux then stays on the
-/// device for the MSMs. The caller checked that the plan's working memory holds the three
-/// domain buffers and [`spmv_work_bytes`].
+/// Runs one partition of `shape` on one device under `plan`, in stages:
+///
+/// 1. **bases**: with the resident tier, the parameters are made resident ([`resident_for`]:
+///    uploaded once per device, 44.1 GiB at 32 GiB);
+/// 2. **upload** ([`DeviceRun::upload`], outside the GPU section so its copies overlap another
+///    worker's kernels): z, or a, b, c, or h, into the domain buffers;
+/// 3. **SpMV** ([`DeviceRun::spmv`], compiled path only): a, b, c = A·z, B·z, C·z on the device
+///    and the check a∘b = c ([`Error::Synthesis`] for a failing constraint, before any MSM);
+/// 4. **H** ([`DeviceRun::h_step`]): the H step's NTTs on the device, h left in `dh`;
+/// 5. **MSMs** ([`DeviceRun::msms`]): H, L, A, B_G1, B_G2 on the device, one sequence for
+///    resident and streamed bases ([`Bases`]); the input parts are summed here on the CPU;
+/// 6. **read-back**: the five sums go back to the caller, whose epilogue assembles the proof.
+///
+/// Steps 3 to 5 run inside the device's GPU section. With `spmv` (the compiled path, a, b, c
+/// not yet computed) only z is uploaded and aux then stays on the device for the MSMs; the
+/// caller checked that the plan's working memory holds the three domain buffers and
+/// [`spmv_work_bytes`]. Every device buffer comes out of the plan's reservation (an [`Arena`]),
+/// and is freed here, in this function's order (which is why the stages borrow them).
 #[allow(clippy::too_many_arguments)]
 fn run_on(
     slot: &Slot,
@@ -702,7 +715,7 @@ fn run_on(
     // Every device buffer of this partition comes out of the plan's reservation.
     let arena = Arena::over(&plan.work);
     let _deadline = stage_deadline("upload", timeout);
-    let p = Some(ctx.partition);
+    // ---- 1. Bases.
     let resident = if plan.tier.kind() == TierKind::Resident {
         resident_for(slot, srs, &mut plan)?
     } else {
@@ -710,117 +723,396 @@ fn run_on(
     };
     let n = 1usize << shape.domain_log2;
     let stream = dev.stream()?;
-
-    // ---- H polynomial. When the plan's working memory holds three domain buffers (3·n·32 B;
-    // resident and full staging always, partial too: its 2·n·32 B staging plus the MSM pass it
-    // has not started yet; a streaming plan of at least 3·n·32 B too), a, b, c are staged and
-    // the six NTTs and the pointwise passes run on the device, and the MSMs run after two
-    // buffers are freed. Otherwise (a smaller streaming plan) h comes from the CPU NTT and only
-    // h (n·32 B) is uploaded.
     // The plan's pass: a partial tier that fitted only with a smaller pass (2^23 at 2^27 on a
     // 16 GiB card) must not run the default one (its G2 base slots alone would exceed the plan).
     let chunk = plan.tier.msm_pass_points(shape) as usize;
-    let mut dh = dev.alloc_in::<Fr>(Some(&arena), n)?;
-    let gpu_ntt = 3 * 32 * n as u64 <= plan.work.bytes();
-    let mut dbc = None;
-    // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
-    let mut dz = None;
-    let mut t = Instant::now();
-    if gpu_ntt {
-        let mut db = dev.alloc_in::<Fr>(Some(&arena), n)?;
-        let mut dc = dev.alloc_in::<Fr>(Some(&arena), n)?;
-        plan.work.note_allocated(3 * 32 * n as u64);
-        if spmv.is_some() {
-            // The inputs (a few hundred values) are copied pageable. aux is normally in a buffer
-            // of the engine's host pool, registered once for its whole capacity: this pin is a
-            // shared hit (no driver call) that holds the registration during the copy; any
-            // other aux is registered here, for this copy. Both copies are synchronous: none
-            // is running from the host vectors when this returns.
-            let din = upload_in(dev, &arena, &asg.input)?;
-            let daux = {
-                let pin = pinned_registry().pin_slice(&asg.aux);
-                log::debug!(
-                    "partition {}: z upload, aux {}",
-                    ctx.partition,
-                    match pin.state() {
-                        crate::gpu::pinned::PinState::Pinned { shared: true } => "pinned (pooled)",
-                        crate::gpu::pinned::PinState::Pinned { shared: false } => "pinned now",
-                        crate::gpu::pinned::PinState::Pageable(_) => "pageable",
-                    }
-                );
-                upload_in(dev, &arena, &asg.aux)?
-            };
-            plan.work
-                .note_allocated(32 * (din.len() + daux.len()) as u64);
-            dz = Some((din, daux));
-        } else {
-            stage(&stream, &mut dh, &asg.a)?;
-            stage(&stream, &mut db, &asg.b)?;
-            stage(&stream, &mut dc, &asg.c)?;
-        }
-        dbc = Some((db, dc));
-    } else if spmv.is_some() {
-        return Err(Error::internal(
-            "GPU SpMV planned without room for the H step's buffers",
-        ));
-    } else {
-        plan.work.note_allocated(32 * n as u64);
-        let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
-        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
-        t = Instant::now();
-        stage(&stream, &mut dh, &h)?;
-    }
-    ctx.reporter
-        .report(ctx.timings, p, Stage::Transfer, t.elapsed());
+    let mut run = DeviceRun {
+        dev,
+        arena: &arena,
+        work: &plan.work,
+        stream: &stream,
+        n,
+        partition: ctx.partition,
+        reporter: ctx.reporter,
+        timings: &mut *ctx.timings,
+        timeout,
+    };
+
+    // ---- 2. Upload. `dh`: a (or h) now, h after the H step, freed after the H MSM.
+    let mut dh = None;
+    let h_buf = dh.insert(dev.alloc_in::<Fr>(Some(&arena), n)?);
+    let Uploaded { bc: dbc, z: dz } = run.upload(h_buf, asg, spmv.is_some())?;
     // The GPU section: kernels only (the uploads above overlap other workers' kernels).
     let section = attempt.enter_gpu();
-    ctx.reporter
-        .report(ctx.timings, p, Stage::Wait, section.waited());
+    run.report(Stage::Wait, section.waited());
     if let Some((mut db, mut dc)) = dbc {
+        // ---- 3. SpMV and the R1CS check (compiled path).
         if let (Some(dcirc), Some((din, daux))) = (spmv, &dz) {
-            let _deadline = stage_deadline("spmv", timeout);
-            let t = Instant::now();
-            dcirc.evaluate(
-                &stream,
-                din.as_slice(),
-                daux.as_slice(),
-                [&mut dh, &mut db, &mut dc],
-            )?;
-            let rows = dcirc.rows();
-            let bad = r1cs_check(
-                &stream,
-                Some(&arena),
-                dh.slice(..rows)?,
-                db.slice(..rows)?,
-                dc.slice(..rows)?,
-            )?;
-            ctx.reporter
-                .report(ctx.timings, p, Stage::Spmv, t.elapsed());
-            if let Some(j) = bad {
-                return Err(super::unsatisfied(ctx.partition, j, rows));
-            }
+            run.spmv(dcirc, (din, daux), [&mut *h_buf, &mut db, &mut dc])?;
         }
-        let _deadline = stage_deadline("ntt", timeout);
-        let t = Instant::now();
-        ntt::h_step(
-            &stream,
-            &mut dh.as_mut_slice(),
-            &mut db.as_mut_slice(),
-            &mut dc.as_mut_slice(),
-        )?;
-        stream.synchronize()?;
-        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
-        plan.work.note_freed(2 * 32 * n as u64);
+        // ---- 4. H.
+        run.h_step(h_buf, &mut db, &mut dc)?;
     }
     // a, b, c stay on the host until the partition succeeds: a retry (lower tier, other
     // device, CPU fallback) needs them.
 
-    // ---- MSMs. Resident: bases on the device, aux uploaded once. Otherwise bases and scalars
-    // stream from host memory in passes of `chunk` points (the plan's MSM pass), so the MSM
-    // buffers stay within the plan.
+    // ---- 5. MSMs.
     let _deadline = stage_deadline("msm", timeout);
-    let mut ws = MsmWorkspace::with_config(
-        dev,
+    let mut ws = msm_workspace(slot, &arena)?;
+    // The input parts (≤ a few hundred points) are summed on the CPU.
+    let (a_in, b1_in, b2_in) = super::cpu::input_msms(asg, srs);
+    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B.
+    let daux_kept = dz.map(|(din, daux)| {
+        drop(din);
+        daux
+    });
+    let bases = match &resident {
+        Some(r) => Bases::Resident(r),
+        None => Bases::Streamed { srs, chunk },
+    };
+    let sums = run.msms(&mut ws, &bases, &mut dh, daux_kept, asg)?;
+    ws.release()?;
+    drop(section);
+    log::info!(
+        "partition {}: device {} tier {}: device-memory high-water {} of {} planned",
+        run.partition,
+        dev.ordinal(),
+        plan.tier,
+        crate::gpu::alloc::fmt_gib(arena.high_water()),
+        crate::gpu::alloc::fmt_gib(arena.capacity()),
+    );
+    // ---- 6. Read-back: the device's sums (already on the host) plus the input parts.
+    Ok(MsmResults {
+        h: sums.h,
+        l: sums.l,
+        a: a_in + sums.a,
+        b_g1: b1_in + sums.b_g1,
+        b_g2: b2_in + sums.b_g2,
+    })
+}
+
+/// What the stages of one partition's run on a device share. [`run_on`] owns the device
+/// buffers, the stream and the GPU section and lends them to the stages, so the order in which
+/// they are freed is written in one place.
+struct DeviceRun<'a> {
+    dev: &'a Arc<Device>,
+    /// The plan's working memory, handed out as the device buffers.
+    arena: &'a Arena,
+    /// The plan's reservation (what the stages allocate and free is noted in it).
+    work: &'a Reservation,
+    /// The stream of the upload's zeroing, the SpMV, the R1CS check and the H step.
+    stream: &'a device::Stream,
+    /// The NTT domain: 2^27 at 32 GiB (a domain buffer of `Fr` is then 4 GiB).
+    n: usize,
+    partition: usize,
+    reporter: &'a Reporter,
+    timings: &'a mut Timings,
+    /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
+    timeout: Option<std::time::Duration>,
+}
+
+/// What [`DeviceRun::upload`] leaves on the device besides `dh`.
+struct Uploaded {
+    /// b's and c's buffers (n scalars each, 4 GiB at 32 GiB) when the H step runs on the device.
+    bc: Option<(DeviceBuffer<Fr>, DeviceBuffer<Fr>)>,
+    /// z's device copy (input, aux) for the GPU SpMV; aux is kept for the MSMs.
+    z: Option<(DeviceBuffer<Fr>, DeviceBuffer<Fr>)>,
+}
+
+impl DeviceRun<'_> {
+    /// Reports `elapsed` for `stage` of this partition.
+    fn report(&mut self, stage: Stage, elapsed: std::time::Duration) {
+        self.reporter
+            .report(self.timings, Some(self.partition), stage, elapsed);
+    }
+
+    /// The upload stage: puts what the H step needs on the device, before the GPU section.
+    ///
+    /// When the plan's working memory holds three domain buffers (3·n·32 B, 12 GiB at 32 GiB;
+    /// resident and full staging always, partial too: its 2·n·32 B staging plus the MSM pass
+    /// it has not started yet; a streaming plan of at least 3·n·32 B too), `db` and `dc` are
+    /// allocated beside `dh` and the H step will run on the device; then, with `spmv`, z
+    /// (input pageable, aux 3.88 GiB through its pinned registration) is uploaded for the GPU
+    /// SpMV, else a, b, c (3.88 GiB each) are staged into `dh`, `db`, `dc` (the rest zeroed).
+    /// Otherwise (a smaller streaming plan) h comes from the CPU NTT (reported as
+    /// [`Stage::Ntt`]) and only h (n·32 B) is staged into `dh`. The copies are reported as
+    /// [`Stage::Transfer`]; all are synchronous except the zeroing on the stream.
+    ///
+    /// # Errors
+    /// Driver errors; [`Error::Internal`] for a GPU SpMV planned without room for the H step's
+    /// buffers.
+    fn upload(
+        &mut self,
+        dh: &mut DeviceBuffer<Fr>,
+        asg: &Assignment,
+        spmv: bool,
+    ) -> Result<Uploaded> {
+        let (dev, arena, n) = (self.dev, self.arena, self.n);
+        let gpu_ntt = 3 * 32 * n as u64 <= self.work.bytes();
+        let mut dbc = None;
+        // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
+        let mut dz = None;
+        let mut t = Instant::now();
+        if gpu_ntt {
+            let mut db = dev.alloc_in::<Fr>(Some(arena), n)?;
+            let mut dc = dev.alloc_in::<Fr>(Some(arena), n)?;
+            self.work.note_allocated(3 * 32 * n as u64);
+            if spmv {
+                // The inputs (a few hundred values) are copied pageable. aux is normally in a
+                // buffer of the engine's host pool, registered once for its whole capacity:
+                // this pin is a shared hit (no driver call) that holds the registration during
+                // the copy; any other aux is registered here, for this copy. Both copies are
+                // synchronous: none is running from the host vectors when this returns.
+                let din = upload_in(dev, arena, &asg.input)?;
+                let daux = {
+                    let pin = pinned_registry().pin_slice(&asg.aux);
+                    log::debug!(
+                        "partition {}: z upload, aux {}",
+                        self.partition,
+                        match pin.state() {
+                            crate::gpu::pinned::PinState::Pinned { shared: true } =>
+                                "pinned (pooled)",
+                            crate::gpu::pinned::PinState::Pinned { shared: false } => "pinned now",
+                            crate::gpu::pinned::PinState::Pageable(_) => "pageable",
+                        }
+                    );
+                    upload_in(dev, arena, &asg.aux)?
+                };
+                self.work
+                    .note_allocated(32 * (din.len() + daux.len()) as u64);
+                dz = Some((din, daux));
+            } else {
+                stage(self.stream, dh, &asg.a)?;
+                stage(self.stream, &mut db, &asg.b)?;
+                stage(self.stream, &mut dc, &asg.c)?;
+            }
+            dbc = Some((db, dc));
+        } else if spmv {
+            return Err(Error::internal(
+                "GPU SpMV planned without room for the H step's buffers",
+            ));
+        } else {
+            self.work.note_allocated(32 * n as u64);
+            let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
+            self.report(Stage::Ntt, t.elapsed());
+            t = Instant::now();
+            stage(self.stream, dh, &h)?;
+        }
+        self.report(Stage::Transfer, t.elapsed());
+        Ok(Uploaded { bc: dbc, z: dz })
+    }
+
+    /// The SpMV stage (compiled path, in the GPU section): a, b, c = A·z, B·z, C·z from the
+    /// resident circuit `circuit` and z's device copy `(input, aux)` into the first rows of
+    /// `abc` (the H step's three domain buffers; 130.3 M rows of 2^27 at 32 GiB, whose
+    /// matrices hold A 309 M, B 130 M, C 283 M non-zeros), then the R1CS check a∘b = c over
+    /// those rows; reported together as [`Stage::Spmv`].
+    ///
+    /// # Errors
+    /// [`Error::Synthesis`] naming the first failing constraint (before any MSM); driver
+    /// errors; a stage timeout (`"spmv"`).
+    fn spmv(
+        &mut self,
+        circuit: &DeviceCircuit,
+        (din, daux): (&DeviceBuffer<Fr>, &DeviceBuffer<Fr>),
+        abc: [&mut DeviceBuffer<Fr>; 3],
+    ) -> Result<()> {
+        let _deadline = stage_deadline("spmv", self.timeout);
+        let t = Instant::now();
+        let [da, db, dc] = abc;
+        circuit.evaluate(
+            self.stream,
+            din.as_slice(),
+            daux.as_slice(),
+            [&mut *da, &mut *db, &mut *dc],
+        )?;
+        let rows = circuit.rows();
+        let bad = r1cs_check(
+            self.stream,
+            Some(self.arena),
+            da.slice(..rows)?,
+            db.slice(..rows)?,
+            dc.slice(..rows)?,
+        )?;
+        self.report(Stage::Spmv, t.elapsed());
+        if let Some(j) = bad {
+            return Err(super::unsatisfied(self.partition, j, rows));
+        }
+        Ok(())
+    }
+
+    /// The H stage (in the GPU section): iNTT of a, b, c → coset NTT → h = (a·b − c)/Z →
+    /// coset iNTT ([`ntt::h_step`], six transforms of n = 2^27 at 32 GiB), in place: h's n
+    /// coefficients end in `dh`, `db` and `dc` are left for the caller to free (their 8 GiB
+    /// are noted freed in the plan now). Waits for the stream; reported as [`Stage::Ntt`].
+    ///
+    /// # Errors
+    /// Driver errors; a stage timeout (`"ntt"`).
+    fn h_step(
+        &mut self,
+        dh: &mut DeviceBuffer<Fr>,
+        db: &mut DeviceBuffer<Fr>,
+        dc: &mut DeviceBuffer<Fr>,
+    ) -> Result<()> {
+        let _deadline = stage_deadline("ntt", self.timeout);
+        let t = Instant::now();
+        ntt::h_step(
+            self.stream,
+            &mut dh.as_mut_slice(),
+            &mut db.as_mut_slice(),
+            &mut dc.as_mut_slice(),
+        )?;
+        self.stream.synchronize()?;
+        self.report(Stage::Ntt, t.elapsed());
+        self.work.note_freed(2 * 32 * self.n as u64);
+        Ok(())
+    }
+
+    /// The MSM stage (in the GPU section; the caller holds the `"msm"` deadline): the five
+    /// MSMs of the partition, in this order, wherever the bases are ([`Bases`]):
+    ///
+    /// 1. H (G1) over h's first n − 1 coefficients in `dh` (2^27 − 1 at 32 GiB); `dh` is then
+    ///    freed (taken), so that aux can take its room;
+    /// 2. L, A and B_G1 (G1) over aux (130.2 M scalars at 32 GiB: 3.88 GiB on the device, from
+    ///    the GPU SpMV's `daux_kept` or uploaded once), A and B over their densities' aux only
+    ///    (A 129.8 M, B 33.1 M points);
+    /// 3. B_G2 (G2) over aux in the B density.
+    ///
+    /// With resident bases aux goes up before the H MSM (the plan holds it beside h); with
+    /// streamed bases after it, into the room h leaves (checked: aux.len() ≤ n), and the
+    /// streamed MSMs' pass buffers (two per group, the plan's pass each) are allocated for the
+    /// G1 MSMs, freed, then allocated for B_G2.
+    ///
+    /// Returns the sums of the aux parts (A, B_G1 and B_G2 without their inputs, which the
+    /// caller adds). On an error `dh` is left to the caller when the H MSM did not finish.
+    ///
+    /// # Errors
+    /// Driver errors; [`Error::OutOfDeviceMemory`] for an allocation beyond the plan;
+    /// [`Error::Internal`] for more aux variables than the domain with streamed bases.
+    fn msms(
+        &mut self,
+        ws: &mut MsmWorkspace,
+        bases: &Bases<'_>,
+        dh: &mut Option<DeviceBuffer<Fr>>,
+        mut daux_kept: Option<DeviceBuffer<Fr>>,
+        asg: &Assignment,
+    ) -> Result<MsmResults> {
+        let (dev, n) = (self.dev, self.n);
+        let ni = asg.input.len();
+        let bi = asg.b_input_density.count();
+        let mut waited = std::time::Duration::ZERO;
+        let beside_h = if bases.aux_beside_h() {
+            Some(self.aux_scalars(daux_kept.take(), asg)?)
+        } else {
+            None
+        };
+        let mut g1_pass = bases.pass_buffers::<G1Affine>(dev, self.arena)?;
+        let t = Instant::now();
+        let h_scalars = dh
+            .as_ref()
+            .ok_or_else(|| Error::internal("no h on the device for the H MSM"))?
+            .slice(0..n - 1)?;
+        let (h, w) =
+            bases.msm::<G1, _>(ws, dev, &mut g1_pass, &QUERY_H, 0..n - 1, h_scalars, None)?;
+        waited += w;
+        self.report(Stage::MsmH, t.elapsed());
+        drop(dh.take());
+        let daux = match beside_h {
+            Some(d) => d,
+            None => {
+                // aux takes the room h leaves (or, uploaded for the GPU SpMV, the room of the
+                // freed b/c buffers): the plan has no other bytes for it.
+                if asg.aux.len() > n {
+                    return Err(Error::internal(format!(
+                        "{} aux variables exceed the {n}-point domain the plan budgeted them in",
+                        asg.aux.len()
+                    )));
+                }
+                self.aux_scalars(daux_kept.take(), asg)?
+            }
+        };
+        // L, A and B_G1: the same G1 MSM over aux, each over its query from the aux part on
+        // (the inputs' points come first in A and B) and, for A and B, only the aux variables
+        // in the query's density.
+        let aux_g1: [(&Query<G1Affine>, usize, Option<&crate::synth::Density>); 3] = [
+            (&QUERY_L, 0, None),
+            (&QUERY_A, ni, Some(&asg.a_aux_density)),
+            (&QUERY_B_G1, bi, Some(&asg.b_aux_density)),
+        ];
+        let mut g1 = [G1Projective::identity(); 3];
+        for (k, &(query, offset, density)) in aux_g1.iter().enumerate() {
+            let t = Instant::now();
+            let (sum, w) = bases.msm::<G1, _>(
+                ws,
+                dev,
+                &mut g1_pass,
+                query,
+                offset..,
+                daux.as_slice(),
+                density,
+            )?;
+            g1[k] = sum;
+            waited += w;
+            self.report(query.stage, t.elapsed());
+        }
+        drop(g1_pass);
+        let mut g2_pass = bases.pass_buffers::<G2Affine>(dev, self.arena)?;
+        let t = Instant::now();
+        let (b_g2, w) = bases.msm::<G2, _>(
+            ws,
+            dev,
+            &mut g2_pass,
+            &QUERY_B_G2,
+            bi..,
+            daux.as_slice(),
+            Some(&asg.b_aux_density),
+        )?;
+        waited += w;
+        self.report(Stage::MsmBG2, t.elapsed());
+        if let Bases::Streamed { .. } = bases {
+            log::debug!(
+                "partition {}: {:.3} s waiting for streamed bases",
+                self.partition,
+                waited.as_secs_f64()
+            );
+        }
+        Ok(MsmResults {
+            h,
+            l: g1[0],
+            a: g1[1],
+            b_g1: g1[2],
+            b_g2,
+        })
+    }
+
+    /// aux's scalars on the device: `kept` (z's aux from the GPU SpMV) when given, else
+    /// uploaded now through a pinned registration of aux (3.88 GiB at 32 GiB; reported as
+    /// [`Stage::Transfer`]).
+    fn aux_scalars(
+        &mut self,
+        kept: Option<DeviceBuffer<Fr>>,
+        asg: &Assignment,
+    ) -> Result<DeviceBuffer<Fr>> {
+        match kept {
+            Some(d) => Ok(d),
+            None => {
+                let t = Instant::now();
+                let d = {
+                    let _pin = pinned_registry().pin_slice(&asg.aux);
+                    upload_in(self.dev, self.arena, &asg.aux)?
+                };
+                self.report(Stage::Transfer, t.elapsed());
+                Ok(d)
+            }
+        }
+    }
+}
+
+/// The MSM workspace of one partition: its buffers in the plan's `arena`, with the
+/// accumulation the plan was sized for.
+fn msm_workspace(slot: &Slot, arena: &Arena) -> Result<MsmWorkspace> {
+    MsmWorkspace::with_config(
+        &slot.dev,
         MsmConfig {
             arena: Some(arena.clone()),
             // the accumulation the plan was sized for
@@ -828,166 +1120,124 @@ fn run_on(
             affine_min_list: slot.alloc.msm_limits().affine_min_list,
             ..Default::default()
         },
-    )?;
-    let ni = asg.input.len();
-    let bi = asg.b_input_density.count();
-    let job_partition = ctx.partition;
-    let rep = ctx.reporter;
-    let tm = &mut *ctx.timings;
-    // The input parts (≤ a few hundred points) are summed on the CPU.
-    let (a_in, b1_in, b2_in) = super::cpu::input_msms(asg, srs);
-    // L, A and B_G1 are the same G1 MSM over aux: (offset of the aux part in the query, density,
-    // stage) each, over the bases `aux_g1_bases` (host) or the resident copies.
-    let aux_g1: [(usize, Option<&crate::synth::Density>, Stage); 3] = [
-        (0, None, Stage::MsmL),
-        (ni, Some(&asg.a_aux_density), Stage::MsmA),
-        (bi, Some(&asg.b_aux_density), Stage::MsmBG1),
-    ];
-    let aux_g1_bases: [&[G1Affine]; 3] = [&srs.l, &srs.a, &srs.b_g1];
-    let mut g1 = [G1Projective::identity(); 3];
-    let (h, b_g2);
-    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B.
-    let mut daux_kept = dz.map(|(din, daux)| {
-        drop(din);
-        daux
-    });
-    if let Some(r) = &resident {
-        let daux = match daux_kept.take() {
-            Some(d) => d,
-            None => {
-                let t = Instant::now();
-                let d = {
-                    let _pin = pinned_registry().pin_slice(&asg.aux);
-                    upload_in(dev, &arena, &asg.aux)?
-                };
-                rep.report(tm, p, Stage::Transfer, t.elapsed());
-                d
-            }
-        };
-        let t = Instant::now();
-        h = ws.msm_g1(
-            Points::Device(r.h.slice(0..n - 1)?),
-            Scalars::Device(dh.slice(0..n - 1)?),
-            None,
-        )?;
-        rep.report(tm, p, Stage::MsmH, t.elapsed());
-        drop(dh);
-        let resident_g1 = [&r.l, &r.a, &r.b_g1];
-        for (k, &(offset, density, stage)) in aux_g1.iter().enumerate() {
-            let t = Instant::now();
-            g1[k] = ws.msm_g1(
-                Points::Device(resident_g1[k].slice(offset..)?),
-                Scalars::Device(daux.as_slice()),
-                density.map(|d| d.words()),
-            )?;
-            rep.report(tm, p, stage, t.elapsed());
-        }
-        let t = Instant::now();
-        b_g2 = ws.msm_g2(
-            Points::Device(r.b_g2.slice(bi..)?),
-            Scalars::Device(daux.as_slice()),
-            Some(asg.b_aux_density.words()),
-        )?;
-        rep.report(tm, p, Stage::MsmBG2, t.elapsed());
-    } else {
-        // Bases stream through two device buffers per group (sized for one pass each: the
-        // plan's msm_point_bytes(Streamed) budget); the scalars are on the device: h already,
-        // aux uploaded once into the room h leaves (aux.len() ≤ n).
-        let mut waited = std::time::Duration::ZERO;
-        let mut g1_bufs = [
-            dev.alloc_in::<G1Affine>(Some(&arena), chunk)?,
-            dev.alloc_in::<G1Affine>(Some(&arena), chunk)?,
-        ];
-        let t = Instant::now();
-        let (sum, w) = streamed_msm(
-            dev,
-            &mut g1_bufs,
-            &srs.h,
-            dh.slice(0..n - 1)?,
-            None,
-            chunk,
-            |pt, sc, d| ws.msm_g1(pt, sc, d),
-        )?;
-        h = sum;
-        waited += w;
-        rep.report(tm, p, Stage::MsmH, t.elapsed());
-        drop(dh);
-        // aux takes the room h leaves (or, uploaded for the GPU SpMV, the room of the freed
-        // b/c buffers): the plan has no other bytes for it.
-        if asg.aux.len() > n {
-            return Err(Error::internal(format!(
-                "{} aux variables exceed the {n}-point domain the plan budgeted them in",
-                asg.aux.len()
-            )));
-        }
-        let daux = match daux_kept.take() {
-            Some(d) => d,
-            None => {
-                let t = Instant::now();
-                let d = {
-                    let _pin = pinned_registry().pin_slice(&asg.aux);
-                    upload_in(dev, &arena, &asg.aux)?
-                };
-                rep.report(tm, p, Stage::Transfer, t.elapsed());
-                d
-            }
-        };
-        for (k, &(offset, density, stage)) in aux_g1.iter().enumerate() {
-            let t = Instant::now();
-            let (sum, w) = streamed_msm(
-                dev,
-                &mut g1_bufs,
-                &aux_g1_bases[k][offset..],
-                daux.as_slice(),
-                density,
-                chunk,
-                |pt, sc, d| ws.msm_g1(pt, sc, d),
-            )?;
-            g1[k] = sum;
-            waited += w;
-            rep.report(tm, p, stage, t.elapsed());
-        }
-        drop(g1_bufs);
-        let mut g2_bufs = [
-            dev.alloc_in::<G2Affine>(Some(&arena), chunk)?,
-            dev.alloc_in::<G2Affine>(Some(&arena), chunk)?,
-        ];
-        let t = Instant::now();
-        let (sum, w) = streamed_msm(
-            dev,
-            &mut g2_bufs,
-            &srs.b_g2[bi..],
-            daux.as_slice(),
-            Some(&asg.b_aux_density),
-            chunk,
-            |pt, sc, d| ws.msm_g2(pt, sc, d),
-        )?;
-        b_g2 = sum;
-        waited += w;
-        rep.report(tm, p, Stage::MsmBG2, t.elapsed());
-        log::debug!(
-            "partition {}: {:.3} s waiting for streamed bases",
-            job_partition,
-            waited.as_secs_f64()
-        );
+    )
+}
+
+/// Where the bases of a partition's MSMs come from: the one thing [`DeviceRun::msms`] does
+/// differently for the resident tier and the others.
+enum Bases<'a> {
+    /// The parameters uploaded once and kept on the device ([`resident_for`]; 44.1 GiB at
+    /// 32 GiB): each MSM reads its query in place.
+    Resident(&'a Resident),
+    /// The parameters in host memory (pinned once per file, [`PinnedParams`]): each MSM
+    /// streams its query through two device buffers of `chunk` points (the plan's MSM pass),
+    /// the next pass uploading while the current one computes ([`streamed_msm`]).
+    Streamed { srs: &'a Srs, chunk: usize },
+}
+
+/// One query of the parameters (the bases of one MSM) where [`Bases`] finds it, and the stage
+/// its MSM is reported as.
+struct Query<A: device::DeviceRepr + 'static> {
+    stage: Stage,
+    /// Its copy among the resident parameters.
+    resident: fn(&Resident) -> &DeviceBuffer<A>,
+    /// Its vector in host memory.
+    host: fn(&Srs) -> &[A],
+}
+
+const QUERY_H: Query<G1Affine> = Query {
+    stage: Stage::MsmH,
+    resident: |r| &r.h,
+    host: |s| &s.h[..],
+};
+const QUERY_L: Query<G1Affine> = Query {
+    stage: Stage::MsmL,
+    resident: |r| &r.l,
+    host: |s| &s.l[..],
+};
+const QUERY_A: Query<G1Affine> = Query {
+    stage: Stage::MsmA,
+    resident: |r| &r.a,
+    host: |s| &s.a[..],
+};
+const QUERY_B_G1: Query<G1Affine> = Query {
+    stage: Stage::MsmBG1,
+    resident: |r| &r.b_g1,
+    host: |s| &s.b_g1[..],
+};
+const QUERY_B_G2: Query<G2Affine> = Query {
+    stage: Stage::MsmBG2,
+    resident: |r| &r.b_g2,
+    host: |s| &s.b_g2[..],
+};
+
+impl Bases<'_> {
+    /// Whether aux's scalars go to the device before the H MSM: a resident plan holds them
+    /// beside h; the others put them in the room h leaves, after it.
+    fn aux_beside_h(&self) -> bool {
+        matches!(self, Bases::Resident(_))
     }
-    ws.release()?;
-    drop(section);
-    log::info!(
-        "partition {}: device {} tier {}: device-memory high-water {} of {} planned",
-        job_partition,
-        dev.ordinal(),
-        plan.tier,
-        crate::gpu::alloc::fmt_gib(arena.high_water()),
-        crate::gpu::alloc::fmt_gib(arena.capacity()),
-    );
-    Ok(MsmResults {
-        h,
-        l: g1[0],
-        a: a_in + g1[1],
-        b_g1: b1_in + g1[2],
-        b_g2: b2_in + b_g2,
-    })
+
+    /// The two device buffers the passes of a streamed MSM over `A` points upload into
+    /// (`chunk` points each: the plan's `msm_point_bytes(Streamed)` budget); `None` for
+    /// resident bases.
+    fn pass_buffers<A: device::DeviceRepr>(
+        &self,
+        dev: &Arc<Device>,
+        arena: &Arena,
+    ) -> Result<Option<[DeviceBuffer<A>; 2]>> {
+        match self {
+            Bases::Resident(_) => Ok(None),
+            Bases::Streamed { chunk, .. } => Ok(Some([
+                dev.alloc_in::<A>(Some(arena), *chunk)?,
+                dev.alloc_in::<A>(Some(arena), *chunk)?,
+            ])),
+        }
+    }
+
+    /// One MSM in `G` on `ws`: Σ `scalars`ⱼ · `query[range]`'s points (only the scalars in
+    /// `density` have one, when given), the points read in place (resident) or streamed
+    /// through `pass` ([`Self::pass_buffers`]). Returns the sum and the time spent waiting for
+    /// streamed uploads (zero when resident).
+    #[allow(clippy::too_many_arguments)]
+    fn msm<G: MsmGroup, R>(
+        &self,
+        ws: &mut MsmWorkspace,
+        dev: &Arc<Device>,
+        pass: &mut Option<[DeviceBuffer<G::Affine>; 2]>,
+        query: &Query<G::Affine>,
+        range: R,
+        scalars: device::DeviceSlice<'_, Fr>,
+        density: Option<&crate::synth::Density>,
+    ) -> Result<(G::Projective, std::time::Duration)>
+    where
+        R: std::ops::RangeBounds<usize> + std::slice::SliceIndex<[G::Affine], Output = [G::Affine]>,
+    {
+        match self {
+            Bases::Resident(r) => {
+                let sum = ws.msm::<G>(
+                    Points::Device((query.resident)(r).slice(range)?),
+                    Scalars::Device(scalars),
+                    density.map(|d| d.words()),
+                )?;
+                Ok((sum, std::time::Duration::ZERO))
+            }
+            Bases::Streamed { srs, chunk } => {
+                let bufs = pass
+                    .as_mut()
+                    .ok_or_else(|| Error::internal("a streamed MSM without its pass buffers"))?;
+                streamed_msm(
+                    dev,
+                    bufs,
+                    &(query.host)(srs)[range],
+                    scalars,
+                    density,
+                    *chunk,
+                    |pt, sc, d| ws.msm::<G>(pt, sc, d),
+                )
+            }
+        }
+    }
 }
 
 impl GpuBackend {
