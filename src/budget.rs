@@ -10,7 +10,7 @@
 //! partition at a time instead (logged), since that figure is an estimate.
 //!
 //! # Pooled host buffers
-//! The engine's pool of witness buffers ([`crate::gpu::hostpool`], page-locked once and reused)
+//! The engine's pool of witness buffers ([`crate::gpu::memory::hostpool`], page-locked once and reused)
 //! keeps real memory between partitions, so it is counted — but in two places, by the buffer's
 //! state, never twice: a buffer a partition holds is inside that partition's [`Permit`] (the
 //! per-partition estimate already counts z, 32 B per variable), and an idle one is counted
