@@ -53,9 +53,10 @@
 //! free at its end with the backend alive and after dropping it. Exit status 1 if any partition
 //! failed or a check mismatched, 2 if device memory did not come back to its baseline (more than
 //! 64 MiB missing after the backend was dropped), 3 for bad arguments or set-up errors, 4 if a
-//! partition's device-memory high-water mark (its plan's arena, `gpu::memory::alloc::arena_records`)
-//! exceeded its plan or the driver-reported use during a phase exceeded its VRAM cap (each
-//! phase prints `arena TIER: … peak high-water X of at most Y planned`).
+//! partition's device-memory high-water mark (its plan's arena,
+//! `gpu::memory::alloc::arena_records`) exceeded its plan or the driver-reported use during a phase
+//! exceeded its VRAM cap (each phase prints
+//! `arena TIER: … peak high-water X of at most Y planned`).
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

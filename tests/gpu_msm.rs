@@ -1,5 +1,5 @@
-//! GPU MSM (src/gpu/kernels/msm.rs, cuda/msm.cu) against blstrs' `multi_exp` (blst's Pippenger) and a
-//! naive sum: one generic check `gpu == reference` over sizes n = 0, 1, 2, 3, 2^k +- 1 up to
+//! GPU MSM (src/gpu/kernels/msm.rs, cuda/msm.cu) against blstrs' `multi_exp` (blst's Pippenger) and
+//! a naive sum: one generic check `gpu == reference` over sizes n = 0, 1, 2, 3, 2^k +- 1 up to
 //! 2^CUZK_TEST_MSM_MAX_LOG (default 22) and scalar kinds (0, 1, r - 1, random, the PoRep mix of
 //! zeros and ones, one repeated value), with repeated points and points at infinity; plus the
 //! density bitmap, device-resident points, canonical scalars, chunked bucket lists, forced window

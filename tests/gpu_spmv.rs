@@ -1,6 +1,6 @@
-//! GPU SpMV (`cuzk::gpu::kernels::spmv`) against the CPU SpMV (`Csr::spmv`), bit for bit, with every
-//! scheme: random CSR matrices with random coefficient tables and the edge cases (empty rows, a
-//! row of 64 entries, z = 0, only ±1 coefficients, no rows), the real 2 KiB compiled circuit
+//! GPU SpMV (`cuzk::gpu::kernels::spmv`) against the CPU SpMV (`Csr::spmv`), bit for bit, with
+//! every scheme: random CSR matrices with random coefficient tables and the edge cases (empty rows,
+//! a row of 64 entries, z = 0, only ±1 coefficients, no rows), the real 2 KiB compiled circuit
 //! (fixture at `~/.cache/cuzk/fixture-2kib-v1`, built if missing), and the device R1CS check
 //! finding planted wrong rows. Skips (with a message) when no CUDA device is usable, fails
 //! instead under `CUZK_REQUIRE_GPU=1`.

@@ -1,6 +1,6 @@
 //! Page-locking of host memory (`cuMemHostRegister` / `cuMemHostUnregister`), the driver side of
-//! [`crate::gpu::memory::pinned`]'s registry. Registrations are portable (usable from every device's
-//! context). Callers go through the registry, which never registers a range twice (so the
+//! [`crate::gpu::memory::pinned`]'s registry. Registrations are portable (usable from every
+//! device's context). Callers go through the registry, which never registers a range twice (so the
 //! driver's error 712, "host memory already registered", cannot happen).
 //!
 //! The driver calls need a current context: they bind a device this process has already opened

@@ -2,8 +2,8 @@
 //! the caller computes on pass k.
 //!
 //! Used for MSM bases streamed from host memory when they are not resident on the device (the
-//! full-staging, partial and streaming tiers of [`crate::gpu::memory::alloc`]): at 2^27 that is 44 GiB
-//! of parameters per partition, so the copies must run at the PCIe link's pinned rate
+//! full-staging, partial and streaming tiers of [`crate::gpu::memory::alloc`]): at 2^27 that is
+//! 44 GiB of parameters per partition, so the copies must run at the PCIe link's pinned rate
 //! (≈ 50 GB/s on an H200 host, PCIe 5.0 x16) and hide behind the kernels. The host ranges are
 //! pinned through the process-wide [`PinnedRegistry`]
 //! (normally already pinned once for the whole parameter set, so this only adds a reference);

@@ -38,7 +38,9 @@
 //! # Usage (host side of one partition)
 //! ```
 //! use std::sync::Arc;
-//! use cuzk::gpu::memory::alloc::{DeviceAllocator, FakeMemInfo, PartitionShape, PlanOptions, Tier, GIB};
+//! use cuzk::gpu::memory::alloc::{
+//!     DeviceAllocator, FakeMemInfo, PartitionShape, PlanOptions, Tier, GIB,
+//! };
 //!
 //! let mem = Arc::new(FakeMemInfo::new(&[(16 * GIB, 16 * GIB)]));
 //! let alloc = DeviceAllocator::new(0, mem, None);
@@ -1317,7 +1319,8 @@ mod tests {
             .tier
     }
 
-    /// The plan's bytes for a tier, from the buffer-size functions of `gpu::memory::layout` one by one.
+    /// The plan's bytes for a tier, from the buffer-size functions of `gpu::memory::layout` one by
+    /// one.
     fn sum_of_buffers(s: &PartitionShape, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
         use crate::gpu::memory::layout::{msm_workspace_slots, MSM_SLOTS};
         let n_bufs = match kind {

@@ -347,8 +347,8 @@ pub struct MsmLimits {
 }
 
 impl MsmLimits {
-    /// The defaults of `gpu::kernels::msm::MsmConfig` (automatic window, 2^31 list entries) on a device
-    /// of `sm_count` SMs.
+    /// The defaults of `gpu::kernels::msm::MsmConfig` (automatic window, 2^31 list entries) on a
+    /// device of `sm_count` SMs.
     pub const fn defaults(sm_count: u32) -> Self {
         MsmLimits {
             window_bits: None,
@@ -409,7 +409,8 @@ pub fn scan_scratch(len: u64) -> u64 {
 pub const MSM_SLOTS: usize = 26;
 
 /// Every size one MSM of a workspace uses, for `m` scalars that are neither 0 nor 1 and `n1`
-/// ones (known after the classification); `gpu::kernels::msm` sizes its launches and buffers from it.
+/// ones (known after the classification); `gpu::kernels::msm` sizes its launches and buffers from
+/// it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmSizes {
     /// Window bits (0 when m = 0).
@@ -719,17 +720,17 @@ pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
 pub const CSR_INDEX_BYTES: u64 = 4;
 
 /// Bytes of the device buffers of one CSR matrix of `rows` rows and `nnz` non-zeros, one by one,
-/// as `gpu::kernels::spmv::DeviceCsr::upload` allocates them: `row_ptr` ((rows + 1) × 4 B), `col` and
-/// `coeff` (nnz × 4 B each), each rounded up to [`ALIGN`] (an empty buffer takes nothing).
+/// as `gpu::kernels::spmv::DeviceCsr::upload` allocates them: `row_ptr` ((rows + 1) × 4 B), `col`
+/// and `coeff` (nnz × 4 B each), each rounded up to [`ALIGN`] (an empty buffer takes nothing).
 pub fn csr_buffers(rows: u64, nnz: u64) -> [u64; 3] {
     let b = |len: u64| align_up(len.saturating_mul(CSR_INDEX_BYTES));
     [b(rows.saturating_add(1)), b(nnz), b(nnz)]
 }
 
-/// Device bytes of a compiled circuit kept resident for the GPU SpMV (`gpu::kernels::spmv::DeviceCircuit`):
-/// the three matrices A, B, C of `rows` rows and `nnz[i]` non-zeros ([`csr_buffers`]) plus the
-/// coefficient table (`coeffs` × 32 B). A 32 GiB partition (130.3 M rows, 309/130/283 M
-/// non-zeros): ≈ 7.4 GB.
+/// Device bytes of a compiled circuit kept resident for the GPU SpMV
+/// (`gpu::kernels::spmv::DeviceCircuit`): the three matrices A, B, C of `rows` rows and `nnz[i]`
+/// non-zeros ([`csr_buffers`]) plus the coefficient table (`coeffs` × 32 B). A 32 GiB partition
+/// (130.3 M rows, 309/130/283 M non-zeros): ≈ 7.4 GB.
 pub fn circuit_device_bytes(rows: u64, nnz: [u64; 3], coeffs: u64) -> u64 {
     nnz.iter()
         .map(|&n| csr_buffers(rows, n).iter().sum::<u64>())
