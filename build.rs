@@ -11,7 +11,7 @@
 //!    `$OUT_DIR/cuzk.fatbin`: SASS for each architecture plus PTX for the newest one, so newer
 //!    GPUs can JIT it;
 //! 5. exports `CUZK_FATBIN_SASS` (e.g. `75,80,90`) and `CUZK_FATBIN_PTX` (e.g. `90`) to the
-//!    crate, which `src/gpu/device.rs` compares with each device's compute capability.
+//!    crate, which `src/gpu/driver/device.rs` compares with each device's compute capability.
 //!
 //! Extra nvcc flags can be passed in `$CUZK_NVCC_FLAGS` (whitespace separated, e.g.
 //! `-Xptxas -v` for the register report). Linking libcuda is done by `cuda-driver-sys`

@@ -1,7 +1,7 @@
-//! GPU MSM throughput (src/gpu/msm.rs): G1 with random scalars and with the PoRep witness mix of
-//! zeros and ones, G2 with random scalars. Points and scalars are resident on the device (the
-//! prover's case: parameters uploaded once, H scalars produced by the NTT); the time is one full
-//! `MsmWorkspace::msm_g1` / `msm_g2` call (classification, read-back of the counts, Pippenger,
+//! GPU MSM throughput (src/gpu/kernels/msm.rs): G1 with random scalars and with the PoRep witness
+//! mix of zeros and ones, G2 with random scalars. Points and scalars are resident on the device
+//! (the prover's case: parameters uploaded once, H scalars produced by the NTT); the time is one
+//! full `MsmWorkspace::msm_g1` / `msm_g2` call (classification, read-back of the counts, Pippenger,
 //! host-side window combination).
 //!
 //! Sizes (log2 n, comma separated) from the environment:
@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use criterion::{BenchmarkId, Criterion, SamplingMode};
-use cuzk::gpu::device::{device_count, Device, DeviceBuffer, DeviceRepr};
-use cuzk::gpu::msm::{
+use cuzk::gpu::driver::device::{device_count, Device, DeviceBuffer, DeviceRepr};
+use cuzk::gpu::kernels::msm::{
     window_bits_for, Accumulation, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2,
 };
 use ff::Field;

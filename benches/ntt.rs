@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use blstrs::Scalar;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use cuzk::gpu::device::{device_count, Device, DeviceBuffer, Event, Stream};
-use cuzk::gpu::ntt::{self, Direction, PassProduct};
+use cuzk::gpu::driver::device::{device_count, Device, DeviceBuffer, Event, Stream};
+use cuzk::gpu::kernels::ntt::{self, Direction, PassProduct};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;

@@ -1,5 +1,5 @@
 // cuda/fixed_base.cu -- fixed-base scalar multiplication s_i * G for BLS12-381 G1 and G2 (host
-// side: src/gpu/fixed_base.rs), for Groth16 parameter generation.
+// side: src/gpu/kernels/fixed_base.rs), for Groth16 parameter generation.
 //
 // Table: W windows of w bits (W * w >= 255); table[k * (2^w - 1) + d - 1] = d * 2^(w k) * G in
 // affine form (blst layout, Montgomery), built on the device from the W window bases 2^(w k) * G.

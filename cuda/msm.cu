@@ -1,4 +1,4 @@
-// cuda/msm.cu -- Pippenger MSM kernels for BLS12-381 G1 and G2 (host side: src/gpu/msm.rs).
+// cuda/msm.cu -- Pippenger MSM kernels for BLS12-381 G1 and G2 (host side: src/gpu/kernels/msm.rs).
 //
 // The algorithm and the per-thread bodies are in msm.cuh; this file holds the __global__ entry
 // points (extern "C", so that the host finds them by name in the embedded module), the warp-level

@@ -21,7 +21,7 @@
 //   domain size), except in a pass whose blocks span at most 2^18 elements (lo + k <= 18):
 //   its twist exponents are multiples of 2^10, read from a direct table of w_N^(2^10 j),
 //   j < 2^18 (8 MiB), one product fewer. The local transforms read w_(2^10)^j from a 1024-entry table. The tables are
-//   generated on the device by cuzk_ntt_powers (src/gpu/ntt.rs).
+//   generated on the device by cuzk_ntt_powers (src/gpu/kernels/ntt.rs).
 #include "field.cuh"
 
 namespace cuzk {
@@ -33,8 +33,9 @@ constexpr unsigned SPLIT = 14;      // two-level tables: 2^14 low + 2^14 high en
 constexpr unsigned MID_SHIFT = 10;  // direct table of w_N^(j 2^10), j < 2^18: every twist of a
 constexpr unsigned MID_LOG = 18;    // pass with lo + k <= 18 (its exponents are multiples of 2^10)
 
-/// The pass kernel's Montgomery product, one kernel per choice (src/gpu/ntt.rs `PassProduct`):
-/// P = 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (field.cuh documents all three).
+/// The pass kernel's Montgomery product, one kernel per choice (src/gpu/kernels/ntt.rs
+/// `PassProduct`): P = 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (field.cuh documents all
+/// three).
 constexpr int PASS_CIOS = 0, PASS_WIDE = 1, PASS_SPLIT = 2;
 template <int P>
 __device__ __forceinline__ Fr fmul(const Fr& a, const Fr& b) {
@@ -237,8 +238,8 @@ extern "C" __global__ void cuzk_ntt_scale(Fr* data, unsigned n, int mode, Fr sca
 /// The pointwise step of the Groth16 H polynomial on coset evaluations (natural order in):
 /// a[i] <- a[i] * b[i] * k, written to position bitrev(i) so that the following inverse transform
 /// can be a DIT pass sequence (bit-reversed in, natural out). C's coset evaluations are not needed:
-/// src/gpu/ntt.rs h_step subtracts C's coefficients after that transform (cuzk_ntt_sub_bitrev), and
-/// folds 1 / Z on the coset and the transforms' 1/n factors into k.
+/// src/gpu/kernels/ntt.rs h_step subtracts C's coefficients after that transform
+/// (cuzk_ntt_sub_bitrev), and folds 1 / Z on the coset and the transforms' 1/n factors into k.
 extern "C" __global__ void cuzk_ntt_h_combine(Fr* a, const Fr* b, unsigned log_n, Fr k) {
     const uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >> log_n) return;

@@ -1,5 +1,5 @@
 // cuda/spmv.cu -- sparse matrix-vector products y = M.z of the compiled R1CS over Fr, and the
-// R1CS check a o b = c (host side: src/gpu/spmv.rs).
+// R1CS check a o b = c (host side: src/gpu/kernels/spmv.rs).
 //
 // Matrices are CSR (src/circuit/csr.rs): row j's entries are row_ptr[j] .. row_ptr[j+1] of
 // col / coeff (u32 each). col indexes z = (input || aux): c < num_inputs is input[c], otherwise

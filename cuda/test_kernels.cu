@@ -92,7 +92,7 @@ extern "C" __global__ void cuzk_test_fp2_op(int op, const cuzk::Fp2* a, const cu
 
 /// Throughput probe for benches/ntt.rs: each thread runs two independent chains of `iters`
 /// Fr multiplications on its element and writes the result back (2*iters muls per thread).
-/// product: 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (src/gpu/ntt.rs PassProduct).
+/// product: 0 Fr::mul_cios, 1 Fr::mul_wide, 2 Fr::mul_split (src/gpu/kernels/ntt.rs PassProduct).
 template <class M>
 static __device__ __forceinline__ void fr_mul_chain(cuzk::Fr& x, cuzk::Fr& y, const cuzk::Fr& z, unsigned iters, M m) {
     for (unsigned k = 0; k < iters; k++) {

@@ -53,9 +53,10 @@
 //! free at its end with the backend alive and after dropping it. Exit status 1 if any partition
 //! failed or a check mismatched, 2 if device memory did not come back to its baseline (more than
 //! 64 MiB missing after the backend was dropped), 3 for bad arguments or set-up errors, 4 if a
-//! partition's device-memory high-water mark (its plan's arena, `gpu::alloc::arena_records`)
-//! exceeded its plan or the driver-reported use during a phase exceeded its VRAM cap (each
-//! phase prints `arena TIER: … peak high-water X of at most Y planned`).
+//! partition's device-memory high-water mark (its plan's arena,
+//! `gpu::memory::alloc::arena_records`) exceeded its plan or the driver-reported use during a phase
+//! exceeded its VRAM cap (each phase prints
+//! `arena TIER: … peak high-water X of at most Y planned`).
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -70,11 +71,11 @@ use group::{Curve, Group};
 use rayon::prelude::*;
 
 use cuzk::config::parse_bytes;
-use cuzk::gpu::alloc::{
+use cuzk::gpu::driver::device;
+use cuzk::gpu::memory::alloc::{
     fmt_gib, DeviceAllocator, FakeMemInfo, MemInfo, PartitionShape, PlanOptions, TierKind, GIB,
     MIB, SAFETY_MARGIN,
 };
-use cuzk::gpu::device;
 use cuzk::progress::{Reporter, Timings};
 use cuzk::prover::gpu::{pinned_registry, GpuBackend};
 use cuzk::prover::{CpuBackend, MsmResults, PartitionCtx, ProverBackend as _};
@@ -580,9 +581,14 @@ impl Monitor {
 /// G2 MSMs): the CUDA context reserves local memory for the largest kernel at its first launch
 /// and keeps it, which would otherwise show up as memory "missing" after the first phase.
 fn warm_up(dev: &Arc<device::Device>) -> Result<(), Error> {
-    use cuzk::gpu::msm::{msm_g1, msm_g2, Points, Scalars};
+    use cuzk::gpu::kernels::msm::{msm_g1, msm_g2, Points, Scalars};
     let mut data: Vec<Fr> = (1..=4096u64).map(Fr::from).collect();
-    cuzk::gpu::ntt::ntt_host(dev, &mut data, cuzk::gpu::ntt::Direction::Forward, false)?;
+    cuzk::gpu::kernels::ntt::ntt_host(
+        dev,
+        &mut data,
+        cuzk::gpu::kernels::ntt::Direction::Forward,
+        false,
+    )?;
     let g1 = vec![blstrs::G1Affine::generator(); 1024];
     let g2 = vec![G2Affine::generator(); 1024];
     msm_g1(dev, Points::Host(&g1), Scalars::Host(&data[..1024]))?;
@@ -881,7 +887,7 @@ fn run_phase(
     }
     let baseline = free_now(&devices)?;
     let monitor = Monitor::start(&devices);
-    let arenas_before = cuzk::gpu::alloc::arena_records().len();
+    let arenas_before = cuzk::gpu::memory::alloc::arena_records().len();
     let backend = GpuBackend::new(&cfg)?;
     let pins_before = pinned_registry().stats();
 
@@ -895,7 +901,7 @@ fn run_phase(
                 // With reuse, the thread's a, b, c and aux are registered once (as the engine's
                 // host pool registers the aux it synthesizes into), so every partition's uploads
                 // find them pinned; declared after `asg`, so they unregister before it is freed.
-                let mut pins: Vec<cuzk::gpu::pinned::PinGuard> = Vec::new();
+                let mut pins: Vec<cuzk::gpu::memory::pinned::PinGuard> = Vec::new();
                 let mut filled = false;
                 loop {
                     let proof = next.fetch_add(1, Ordering::SeqCst);
@@ -1036,7 +1042,7 @@ fn run_phase(
         pins.unregistrations - pins_before.unregistrations
     );
     // The allocator's arenas of this phase: each partition's high-water mark vs its plan.
-    let arenas: Vec<_> = cuzk::gpu::alloc::arena_records()
+    let arenas: Vec<_> = cuzk::gpu::memory::alloc::arena_records()
         .into_iter()
         .skip(arenas_before)
         .collect();

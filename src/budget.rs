@@ -10,10 +10,10 @@
 //! partition at a time instead (logged), since that figure is an estimate.
 //!
 //! # Pooled host buffers
-//! The engine's pool of witness buffers ([`crate::gpu::hostpool`], page-locked once and reused)
-//! keeps real memory between partitions, so it is counted — but in two places, by the buffer's
-//! state, never twice: a buffer a partition holds is inside that partition's [`Permit`] (the
-//! per-partition estimate already counts z, 32 B per variable), and an idle one is counted
+//! The engine's pool of witness buffers ([`crate::gpu::memory::hostpool`], page-locked once and
+//! reused) keeps real memory between partitions, so it is counted — but in two places, by the
+//! buffer's state, never twice: a buffer a partition holds is inside that partition's [`Permit`]
+//! (the per-partition estimate already counts z, 32 B per variable), and an idle one is counted
 //! here as *pooled* bytes ([`HostBudget::add_pooled`]). Counting idle bytes in permits instead
 //! would leave them uncounted between calls, or hold a permit for memory no partition uses.
 //! Pooled bytes do not hold back [`HostBudget::acquire`]: they are reclaimable, either reused

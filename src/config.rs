@@ -88,11 +88,11 @@ pub struct EngineConfig {
     /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
     pub cpu_spmv_only: bool,
     /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`:
-    /// `affine`, the default, or `xyzz`); see [`crate::gpu::layout::Accumulation`].
-    pub msm_accumulation: crate::gpu::layout::Accumulation,
+    /// `affine`, the default, or `xyzz`); see [`crate::gpu::memory::layout::Accumulation`].
+    pub msm_accumulation: crate::gpu::memory::layout::Accumulation,
     /// Shortest bucket list (entries) accumulated batch-affine, both groups
-    /// (`CUZK_MSM_AFFINE_MIN_LIST`; `None`: [`crate::gpu::layout::AFFINE_MIN_LIST`] for G1,
-    /// [`crate::gpu::layout::AFFINE_MIN_LIST_G2`] for G2). 0 runs it on every MSM (the GPU ==
+    /// (`CUZK_MSM_AFFINE_MIN_LIST`; `None`: [`crate::gpu::memory::layout::AFFINE_MIN_LIST`] for G1,
+    /// [`crate::gpu::memory::layout::AFFINE_MIN_LIST_G2`] for G2). 0 runs it on every MSM (the GPU ==
     /// CPU checks of small partitions use this).
     pub msm_affine_min_list: Option<u64>,
     /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
@@ -103,7 +103,7 @@ pub struct EngineConfig {
     /// partition can fail here that `Resident` would have proved). For tests of the lower
     /// tiers: on small shapes a [`Self::vram_limit`] alone cannot force `Partial`, whose MSM
     /// pass needs more memory than `Resident` does. Not read from the environment.
-    pub gpu_start_tier: Option<crate::gpu::alloc::TierKind>,
+    pub gpu_start_tier: Option<crate::gpu::memory::alloc::TierKind>,
     /// Witnesses made ahead of the partitions the backend is running
     /// ([`crate::pipeline`]): at most `slots + ahead` partitions are in flight engine-wide,
     /// where `slots` is the partitions the GPU backend runs at once (devices × workers per
@@ -224,7 +224,7 @@ impl EngineConfig {
             c.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
         if let Some(v) = var("CUZK_MSM_ACCUMULATION") {
-            c.msm_accumulation = crate::gpu::layout::Accumulation::parse(&v)
+            c.msm_accumulation = crate::gpu::memory::layout::Accumulation::parse(&v)
                 .ok_or_else(|| bad("CUZK_MSM_ACCUMULATION", &v, "expected affine or xyzz"))?;
         }
         if let Some(v) = var("CUZK_MSM_AFFINE_MIN_LIST") {

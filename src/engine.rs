@@ -21,7 +21,7 @@ use crate::cancel::CancelToken;
 use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
-use crate::gpu::hostpool::HostPool;
+use crate::gpu::memory::hostpool::HostPool;
 use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, CpuBackend, PartitionCtx, ProverBackend, PROOF_BYTES};
@@ -42,7 +42,7 @@ pub struct PartitionReport {
     pub backend: &'static str,
     /// CUDA device ordinal, for the GPU backend.
     pub device: Option<usize>,
-    /// Allocator tier that ran on the GPU (see `gpu::alloc::Tier`), `None` on the CPU.
+    /// Allocator tier that ran on the GPU (see `gpu::memory::alloc::Tier`), `None` on the CPU.
     pub tier: Option<String>,
 }
 
@@ -99,7 +99,7 @@ pub struct Engine {
     /// Host memory: loaded parameters and partitions in flight, across all calls.
     budget: Arc<HostBudget>,
     /// Buffers of the compiled path's witness (aux), page-locked once and reused by every
-    /// partition and call (see [`crate::gpu::hostpool`]); idle bytes counted in `budget`.
+    /// partition and call (see [`crate::gpu::memory::hostpool`]); idle bytes counted in `budget`.
     /// Declared before `gpu`: fields drop in order, so idle buffers are unregistered while the
     /// devices are still open.
     host_pool: HostPool,
@@ -484,7 +484,7 @@ impl Engine {
         &self.budget
     }
 
-    /// The engine's pool of witness buffers (see [`crate::gpu::hostpool`]).
+    /// The engine's pool of witness buffers (see [`crate::gpu::memory::hostpool`]).
     pub fn host_pool(&self) -> &HostPool {
         &self.host_pool
     }

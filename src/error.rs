@@ -18,7 +18,7 @@ use std::path::PathBuf;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceFault {
     /// A sticky driver error (illegal address, launch failure, uncorrectable ECC, …): the CUDA
-    /// context is poisoned (see `gpu::fault::STICKY_CODES`).
+    /// context is poisoned (see `gpu::driver::fault::STICKY_CODES`).
     Sticky,
     /// A kernel or copy did not finish within the stage timeout (`CUZK_STAGE_TIMEOUT`).
     Timeout,

@@ -21,7 +21,7 @@
 //!   when every device is exhausted; the other partitions of the call are unaffected.
 //! - A device fault ([`Error::Cuda`] with `fault: Some(_)`: a sticky CUDA error such as an
 //!   illegal address, launch failure or uncorrectable ECC, or a stage past its timeout, see
-//!   [`crate::gpu::fault`]) **retires** the device: logged as an error, reported in
+//!   [`crate::gpu::driver::fault`]) **retires** the device: logged as an error, reported in
 //!   [`DeviceStats::retired`] and [`Scheduler::retired_devices`], its queued partitions go back
 //!   to the shared queue, and no partition is sent to it again (never retried on that context).
 //!   The failed partition moves to another device; when none is left, it and every partition
@@ -43,7 +43,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::gpu::alloc::{PlanOptions, TierKind};
+use crate::gpu::memory::alloc::{PlanOptions, TierKind};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -1103,7 +1103,7 @@ impl<E: PartitionExecutor> Drop for Scheduler<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::alloc::{DeviceAllocator, FakeMemInfo, PartitionShape, GIB};
+    use crate::gpu::memory::alloc::{DeviceAllocator, FakeMemInfo, PartitionShape, GIB};
     use std::sync::atomic::AtomicUsize;
 
     type ExecFn<J, O> = Box<dyn Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync>;
@@ -1448,11 +1448,12 @@ mod tests {
     #[test]
     fn hung_stage_times_out_retires_the_device_and_the_partition_moves() {
         let s = sched(vec![0, 1], 1, |a: &Attempt<'_>, _j: &u32| {
-            let _d = crate::gpu::fault::stage_deadline("msm-h", Some(Duration::from_millis(50)));
+            let _d =
+                crate::gpu::driver::fault::stage_deadline("msm-h", Some(Duration::from_millis(50)));
             if a.device == 0 {
                 // a kernel that never completes: cuEventQuery keeps answering NOT_READY
-                let d = crate::gpu::fault::current_deadline().expect("deadline set");
-                crate::gpu::fault::wait_until(0, "cuEventQuery", d, || Ok(false))?;
+                let d = crate::gpu::driver::fault::current_deadline().expect("deadline set");
+                crate::gpu::driver::fault::wait_until(0, "cuEventQuery", d, || Ok(false))?;
             }
             Ok(a.device)
         });

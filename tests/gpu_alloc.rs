@@ -19,9 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blstrs::{G1Affine, G1Projective, Scalar as Fr};
-use cuzk::gpu::alloc::Arena;
-use cuzk::gpu::layout::{msm_workspace_bytes, MsmLimits, MsmShape, G1_LAYOUT};
-use cuzk::gpu::msm::{MsmConfig, MsmWorkspace, Points, Scalars};
+use cuzk::gpu::kernels::msm::{MsmConfig, MsmWorkspace, Points, Scalars};
+use cuzk::gpu::memory::alloc::Arena;
+use cuzk::gpu::memory::layout::{msm_workspace_bytes, MsmLimits, MsmShape, G1_LAYOUT};
 use cuzk::Error;
 use ff::Field;
 use group::{Curve, Group};
@@ -40,7 +40,7 @@ fn sampled<R>(dev: usize, f: impl FnOnce() -> R) -> (R, u64) {
     let low = Arc::new(AtomicU64::new(u64::MAX));
     let (s, l) = (stop.clone(), low.clone());
     let t = std::thread::spawn(move || loop {
-        if let Ok((free, _)) = cuzk::gpu::device::mem_get_info(dev) {
+        if let Ok((free, _)) = cuzk::gpu::driver::device::mem_get_info(dev) {
             l.fetch_min(free, Ordering::Relaxed);
         }
         if s.load(Ordering::Relaxed) {

@@ -9,8 +9,8 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
-use cuzk::gpu::device::Device;
-use cuzk::gpu::msm::{curve_op, CurveOp, MsmGroup, G1, G2};
+use cuzk::gpu::driver::device::Device;
+use cuzk::gpu::kernels::msm::{curve_op, CurveOp, MsmGroup, G1, G2};
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};

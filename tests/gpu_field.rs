@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::{Fp, Fp2, Scalar};
-use cuzk::gpu::device::{Device, DeviceRepr};
+use cuzk::gpu::driver::device::{Device, DeviceRepr};
 use cuzk::gpu::testing::{self, TestField};
 use ff::Field;
 use rand::SeedableRng;

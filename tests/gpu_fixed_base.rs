@@ -9,7 +9,7 @@
 mod common;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk::gpu::fixed_base::FixedBase;
+use cuzk::gpu::kernels::fixed_base::FixedBase;
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -62,7 +62,7 @@ fn fixed_base_equals_blstrs() {
     assert_eq!(o1[3], (-g1).to_affine());
 
     // Several launch chunks (the last one partial), G1 only: compared on a sample.
-    let n = cuzk::gpu::fixed_base::CHUNK + 1000;
+    let n = cuzk::gpu::kernels::fixed_base::CHUNK + 1000;
     let big: Vec<Scalar> = (0..n as u64).map(|i| Scalar::from(i * 7919 + 3)).collect();
     let mut ob = vec![G1Affine::identity(); n];
     fb.g1(&big, &mut ob).expect("g1 chunks");

@@ -1,5 +1,5 @@
-//! GPU MSM (src/gpu/msm.rs, cuda/msm.cu) against blstrs' `multi_exp` (blst's Pippenger) and a
-//! naive sum: one generic check `gpu == reference` over sizes n = 0, 1, 2, 3, 2^k +- 1 up to
+//! GPU MSM (src/gpu/kernels/msm.rs, cuda/msm.cu) against blstrs' `multi_exp` (blst's Pippenger) and
+//! a naive sum: one generic check `gpu == reference` over sizes n = 0, 1, 2, 3, 2^k +- 1 up to
 //! 2^CUZK_TEST_MSM_MAX_LOG (default 22) and scalar kinds (0, 1, r - 1, random, the PoRep mix of
 //! zeros and ones, one repeated value), with repeated points and points at infinity; plus the
 //! density bitmap, device-resident points, canonical scalars, chunked bucket lists, forced window
@@ -13,8 +13,8 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cuzk::gpu::device::Device;
-use cuzk::gpu::msm::{
+use cuzk::gpu::driver::device::Device;
+use cuzk::gpu::kernels::msm::{
     Accumulation, CanonicalScalar, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2,
 };
 use cuzk::Error;
@@ -653,7 +653,7 @@ fn batch_affine_accumulation_matches_blstrs() {
     let mut ws = MsmWorkspace::with_config(
         &dev,
         MsmConfig {
-            accumulation: cuzk::gpu::msm::Accumulation::Xyzz,
+            accumulation: cuzk::gpu::kernels::msm::Accumulation::Xyzz,
             ..cfg.clone()
         },
     )
@@ -769,7 +769,7 @@ fn one_msm<G: MsmGroup>(
     aff: &[G::Affine],
     s: &[Scalar],
     density: Option<&[u64]>,
-) -> (G::Projective, cuzk::gpu::msm::MsmStats) {
+) -> (G::Projective, cuzk::gpu::kernels::msm::MsmStats) {
     let mut ws = MsmWorkspace::with_config(dev, cfg).unwrap();
     let got = ws
         .msm::<G>(Points::Host(aff), Scalars::Host(s), density)
@@ -784,7 +784,7 @@ fn affine_msm<G: MsmGroup>(
     aff: &[G::Affine],
     s: &[Scalar],
     density: Option<&[u64]>,
-) -> (G::Projective, cuzk::gpu::msm::MsmStats) {
+) -> (G::Projective, cuzk::gpu::kernels::msm::MsmStats) {
     let (got, st) = one_msm::<G>(dev, cfg, aff, s, density);
     assert!(
         st.affine.is_some(),
@@ -893,8 +893,8 @@ fn two_pass_msm(
     density: Option<&[u64]>,
 ) -> (
     G1Projective,
-    cuzk::gpu::msm::MsmStats,
-    cuzk::gpu::msm::TwoPass,
+    cuzk::gpu::kernels::msm::MsmStats,
+    cuzk::gpu::kernels::msm::TwoPass,
 ) {
     let (got, st) = one_msm::<G1>(dev, cfg, aff, s, density);
     let t = st.two_pass.expect("two-pass scatter");

@@ -1,5 +1,5 @@
-//! GPU NTT (`cuzk::gpu::ntt`) against bellperson's CPU `EvaluationDomain`: forward, inverse,
-//! coset forward/inverse, round trips and the fused H step, for every size 2^0 … 2^max.
+//! GPU NTT (`cuzk::gpu::kernels::ntt`) against bellperson's CPU `EvaluationDomain`: forward,
+//! inverse, coset forward/inverse, round trips and the fused H step, for every size 2^0 … 2^max.
 //! `CUZK_TEST_NTT_MAX_LOG` sets max (default 24); the H step is checked up to
 //! `CUZK_TEST_H_MAX_LOG` (default 22). Skips (with a message) when no CUDA device is usable.
 #![cfg(feature = "cuda")]
@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use bellperson::domain::EvaluationDomain;
 use blstrs::Scalar;
-use cuzk::gpu::device::Device;
-use cuzk::gpu::ntt::{self, Direction, PassProduct};
+use cuzk::gpu::driver::device::Device;
+use cuzk::gpu::kernels::ntt::{self, Direction, PassProduct};
 use ec_gpu_gen::threadpool::Worker;
 use ff::Field;
 use rand::SeedableRng;

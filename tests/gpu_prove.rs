@@ -68,7 +68,7 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
     }
 
     // Baseline after the first proof: module loaded, parameters resident.
-    let (base, _) = cuzk::gpu::device::mem_get_info(0).unwrap();
+    let (base, _) = cuzk::gpu::driver::device::mem_get_info(0).unwrap();
     let count: usize = std::env::var("CUZK_TEST_PROOFS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -90,7 +90,7 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
             });
         }
     });
-    let (after, _) = cuzk::gpu::device::mem_get_info(0).unwrap();
+    let (after, _) = cuzk::gpu::driver::device::mem_get_info(0).unwrap();
     println!(
         "{count} GPU proofs from 8 threads in {:.1} s; free device memory {} MiB before, {} MiB after",
         t.elapsed().as_secs_f64(),

@@ -1,6 +1,6 @@
-//! GPU SpMV (`cuzk::gpu::spmv`) against the CPU SpMV (`Csr::spmv`), bit for bit, with every
-//! scheme: random CSR matrices with random coefficient tables and the edge cases (empty rows, a
-//! row of 64 entries, z = 0, only ±1 coefficients, no rows), the real 2 KiB compiled circuit
+//! GPU SpMV (`cuzk::gpu::kernels::spmv`) against the CPU SpMV (`Csr::spmv`), bit for bit, with
+//! every scheme: random CSR matrices with random coefficient tables and the edge cases (empty rows,
+//! a row of 64 entries, z = 0, only ±1 coefficients, no rows), the real 2 KiB compiled circuit
 //! (fixture at `~/.cache/cuzk/fixture-2kib-v1`, built if missing), and the device R1CS check
 //! finding planted wrong rows. Skips (with a message) when no CUDA device is usable, fails
 //! instead under `CUZK_REQUIRE_GPU=1`.
@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cuzk::circuit::{CoeffTable, Csr};
-use cuzk::gpu::alloc::Arena;
-use cuzk::gpu::device::{Device, DeviceBuffer};
-use cuzk::gpu::layout::circuit_device_bytes;
-use cuzk::gpu::spmv::{r1cs_check, spmv, DeviceCircuit, DeviceCsr, Scheme};
+use cuzk::gpu::driver::device::{Device, DeviceBuffer};
+use cuzk::gpu::kernels::spmv::{r1cs_check, spmv, DeviceCircuit, DeviceCsr, Scheme};
+use cuzk::gpu::memory::alloc::Arena;
+use cuzk::gpu::memory::layout::circuit_device_bytes;
 use cuzk::{Backend, Engine, EngineConfig, Synthesis, Timings};
 use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
 use ff::Field;
@@ -242,7 +242,7 @@ fn gpu_spmv_of_the_real_2kib_circuit_equals_the_cpu() {
     let din = dev.upload(&asg.input).unwrap();
     let daux = dev.upload(&asg.aux).unwrap();
     for scheme in Scheme::ALL {
-        cuzk::gpu::spmv::set_default_scheme(scheme);
+        cuzk::gpu::kernels::spmv::set_default_scheme(scheme);
         // the H step's buffers: n elements each, garbage in the tail that must be zeroed
         let mut outs: Vec<DeviceBuffer<Fr>> = (0..3)
             .map(|_| dev.upload(&vec![Fr::from(5); n]).unwrap())
@@ -278,7 +278,7 @@ fn gpu_spmv_of_the_real_2kib_circuit_equals_the_cpu() {
         .unwrap();
         assert_eq!(check, None, "{scheme:?}");
     }
-    cuzk::gpu::spmv::set_default_scheme(Scheme::RowPerThread);
+    cuzk::gpu::kernels::spmv::set_default_scheme(Scheme::RowPerThread);
 
     // A wrong witness value: the device check names the constraint the CPU check names.
     let mut aux = asg.aux.clone();

@@ -515,9 +515,9 @@ pub(crate) mod tests {
 
     #[test]
     fn resident_size_function_counts_every_vector_the_upload_copies() {
-        use crate::gpu::layout::{align_up, circuit_device_bytes, csr_buffers};
+        use crate::gpu::memory::layout::{align_up, circuit_device_bytes, csr_buffers};
         let cc = CompiledCircuit::compile(blank(1), 5).unwrap();
-        // gpu::spmv::DeviceCircuit::upload allocates one device buffer per vector, 4 B per
+        // gpu::kernels::spmv::DeviceCircuit::upload allocates one device buffer per vector, 4 B per
         // index and 32 B per coefficient, each counted aligned by its arena
         let vecs = |m: &Csr| [m.row_ptr.len(), m.col.len(), m.coeff.len()];
         let mut uploaded = align_up(32 * cc.coeffs.len() as u64);
@@ -541,8 +541,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_witness_written_into_used_buffers_keeps_them_and_equals_a_fresh_one() {
-        use crate::gpu::hostpool::HostPool;
-        use crate::gpu::pinned::{FakePinner, PinState, PinnedRegistry};
+        use crate::gpu::memory::hostpool::HostPool;
+        use crate::gpu::memory::pinned::{FakePinner, PinState, PinnedRegistry};
         let cc = CompiledCircuit::compile(blank(1), 3).unwrap();
         let l = cc.layout;
         let make = |i: usize| {

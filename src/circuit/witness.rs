@@ -178,9 +178,9 @@ fn size_in_place(v: &mut Vec<Fr>, n: usize, what: &str) -> Result<()> {
 
 /// [`generate`] into `w`'s vectors: each is made to hold exactly the layout's count **in its
 /// own allocation** when it has one (a pooled, page-locked buffer of
-/// [`crate::gpu::hostpool`] keeps its address, so its registration still covers it); a vector
-/// without capacity gets a new one. Every slot is written by the tasks (each allocates exactly
-/// its block's variables, checked), so a reused buffer is not cleared first: on success the
+/// [`crate::gpu::memory::hostpool`] keeps its address, so its registration still covers it); a
+/// vector without capacity gets a new one. Every slot is written by the tasks (each allocates
+/// exactly its block's variables, checked), so a reused buffer is not cleared first: on success the
 /// values equal [`generate`]'s whatever the buffer held.
 ///
 /// # Errors

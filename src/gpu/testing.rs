@@ -3,9 +3,9 @@
 //! above `device` and `ntt` (the NTT's `PassProduct` picks the probe's product), so that
 //! `device` depends on no kernel module.
 
-use super::device::{DeviceBuffer, DeviceRepr, KernelArgs, Stream};
-use super::ntt::PassProduct;
 use crate::error::{Error, Result};
+use crate::gpu::driver::device::{DeviceBuffer, DeviceRepr, KernelArgs, Stream};
+use crate::gpu::kernels::ntt::PassProduct;
 
 /// Field of a single-op test kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

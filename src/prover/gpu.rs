@@ -14,14 +14,14 @@
 //! per range however many workers use it; pageable copies if pinning fails): the parameters'
 //! bases once per parameter file, the first time a partition uses them, kept while the backend
 //! lives; the compiled path's aux once per buffer of the engine's host pool
-//! ([`crate::gpu::hostpool`], one idle buffer per worker: [`ProverBackend::host_pool_config`]), so its
+//! ([`crate::gpu::memory::hostpool`], one idle buffer per worker: [`ProverBackend::host_pool_config`]), so its
 //! uploads find it registered (a shared hit, no driver call); a, b, c (when computed on the
 //! host) and the reference path's aux per partition. The inputs (≤ a few hundred values) are
 //! copied pageable: a registration would cost more than the copy.
 //!
 //! When the bases are not resident (every tier below `Resident`) each MSM streams them in
 //! passes through two device buffers, the next pass uploading on a copy stream while the
-//! current one computes ([`crate::gpu::upload`]); the scalars (h, then aux) stay on the device.
+//! current one computes ([`crate::gpu::driver::upload`]); the scalars (h, then aux) stay on the device.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,17 +36,17 @@ use super::{LentAssignment, MsmResults, PartitionCtx, ProverBackend};
 use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
-use crate::gpu::alloc::{
+use crate::gpu::memory::alloc::{
     Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, TierKind,
 };
-use crate::gpu::device::{self, Device, DeviceBuffer};
-use crate::gpu::fault::stage_deadline;
-use crate::gpu::hostmem;
-use crate::gpu::layout::{h_step_bytes, spmv_work_bytes};
-use crate::gpu::msm::{MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
-use crate::gpu::ntt;
-use crate::gpu::pinned::{HostPinner, PinnedRegistry};
-use crate::gpu::spmv::{r1cs_check, DeviceCircuit};
+use crate::gpu::driver::device::{self, Device, DeviceBuffer};
+use crate::gpu::driver::fault::stage_deadline;
+use crate::gpu::driver::hostmem;
+use crate::gpu::memory::layout::{h_step_bytes, spmv_work_bytes};
+use crate::gpu::kernels::msm::{MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
+use crate::gpu::kernels::ntt;
+use crate::gpu::memory::pinned::{HostPinner, PinnedRegistry};
+use crate::gpu::kernels::spmv::{r1cs_check, DeviceCircuit};
 use crate::progress::Stage;
 use crate::progress::{Reporter, Timings};
 use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig};
@@ -348,8 +348,8 @@ impl PartitionExecutor for GpuExecutor {
             } else if need > plan.work.bytes() {
                 format!(
                     "z and the H step need {} of the plan's {}",
-                    crate::gpu::alloc::fmt_gib(need),
-                    crate::gpu::alloc::fmt_gib(plan.work.bytes())
+                    crate::gpu::memory::alloc::fmt_gib(need),
+                    crate::gpu::memory::alloc::fmt_gib(plan.work.bytes())
                 )
             } else {
                 match circuit_on(slot, cc)? {
@@ -359,7 +359,7 @@ impl PartitionExecutor for GpuExecutor {
                     }
                     None => format!(
                         "its matrices ({}) do not fit beside the plan",
-                        crate::gpu::alloc::fmt_gib(DeviceCircuit::bytes_for(cc))
+                        crate::gpu::memory::alloc::fmt_gib(DeviceCircuit::bytes_for(cc))
                     ),
                 }
             };
@@ -616,7 +616,7 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
     let passes = super::msm_passes(scalars.len(), density, chunk);
     let host: Vec<&[A]> = passes.iter().map(|p| &points[p.points.clone()]).collect();
     let (sums, stats) =
-        crate::gpu::upload::for_each_pass(dev, pinned_registry(), bufs, &host, |k, pts| {
+        crate::gpu::driver::upload::for_each_pass(dev, pinned_registry(), bufs, &host, |k, pts| {
             let p = &passes[k];
             let words = match (&p.words, density) {
                 (Some(w), Some(d)) => Some(&d.words()[w.clone()]),
@@ -639,7 +639,7 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
 /// are declared before the vectors they pin, so they unregister before the memory can go.
 struct PinnedParams {
     path: PathBuf,
-    _guards: Vec<crate::gpu::pinned::PinGuard>,
+    _guards: Vec<crate::gpu::memory::pinned::PinGuard>,
     g1: [Arc<Vec<G1Affine>>; 4],
     g2: Arc<Vec<G2Affine>>,
 }
@@ -778,8 +778,8 @@ fn run_on(
         run.partition,
         dev.ordinal(),
         plan.tier,
-        crate::gpu::alloc::fmt_gib(arena.high_water()),
-        crate::gpu::alloc::fmt_gib(arena.capacity()),
+        crate::gpu::memory::alloc::fmt_gib(arena.high_water()),
+        crate::gpu::memory::alloc::fmt_gib(arena.capacity()),
     );
     // ---- 6. Read-back: the device's sums (already on the host) plus the input parts.
     Ok(MsmResults {
@@ -870,10 +870,10 @@ impl DeviceRun<'_> {
                         "partition {}: z upload, aux {}",
                         self.partition,
                         match pin.state() {
-                            crate::gpu::pinned::PinState::Pinned { shared: true } =>
+                            crate::gpu::memory::pinned::PinState::Pinned { shared: true } =>
                                 "pinned (pooled)",
-                            crate::gpu::pinned::PinState::Pinned { shared: false } => "pinned now",
-                            crate::gpu::pinned::PinState::Pageable(_) => "pageable",
+                            crate::gpu::memory::pinned::PinState::Pinned { shared: false } => "pinned now",
+                            crate::gpu::memory::pinned::PinState::Pageable(_) => "pageable",
                         }
                     );
                     upload_in(dev, arena, &asg.aux)?
@@ -1345,7 +1345,7 @@ impl ProverBackend for GpuBackend {
             + spmv_work_bytes(l.num_inputs() as u64, l.num_aux() as u64);
         let need = DeviceCircuit::bytes_for(cc)
             + self.workers_per_device * per_worker
-            + crate::gpu::alloc::SAFETY_MARGIN;
+            + crate::gpu::memory::alloc::SAFETY_MARGIN;
         !self.gpu_spmv || self.capacities.iter().any(|&c| c < need)
     }
 

@@ -69,7 +69,7 @@ pub struct PartitionCtx<'a> {
     /// Set by a backend when a device copy from the partition's host buffers (its witness)
     /// may still be running after it returned: a stage timed out during an upload and the
     /// device was retired with the copy pending. The engine then neither reuses nor frees
-    /// them ([`crate::gpu::hostpool::PooledBuf::retire`]).
+    /// them ([`crate::gpu::memory::hostpool::PooledBuf::retire`]).
     pub host_buffers_busy: bool,
 }
 
@@ -123,11 +123,11 @@ pub trait ProverBackend: Send + Sync {
         None
     }
 
-    /// How the engine's pool of witness buffers ([`crate::gpu::hostpool::HostPool`]) serves
+    /// How the engine's pool of witness buffers ([`crate::gpu::memory::hostpool::HostPool`]) serves
     /// this backend: the registry that page-locks them (`None`: plain pageable `Vec`s) and the
     /// most idle buffers kept between partitions (0: each is freed after its partition). The
     /// default (the CPU backend): `(None, 0)`, as plain `Vec`s behave.
-    fn host_pool_config(&self) -> (Option<crate::gpu::pinned::PinnedRegistry>, usize) {
+    fn host_pool_config(&self) -> (Option<crate::gpu::memory::pinned::PinnedRegistry>, usize) {
         (None, 0)
     }
 
@@ -350,8 +350,8 @@ mod tests {
     fn the_compiled_path_gives_a_lent_pooled_buffer_back_on_every_outcome() {
         use crate::circuit::tests::{blank, Toy};
         use crate::circuit::witness;
-        use crate::gpu::hostpool::HostPool;
-        use crate::gpu::pinned::{FakePinner, PinnedRegistry};
+        use crate::gpu::memory::hostpool::HostPool;
+        use crate::gpu::memory::pinned::{FakePinner, PinnedRegistry};
         use ff::Field;
 
         let cc = Arc::new(CompiledCircuit::compile(blank(1), 3).unwrap());

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cuzk::gpu::device::{device_count, Device};
+use cuzk::gpu::driver::device::{device_count, Device};
 
 /// Whether `CUZK_REQUIRE_GPU` is set to a true value (`1`, `true`, `yes`, `on`); `0`, `false`,
 /// empty or unset mean no.

@@ -152,7 +152,7 @@ impl FixedBase for Cpu {
 use group::prime::PrimeCurveAffine;
 
 #[cfg(feature = "cuda")]
-struct Gpu(cuzk::gpu::fixed_base::FixedBase);
+struct Gpu(cuzk::gpu::kernels::fixed_base::FixedBase);
 
 #[cfg(feature = "cuda")]
 impl FixedBase for Gpu {
@@ -180,10 +180,10 @@ fn backend(device: Device, t: &Toxic) -> Result<Box<dyn FixedBase>> {
         }
         #[cfg(feature = "cuda")]
         Device::Gpu => {
-            let dev = cuzk::gpu::device::Device::get(0)?;
-            Ok(Box::new(Gpu(cuzk::gpu::fixed_base::FixedBase::new(
-                &dev, &t.g1, &t.g2,
-            )?)))
+            let dev = cuzk::gpu::driver::device::Device::get(0)?;
+            Ok(Box::new(Gpu(
+                cuzk::gpu::kernels::fixed_base::FixedBase::new(&dev, &t.g1, &t.g2)?,
+            )))
         }
         #[cfg(not(feature = "cuda"))]
         Device::Gpu => bail!("the GPU path needs a build with --features cuda"),

@@ -17,11 +17,13 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 
-use super::alloc::Arena;
-use super::device::{Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, KernelArgs, Stream};
-use super::layout;
 use crate::circuit::{CompiledCircuit, Csr};
 use crate::error::{Error, Result};
+use crate::gpu::driver::device::{
+    Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, KernelArgs, Stream,
+};
+use crate::gpu::memory::alloc::Arena;
+use crate::gpu::memory::layout;
 
 /// Threads per block of the SpMV and check kernels (a multiple of 32, as the kernels need).
 pub const THREADS: u32 = 256;

@@ -1,6 +1,6 @@
 //! Page-locking of host memory (`cuMemHostRegister` / `cuMemHostUnregister`), the driver side of
-//! [`crate::gpu::pinned`]'s registry. Registrations are portable (usable from every device's
-//! context). Callers go through the registry, which never registers a range twice (so the
+//! [`crate::gpu::memory::pinned`]'s registry. Registrations are portable (usable from every
+//! device's context). Callers go through the registry, which never registers a range twice (so the
 //! driver's error 712, "host memory already registered", cannot happen).
 //!
 //! The driver calls need a current context: they bind a device this process has already opened
@@ -10,7 +10,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 use crate::error::{Error, Result};
-use crate::gpu::device::Device;
+use crate::gpu::driver::device::Device;
 
 /// `CU_MEMHOSTREGISTER_PORTABLE`.
 const PORTABLE: c_uint = 1;

@@ -47,7 +47,7 @@ use blstrs::Scalar as Fr;
 
 use crate::budget::HostBudget;
 use crate::error::{Error, Result};
-use crate::gpu::pinned::{PageableReason, PinGuard, PinState, PinnedRegistry};
+use crate::gpu::memory::pinned::{PageableReason, PinGuard, PinState, PinnedRegistry};
 
 /// An idle buffer is reused for a request of `n` values only if its capacity is at most
 /// `MAX_SLACK × n` (a 32 GiB partition's 4.2 GB buffer is not tied up by a 2 KiB one).
@@ -510,7 +510,7 @@ impl Drop for PooledBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::pinned::{FakePinner, PinStats};
+    use crate::gpu::memory::pinned::{FakePinner, PinStats};
     use ff::Field;
 
     /// Elements of a test buffer: 32 MiB, so that the allocator maps each one on its own pages

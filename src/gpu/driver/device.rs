@@ -18,8 +18,8 @@
 //! name and description); allocations that fail for lack of memory become
 //! [`Error::OutOfDeviceMemory`] with the bytes asked for and the bytes free.
 //!
-//! Faults ([`crate::gpu::fault`]): a sticky status (illegal address, launch failure, ECC, …)
-//! or a wait past the calling thread's stage deadline **retires** the device for the rest of
+//! Faults ([`crate::gpu::driver::fault`]): a sticky status (illegal address, launch failure, ECC,
+//! …) or a wait past the calling thread's stage deadline **retires** the device for the rest of
 //! the process: the error carries `fault: Some(_)`, it is logged once, and every later call on
 //! that device (through [`Device::bind`]) fails with the same fault instead of touching the
 //! poisoned context. With a stage deadline set, waits ([`Stream::synchronize`],
@@ -41,8 +41,8 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{DeviceFault, Error, Result};
-use crate::gpu::alloc::{Arena, ArenaLease};
-use crate::gpu::fault;
+use crate::gpu::driver::fault;
+use crate::gpu::memory::alloc::{Arena, ArenaLease};
 
 // Force the link of libcuda through cuda-driver-sys's build script (link search path).
 use cuda_driver_sys as _;
@@ -651,8 +651,8 @@ impl Device {
     }
 
     /// Allocates like [`Device::alloc`], counted against `arena` (its bytes rounded up to
-    /// [`crate::gpu::layout::ALIGN`]); the bytes go back to the arena when the buffer drops.
-    /// With `arena` `None`, the same as [`Device::alloc`].
+    /// [`crate::gpu::memory::layout::ALIGN`]); the bytes go back to the arena when the buffer
+    /// drops. With `arena` `None`, the same as [`Device::alloc`].
     ///
     /// Errors: [`Error::OutOfDeviceMemory`] `{ needed, free: arena's bytes left }` when the
     /// buffer would exceed the arena (no `cuMemAlloc` happens); else as [`Device::alloc`].
@@ -877,8 +877,8 @@ impl Stream {
         self.raw
     }
     /// Blocks until all queued work has finished; surfaces errors of earlier kernels.
-    /// With a stage deadline on this thread ([`crate::gpu::fault::stage_deadline`]) it polls
-    /// and fails with a timeout fault past the deadline.
+    /// With a stage deadline on this thread ([`crate::gpu::driver::fault::stage_deadline`]) it
+    /// polls and fails with a timeout fault past the deadline.
     pub fn synchronize(&self) -> Result<()> {
         self.device.bind()?;
         sync_stream(self.device.ordinal, self.raw, "cuStreamSynchronize")

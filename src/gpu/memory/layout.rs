@@ -2,11 +2,11 @@
 //!
 //! The functions here are the ones the GPU code sizes its buffers with (the MSM workspace calls
 //! [`MsmSizes::new`] for every MSM it runs), and the allocator's tier plans
-//! ([`crate::gpu::alloc`]) are sums of them; so a plan describes what is allocated, by
+//! ([`crate::gpu::memory::alloc`]) are sums of them; so a plan describes what is allocated, by
 //! construction. Plain Rust, compiled and tested without CUDA.
 //!
 //! Every buffer is counted rounded up to [`ALIGN`] bytes (the granularity an
-//! [`Arena`](crate::gpu::alloc::Arena) counts in).
+//! [`Arena`](crate::gpu::memory::alloc::Arena) counts in).
 
 use crate::error::{Error, Result};
 
@@ -22,7 +22,7 @@ pub const fn align_up(bytes: u64) -> u64 {
 pub const FR_BYTES: u64 = 32;
 
 /// Sizes and launch constants of one group of the MSM (shared with `cuda/msm.cu`'s launches in
-/// `gpu::msm`).
+/// `gpu::kernels::msm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GroupLayout {
     /// `g1` / `g2` (kernel name suffix).
@@ -347,8 +347,8 @@ pub struct MsmLimits {
 }
 
 impl MsmLimits {
-    /// The defaults of `gpu::msm::MsmConfig` (automatic window, 2^31 list entries) on a device
-    /// of `sm_count` SMs.
+    /// The defaults of `gpu::kernels::msm::MsmConfig` (automatic window, 2^31 list entries) on a
+    /// device of `sm_count` SMs.
     pub const fn defaults(sm_count: u32) -> Self {
         MsmLimits {
             window_bits: None,
@@ -409,7 +409,8 @@ pub fn scan_scratch(len: u64) -> u64 {
 pub const MSM_SLOTS: usize = 26;
 
 /// Every size one MSM of a workspace uses, for `m` scalars that are neither 0 nor 1 and `n1`
-/// ones (known after the classification); `gpu::msm` sizes its launches and buffers from it.
+/// ones (known after the classification); `gpu::kernels::msm` sizes its launches and buffers from
+/// it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmSizes {
     /// Window bits (0 when m = 0).
@@ -443,7 +444,7 @@ pub struct MsmSizes {
     /// Entries of the first reduction buffer.
     pub sums_len: u64,
     /// Bytes of each workspace buffer this MSM needs (0: not used), in the order of
-    /// `gpu::msm`'s buffers: scalars, points, density words, density prefix, scan scratch,
+    /// `gpu::kernels::msm`'s buffers: scalars, points, density words, density prefix, scan scratch,
     /// indices, counters, counts, cursors, list, buckets, 3 partial keys, 3 partial points,
     /// 2 sums, then the batch-affine chain meta, accumulators, prefix products, first keys,
     /// first sums, then the two-pass scatter's staging (entries and keys of one window group)
@@ -656,7 +657,7 @@ fn worst_m(n: u64, g: &GroupLayout, lim: &MsmLimits) -> Vec<u64> {
 
 /// Device bytes of one MSM workspace that runs every MSM of `shapes` (in any order, any data):
 /// its buffers only grow, so each buffer is the largest any of them needs for any count of
-/// zeros and ones, plus two result slots. This is what `gpu::msm::MsmWorkspace::reserve`
+/// zeros and ones, plus two result slots. This is what `gpu::kernels::msm::MsmWorkspace::reserve`
 /// allocates up front.
 ///
 /// # Errors
@@ -709,7 +710,7 @@ pub fn h_step_bytes(domain_log2: u32, buffers: u64) -> u64 {
 }
 
 /// Device bytes of the two double-buffered base slots an MSM streams `chunk` points of `group`
-/// through (`gpu::upload`, feature `cuda`).
+/// through (`gpu::driver::upload`, feature `cuda`).
 pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
     2 * align_up(chunk.max(1).saturating_mul(group.affine_bytes))
 }
@@ -719,17 +720,17 @@ pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
 pub const CSR_INDEX_BYTES: u64 = 4;
 
 /// Bytes of the device buffers of one CSR matrix of `rows` rows and `nnz` non-zeros, one by one,
-/// as `gpu::spmv::DeviceCsr::upload` allocates them: `row_ptr` ((rows + 1) × 4 B), `col` and
-/// `coeff` (nnz × 4 B each), each rounded up to [`ALIGN`] (an empty buffer takes nothing).
+/// as `gpu::kernels::spmv::DeviceCsr::upload` allocates them: `row_ptr` ((rows + 1) × 4 B), `col`
+/// and `coeff` (nnz × 4 B each), each rounded up to [`ALIGN`] (an empty buffer takes nothing).
 pub fn csr_buffers(rows: u64, nnz: u64) -> [u64; 3] {
     let b = |len: u64| align_up(len.saturating_mul(CSR_INDEX_BYTES));
     [b(rows.saturating_add(1)), b(nnz), b(nnz)]
 }
 
-/// Device bytes of a compiled circuit kept resident for the GPU SpMV (`gpu::spmv::DeviceCircuit`):
-/// the three matrices A, B, C of `rows` rows and `nnz[i]` non-zeros ([`csr_buffers`]) plus the
-/// coefficient table (`coeffs` × 32 B). A 32 GiB partition (130.3 M rows, 309/130/283 M
-/// non-zeros): ≈ 7.4 GB.
+/// Device bytes of a compiled circuit kept resident for the GPU SpMV
+/// (`gpu::kernels::spmv::DeviceCircuit`): the three matrices A, B, C of `rows` rows and `nnz[i]`
+/// non-zeros ([`csr_buffers`]) plus the coefficient table (`coeffs` × 32 B). A 32 GiB partition
+/// (130.3 M rows, 309/130/283 M non-zeros): ≈ 7.4 GB.
 pub fn circuit_device_bytes(rows: u64, nnz: [u64; 3], coeffs: u64) -> u64 {
     nnz.iter()
         .map(|&n| csr_buffers(rows, n).iter().sum::<u64>())

@@ -2,8 +2,8 @@
 //! the caller computes on pass k.
 //!
 //! Used for MSM bases streamed from host memory when they are not resident on the device (the
-//! full-staging, partial and streaming tiers of [`crate::gpu::alloc`]): at 2^27 that is 44 GiB
-//! of parameters per partition, so the copies must run at the PCIe link's pinned rate
+//! full-staging, partial and streaming tiers of [`crate::gpu::memory::alloc`]): at 2^27 that is
+//! 44 GiB of parameters per partition, so the copies must run at the PCIe link's pinned rate
 //! (≈ 50 GB/s on an H200 host, PCIe 5.0 x16) and hide behind the kernels. The host ranges are
 //! pinned through the process-wide [`PinnedRegistry`]
 //! (normally already pinned once for the whole parameter set, so this only adds a reference);
@@ -13,14 +13,14 @@
 //! `copy(p0→B0); [wait p0; copy(p1→B1); f(B0)]; [wait p1; copy(p2→B0); f(B1)]; …`
 //! — a buffer is overwritten only after the `f` that read it returned, so `f` must leave no
 //! queued work reading its slice when it returns (a blocking MSM such as
-//! [`MsmWorkspace::msm_g1`](crate::gpu::msm::MsmWorkspace::msm_g1) qualifies).
+//! [`MsmWorkspace::msm_g1`](crate::gpu::kernels::msm::MsmWorkspace::msm_g1) qualifies).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::gpu::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, Stream};
-use crate::gpu::pinned::{PinGuard, PinnedRegistry};
+use crate::gpu::driver::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, Stream};
+use crate::gpu::memory::pinned::{PinGuard, PinnedRegistry};
 
 /// Time spent by [`for_each_pass`] waiting for uploads (the part of the copies that the
 /// caller's computation did not hide), and bytes uploaded.

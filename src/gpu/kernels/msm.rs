@@ -46,13 +46,15 @@ use std::sync::Arc;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 
-use super::alloc::Arena;
-use super::device::{Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, KernelArgs, Stream};
-pub use super::layout::{Accumulation, AffineShape, TwoPass};
-use super::layout::{
-    GroupLayout, MsmLimits, MsmShape, MsmSizes, AFFINE_THREADS, G1_LAYOUT, G2_LAYOUT,
-};
 use crate::error::{Error, Result};
+use crate::gpu::driver::device::{
+    Device, DeviceBuffer, DeviceRepr, DeviceSlice, Event, KernelArgs, Stream,
+};
+use crate::gpu::memory::alloc::Arena;
+use crate::gpu::memory::layout::{
+    self, GroupLayout, MsmLimits, MsmShape, MsmSizes, AFFINE_THREADS, G1_LAYOUT, G2_LAYOUT,
+};
+pub use crate::gpu::memory::layout::{Accumulation, AffineShape, TwoPass};
 
 /// A scalar in canonical (non-Montgomery) form: four little-endian 64-bit limbs, the integer
 /// value (e.g. `u64s_from_bytes(scalar.to_repr())`). Values `>= r` are reduced modulo r on the
@@ -182,9 +184,9 @@ impl Default for MsmConfig {
             affine_min_blocks: None,
             accumulation: Accumulation::default(),
             affine_min_list: None,
-            affine_chains_per_thread: super::layout::AFFINE_CHAINS_PER_THREAD,
-            two_pass_min_list: super::layout::TWO_PASS_MIN_LIST,
-            two_pass_group_windows: super::layout::TWO_PASS_GROUP_WINDOWS,
+            affine_chains_per_thread: layout::AFFINE_CHAINS_PER_THREAD,
+            two_pass_min_list: layout::TWO_PASS_MIN_LIST,
+            two_pass_group_windows: layout::TWO_PASS_GROUP_WINDOWS,
             profile: false,
             arena: None,
         }
@@ -259,7 +261,7 @@ impl Marks {
     }
 }
 
-pub use super::layout::window_bits_for;
+pub use layout::window_bits_for;
 
 /// A group the MSM runs over (implemented for [`G1`] and [`G2`]).
 pub trait MsmGroup: Send + Sync + 'static {
@@ -269,7 +271,7 @@ pub trait MsmGroup: Send + Sync + 'static {
     type Projective: DeviceRepr + Group + Copy;
     /// Kernel name suffix (`g1` / `g2`).
     const SUFFIX: &'static str;
-    /// Sizes and launch constants ([`crate::gpu::layout`]), the same the planner uses.
+    /// Sizes and launch constants ([`crate::gpu::memory::layout`]), the same the planner uses.
     const LAYOUT: &'static GroupLayout;
     /// Bytes of one XYZZ point on the device.
     const XYZZ_BYTES: usize;
@@ -321,10 +323,10 @@ impl MsmGroup for G2 {
 }
 
 /// Elements per block of `cuzk_msm_scan_block`.
-const SCAN_BLOCK: usize = super::layout::SCAN_BLOCK as usize;
+const SCAN_BLOCK: usize = layout::SCAN_BLOCK as usize;
 /// Segment length of the partial passes (level >= 2). Must be >= 4 so that every pass shrinks
 /// the list (2 ceil(count / L) < count for count > L).
-const PARTIAL_SEGMENT: u32 = super::layout::PARTIAL_SEGMENT;
+const PARTIAL_SEGMENT: u32 = layout::PARTIAL_SEGMENT;
 const _: () = assert!(PARTIAL_SEGMENT >= 4);
 /// Points per thread of the tree reduction before the shared-memory tree.
 const REDUCE_PER_THREAD: u32 = 4;

@@ -27,7 +27,7 @@
 //! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!
-//! Every figure is a sum of the buffer-size functions of [`crate::gpu::layout`] — the same
+//! Every figure is a sum of the buffer-size functions of [`crate::gpu::memory::layout`] — the same
 //! functions the GPU code sizes its buffers with ([`msm_workspace_bytes`] for the MSM workspace,
 //! whose window choice is `layout::window_bits_for`; [`h_step_bytes`]; [`streamed_bases_bytes`])
 //! — so a plan is what is allocated. The GPU backend then hands the plan out as an [`Arena`]:
@@ -38,7 +38,9 @@
 //! # Usage (host side of one partition)
 //! ```
 //! use std::sync::Arc;
-//! use cuzk::gpu::alloc::{DeviceAllocator, FakeMemInfo, PartitionShape, PlanOptions, Tier, GIB};
+//! use cuzk::gpu::memory::alloc::{
+//!     DeviceAllocator, FakeMemInfo, PartitionShape, PlanOptions, Tier, GIB,
+//! };
 //!
 //! let mem = Arc::new(FakeMemInfo::new(&[(16 * GIB, 16 * GIB)]));
 //! let alloc = DeviceAllocator::new(0, mem, None);
@@ -65,8 +67,8 @@ pub const GIB: u64 = 1 << 30;
 /// growth, cuBLAS-style library workspaces and other processes' small allocations.
 pub const SAFETY_MARGIN: u64 = 512 << 20;
 
-pub use crate::gpu::layout::FR_BYTES;
-use crate::gpu::layout::{
+pub use crate::gpu::memory::layout::FR_BYTES;
+use crate::gpu::memory::layout::{
     align_up, h_step_bytes, msm_workspace_bytes, streamed_bases_bytes, Accumulation, MsmLimits,
     MsmShape, G1_LAYOUT, G2_LAYOUT,
 };
@@ -93,7 +95,7 @@ pub fn fmt_gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / GIB as f64)
 }
 
-/// Source of a device's free and total memory: the CUDA implementation (in `gpu::device`)
+/// Source of a device's free and total memory: the CUDA implementation (in `gpu::driver::device`)
 /// calls `cuMemGetInfo` with the device's context current; tests use `FakeMemInfo` (feature `test-hooks`).
 pub trait MemInfo: Send + Sync {
     /// Returns `(free, total)` bytes of device ordinal `device`, as the driver reports them now.
@@ -816,7 +818,7 @@ impl DeviceAllocator {
         self
     }
 
-    /// The MSM limits plans are computed with (what `gpu::msm::MsmConfig::default` uses on
+    /// The MSM limits plans are computed with (what `gpu::kernels::msm::MsmConfig::default` uses on
     /// this device).
     pub fn msm_limits(&self) -> MsmLimits {
         self.limits
@@ -1317,9 +1319,10 @@ mod tests {
             .tier
     }
 
-    /// The plan's bytes for a tier, from the buffer-size functions of `gpu::layout` one by one.
+    /// The plan's bytes for a tier, from the buffer-size functions of `gpu::memory::layout` one by
+    /// one.
     fn sum_of_buffers(s: &PartitionShape, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
-        use crate::gpu::layout::{msm_workspace_slots, MSM_SLOTS};
+        use crate::gpu::memory::layout::{msm_workspace_slots, MSM_SLOTS};
         let n_bufs = match kind {
             TierKind::Resident | TierKind::FullStaging => 3,
             TierKind::Partial => 2,
@@ -1760,7 +1763,7 @@ mod tests {
     /// over 1 GiB more at 2^27.
     #[test]
     fn the_b_g2_msm_is_planned_at_its_points_not_its_scalars() {
-        use crate::gpu::layout::{msm_workspace_slots, MsmSizes};
+        use crate::gpu::memory::layout::{msm_workspace_slots, MsmSizes};
         let s = PartitionShape::porep_32gib();
         let [_, _, g2] = s.resident_msms();
         assert_eq!((g2.n, g2.max_m), (s.num_aux, s.b_g2_len));

@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
-use super::device::{Device, DeviceBuffer, DeviceSliceMut, KernelArgs, Stream};
 use crate::error::{Error, Result};
+use crate::gpu::driver::device::{Device, DeviceBuffer, DeviceSliceMut, KernelArgs, Stream};
 
 /// Largest supported domain: 2^28 elements.
 pub const MAX_LOG_N: u32 = 28;

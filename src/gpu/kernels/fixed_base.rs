@@ -18,9 +18,9 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::{Curve, Group};
 use rayon::prelude::*;
 
-use super::device::{Device, DeviceBuffer, KernelArgs};
 use super::msm::{MsmGroup, G1, G2};
 use crate::error::Result;
+use crate::gpu::driver::device::{Device, DeviceBuffer, KernelArgs};
 
 /// Bits per window of the tables.
 pub const WINDOW_BITS: u32 = 16;
