@@ -396,6 +396,113 @@ struct Pending {
     nw: u32,
 }
 
+/// Device pointers of one MSM's inputs, from [`MsmWorkspace::upload_inputs`].
+#[derive(Clone, Copy)]
+struct Inputs {
+    /// The n scalars (4 `u64` each), in the caller's buffer or the `scalars` slot.
+    scalars: u64,
+    /// The affine points, in the caller's buffer or the `points` slot.
+    points: u64,
+    /// 1 when the scalars are in Montgomery form (the kernels convert them), else 0.
+    mont: u32,
+    /// Density bitmap words (0 without a bitmap).
+    dens_words: u64,
+    /// Exclusive prefix popcounts of the density words (0 without a bitmap).
+    dens_prefix: u64,
+}
+
+/// What [`MsmWorkspace::classify`] found: the two index lists in the `idx` slot and their
+/// lengths.
+#[derive(Clone, Copy)]
+struct Classified {
+    /// Indices of the scalars that are neither 0 nor 1 (`idx[0..m]`).
+    rest: u64,
+    /// Indices of the scalars equal to 1 (`idx[n..n + n1]`).
+    ones: u64,
+    /// Scalars that are neither 0 nor 1: the Pippenger part.
+    m: usize,
+    /// Scalars equal to 1.
+    n1: usize,
+}
+
+/// The buffers every MSM writes its result through ([`MsmWorkspace::prepare_outputs`]).
+struct Outputs {
+    /// The claimed result slot: W + 1 Jacobian points.
+    result: u64,
+    /// The two ping-pong buffers of the reduction tree (`sums` slots).
+    sums: [u64; 2],
+}
+
+/// The two-pass scatter's shape and buffers.
+#[derive(Clone, Copy)]
+struct TwoPassBufs {
+    shape: TwoPass,
+    /// Staging of one window group's entries (`two_pass_tmp`, first half).
+    tmp_val: u64,
+    /// Staging of their keys (`two_pass_tmp`, second half).
+    tmp_key: u64,
+    /// Coarse-bin cursors (`coarse`).
+    coarse: u64,
+}
+
+/// Device pointers of the Pippenger part's buffers, sized by
+/// [`MsmWorkspace::prepare_pippenger`] before its first kernel (0: not used by this MSM).
+struct PippengerBufs {
+    buckets: u64,
+    counts: u64,
+    /// One-pass scatter cursors.
+    cursors: u64,
+    /// The bucket list of one chunk.
+    list: u64,
+    /// Level-1 XYZZ partials (keys, points).
+    part0: (u64, u64),
+    /// Batch-affine chain states: meta, accumulators, prefix products, first keys, first sums.
+    chains: [u64; 5],
+    two_pass: Option<TwoPassBufs>,
+    /// Level >= 2 partials, ping-pong (keys, points).
+    part1: (u64, u64),
+    part2: (u64, u64),
+}
+
+/// One chunk of the Pippenger scalars: `mc` entries of the rest list from `rest`, decomposed
+/// into signed c-bit digits.
+#[derive(Clone, Copy)]
+struct Chunk {
+    inp: Inputs,
+    /// Device address of the chunk's first rest index.
+    rest: u64,
+    mc: usize,
+    c: u32,
+    /// 1 for the first chunk (the accumulation stores run sums; later chunks add them).
+    fresh: u32,
+}
+
+impl Chunk {
+    /// The leading arguments of the digit kernels (`cuzk_msm_histogram`, `cuzk_msm_scatter`,
+    /// `cuzk_msm_scatter_coarse`) for windows `w0..w1`.
+    fn push_digit_args(&self, a: &mut KernelArgs, w0: u32, w1: u32) {
+        a.push_ptr(self.inp.scalars)
+            .push_u32(self.inp.mont)
+            .push_ptr(self.inp.dens_words)
+            .push_ptr(self.inp.dens_prefix)
+            .push_ptr(self.rest)
+            .push_u32(self.mc as u32)
+            .push_u32(self.c)
+            .push_u32(w0)
+            .push_u32(w1);
+    }
+}
+
+/// Where level 1 of a chunk's accumulation left the runs that cross a segment border: `count`
+/// (key, point) pairs at `cur`; `toggle` picks the next output of the ping-pong; `done` when
+/// they are already in the buckets.
+struct Level {
+    count: u32,
+    cur: (u64, u64),
+    toggle: bool,
+    done: bool,
+}
+
 /// Result slot: W + 1 Jacobian points (windows, then the ones sum) and the event after them.
 struct ResultSlot {
     buf: Slot<u8>,
@@ -579,6 +686,13 @@ impl MsmWorkspace {
     /// Errors: [`Error::InvalidInput`] for inconsistent lengths or more than 2^31 - 1 scalars or
     /// points, [`Error::OutOfDeviceMemory`] when the buffers do not fit, [`Error::Cuda`].
     ///
+    /// The stages, each a private method of the workspace, run in this order on the
+    /// workspace's stream: `check_inputs` (host), `claim_slot`, `wait_before_host_copies`,
+    /// `upload_inputs`, `classify` (the one read-back), `plan_sizes` (host), `prepare_outputs`,
+    /// `sum_ones` (n1 > 0); when m > 0, `prepare_pippenger`, then per list chunk
+    /// `bucket_chunk`, `accumulate_chunk`, `reduce_partials`, and `window_sums` after the
+    /// chunks; last `hand_off`, which leaves the result to `finish`.
+    ///
     /// [`finish`]: MsmWorkspace::finish
     pub fn start<G: MsmGroup>(
         &mut self,
@@ -587,6 +701,70 @@ impl MsmWorkspace {
         density: Option<&[u64]>,
     ) -> Result<MsmTicket> {
         let n = scalars.len();
+        self.check_inputs::<G>(&points, n, density)?;
+        let (slot_i, id) = self.claim_slot()?;
+        self.wait_before_host_copies(&points, &scalars, density)?;
+        let mut marks = Marks::new(self.cfg.profile, &self.dev, &self.stream)?;
+        let inp = self.upload_inputs(&points, &scalars, density)?;
+        let cls = self.classify(&inp, n, &mut marks)?;
+        let sz = self.plan_sizes::<G>(&points, &scalars, density, &cls)?;
+        let out = self.prepare_outputs::<G>(slot_i, &sz)?;
+        if cls.n1 > 0 {
+            self.sum_ones::<G>(&inp, &cls, &sz, &out, &mut marks)?;
+        }
+
+        // ---- Pippenger on the rest
+        let mut chunks = 0u32;
+        // the variant of the kernel that runs (batch-affine or XYZZ: MsmSizes::mb)
+        let min_blocks = if cls.m > 0 { sz.mb } else { 0 };
+        if cls.m > 0 {
+            let pb = self.prepare_pippenger::<G>(&sz)?;
+            marks.mark(&self.dev, &self.stream, "bucketing")?;
+            let mut m0 = 0usize;
+            while m0 < cls.m {
+                let chunk = Chunk {
+                    inp,
+                    rest: cls.rest + 4 * m0 as u64,
+                    mc: (sz.chunk_m as usize).min(cls.m - m0),
+                    c: sz.c,
+                    fresh: (m0 == 0) as u32,
+                };
+                chunks += 1;
+                self.bucket_chunk(&chunk, &sz, &pb)?;
+                marks.mark(&self.dev, &self.stream, "bucketing")?;
+                let level = self.accumulate_chunk::<G>(&chunk, &sz, &pb, &mut marks)?;
+                self.reduce_partials::<G>(&chunk, &sz, &pb, level)?;
+                marks.mark(&self.dev, &self.stream, "partials")?;
+                m0 += chunk.mc;
+            }
+            self.window_sums::<G>(&sz, &pb, &out, &mut marks)?;
+        }
+        let stats = MsmStats {
+            n,
+            m: cls.m,
+            ones: cls.n1,
+            window_bits: sz.c,
+            windows: sz.nw,
+            chunks,
+            min_blocks,
+            affine: if cls.m > 0 { sz.affine } else { None },
+            two_pass: if cls.m > 0 { sz.two_pass } else { None },
+            stage_ms: Vec::new(),
+        };
+        self.hand_off::<G>(slot_i, id, marks, stats)
+    }
+
+    /// Stage 0 of [`start`](Self::start), on the host only: checks the lengths (at most
+    /// [`MAX_N`] scalars and points), the config fields that depend on the group
+    /// (`affine_chains_per_thread`, the occupancy variants), and that `points` holds at least as
+    /// many points as the scalars use (n, or the set bits of the first n of `density`). Touches
+    /// no workspace state, so an error here leaves the workspace as it was.
+    fn check_inputs<G: MsmGroup>(
+        &self,
+        points: &Points<'_, G::Affine>,
+        n: usize,
+        density: Option<&[u64]>,
+    ) -> Result<()> {
         let npts = points.len();
         if n > MAX_N || npts > MAX_N {
             return Err(Error::InvalidInput(format!(
@@ -645,42 +823,71 @@ impl MsmWorkspace {
                 "msm: {used_points} points needed, {npts} given"
             )));
         }
+        Ok(())
+    }
 
+    /// Stage 1: takes the next of the two result slots (alternating) and a fresh ticket id.
+    /// A result still unread in that slot is read back first and parked for its `finish`
+    /// ([`park_slot`](Self::park_slot), which waits for that MSM's event).
+    fn claim_slot(&mut self) -> Result<(usize, u64)> {
         // ---- result slot (park a result still unread)
         let slot_i = self.next_slot;
         self.next_slot ^= 1;
         self.park_slot(slot_i)?;
         let id = self.next_id;
         self.next_id += 1;
+        Ok((slot_i, id))
+    }
 
-        let dev = self.dev.clone();
-        let st = &self.stream;
-        let b = &mut self.bufs;
-        let sms = dev.sm_count().max(1);
-        let xb = G::XYZZ_BYTES;
-        let jac = std::mem::size_of::<G::Projective>();
-
+    /// Stage 2: waits for this workspace's stream when any input comes from the host (scalars,
+    /// points or a density bitmap). Host copies are synchronous and not ordered with the
+    /// (non-blocking) stream, so the previous MSM must have finished reading the buffers they
+    /// overwrite. Device-only inputs queue behind it without a wait.
+    fn wait_before_host_copies<A: DeviceRepr>(
+        &self,
+        points: &Points<'_, A>,
+        scalars: &Scalars<'_>,
+        density: Option<&[u64]>,
+    ) -> Result<()> {
         // ---- inputs on the device. Host copies are synchronous and not ordered with this
         // workspace's (non-blocking) stream: let the previous MSM finish reading the buffers.
         if matches!(scalars, Scalars::Host(_) | Scalars::HostCanonical(_))
             || matches!(points, Points::Host(_))
             || density.is_some()
         {
-            st.synchronize()?;
+            self.stream.synchronize()?;
         }
+        Ok(())
+    }
+
+    /// Stage 3: puts the inputs on the device and returns their pointers ([`Inputs`]).
+    ///
+    /// - Host scalars are copied into the `scalars` slot (4n `u64`, Montgomery or canonical as
+    ///   given: the kernels convert Montgomery form), host points into the `points` slot
+    ///   (`npts` affine points as bytes); device inputs are used in place.
+    /// - A density bitmap is copied as ⌈n/32⌉ `u32` words into `dens_words`; `cuzk_msm_popc`
+    ///   and an exclusive scan (scratch: `scan_tmp`) then write each word's number of set bits
+    ///   before it into `dens_prefix` (⌈n/32⌉ `u32`): the point index of a used scalar.
+    fn upload_inputs<A: DeviceRepr>(
+        &mut self,
+        points: &Points<'_, A>,
+        scalars: &Scalars<'_>,
+        density: Option<&[u64]>,
+    ) -> Result<Inputs> {
+        let (dev, st, b) = (&self.dev, &self.stream, &mut self.bufs);
+        let n = scalars.len();
         let mont = scalars.montgomery() as u32;
-        let mut marks = Marks::new(self.cfg.profile, &dev, st)?;
         let scalars_ptr = match scalars {
             Scalars::Device(s) => s.device_ptr(),
             Scalars::DeviceCanonical(s) => s.device_ptr(),
-            Scalars::Host(s) => upload(&dev, st, &mut b.scalars, as_u64_words_scalar(s))?,
+            Scalars::Host(s) => upload(dev, st, &mut b.scalars, as_u64_words_scalar(s))?,
             Scalars::HostCanonical(s) => {
-                upload(&dev, st, &mut b.scalars, as_u64_words_canonical(s))?
+                upload(dev, st, &mut b.scalars, as_u64_words_canonical(s))?
             }
         };
-        let points_ptr = match &points {
+        let points_ptr = match points {
             Points::Device(p) => p.device_ptr(),
-            Points::Host(p) => upload(&dev, st, &mut b.points, as_bytes(p))?,
+            Points::Host(p) => upload(dev, st, &mut b.points, as_bytes(p))?,
         };
         let (dw, dp) = match density {
             None => (0u64, 0u64),
@@ -691,11 +898,11 @@ impl MsmWorkspace {
                     .flat_map(|w| [*w as u32, (*w >> 32) as u32])
                     .take(nw)
                     .collect();
-                let dw = upload(&dev, st, &mut b.dens_words, &words)?;
-                let dp = b.dens_prefix.ensure(&dev, st, nw)?;
+                let dw = upload(dev, st, &mut b.dens_words, &words)?;
+                let dp = b.dens_prefix.ensure(dev, st, nw)?;
                 launch(
                     st,
-                    &dev,
+                    dev,
                     "cuzk_msm_popc",
                     blocks(nw, 256),
                     256,
@@ -704,43 +911,80 @@ impl MsmWorkspace {
                         .push_u32(nw as u32)
                         .push_ptr(dp),
                 )?;
-                scan_exclusive(st, &dev, &mut b.scan_tmp, dp, nw)?;
+                scan_exclusive(st, dev, &mut b.scan_tmp, dp, nw)?;
                 (dw, dp)
             }
         };
+        Ok(Inputs {
+            scalars: scalars_ptr,
+            points: points_ptr,
+            mont,
+            dens_words: dw,
+            dens_prefix: dp,
+        })
+    }
 
+    /// Stage 4: `cuzk_msm_classify` sorts the n scalars into three kinds — 0 (skipped), 1 (their
+    /// point indices from `idx[n..]`) and the rest (from `idx[0..]`) — and counts the last two
+    /// in `counters` (2 `u32`: m, n1). The `idx` slot holds 2n `u32`. Marks `classify`, then
+    /// waits for the stream and reads the two counts back: the MSM's one read-back, which sizes
+    /// everything after it.
+    fn classify(&mut self, inp: &Inputs, n: usize, marks: &mut Marks) -> Result<Classified> {
+        let (dev, st, b) = (&self.dev, &self.stream, &mut self.bufs);
         // ---- classify: rest indices from the front of idx, ones from idx[n..]
-        let idx = b.idx.ensure(&dev, st, 2 * n)?;
+        let idx = b.idx.ensure(dev, st, 2 * n)?;
         let rest_ptr = idx;
         let ones_ptr = idx + 4 * n as u64;
-        let counters = b.counters.ensure(&dev, st, 2)?;
+        let counters = b.counters.ensure(dev, st, 2)?;
         zero(st, &mut b.counters, 2)?;
         if n > 0 {
             launch(
                 st,
-                &dev,
+                dev,
                 "cuzk_msm_classify",
                 blocks(n, 256),
                 256,
                 KernelArgs::new()
-                    .push_ptr(scalars_ptr)
+                    .push_ptr(inp.scalars)
                     .push_u32(n as u32)
-                    .push_u32(mont)
-                    .push_ptr(dw)
-                    .push_ptr(dp)
+                    .push_u32(inp.mont)
+                    .push_ptr(inp.dens_words)
+                    .push_ptr(inp.dens_prefix)
                     .push_ptr(rest_ptr)
                     .push_ptr(ones_ptr)
                     .push_ptr(counters),
             )?;
         }
-        marks.mark(&dev, st, "classify")?;
+        marks.mark(dev, st, "classify")?;
         let mut cnt = [0u32; 2];
         st.synchronize()?;
         if let Some(buf) = b.counters.0.as_ref() {
             buf.slice(0..2)?.copy_to_host(&mut cnt)?;
         }
-        let (m, n1) = (cnt[0] as usize, cnt[1] as usize);
+        Ok(Classified {
+            rest: rest_ptr,
+            ones: ones_ptr,
+            m: cnt[0] as usize,
+            n1: cnt[1] as usize,
+        })
+    }
 
+    /// Stage 5, on the host: every size of this MSM from the counts, before any buffer of the
+    /// Pippenger part exists, so that no buffer grows while this MSM's kernels run. The sizes
+    /// are [`MsmSizes::new`]'s — the function the allocator's plans sum — for this shape (n,
+    /// host or device inputs, density) and the config's limits: the window size c and number of
+    /// windows, the list chunk, the level-1 accumulation (batch-affine shape or XYZZ segments,
+    /// and its occupancy variant), the two-pass scatter's shape, the partial and reduction
+    /// buffer lengths.
+    fn plan_sizes<G: MsmGroup>(
+        &self,
+        points: &Points<'_, G::Affine>,
+        scalars: &Scalars<'_>,
+        density: Option<&[u64]>,
+        cls: &Classified,
+    ) -> Result<MsmSizes> {
+        let n = scalars.len();
+        let npts = points.len();
         // ---- plan every size first, so that no buffer grows while kernels of this MSM run:
         // the sizes come from layout::MsmSizes, the function the allocator's plans sum
         let lim = MsmLimits {
@@ -748,7 +992,7 @@ impl MsmWorkspace {
             max_list_entries: self.cfg.max_list_entries,
             accumulate_min_blocks: self.cfg.accumulate_min_blocks,
             affine_min_blocks: self.cfg.affine_min_blocks,
-            sm_count: sms,
+            sm_count: self.dev.sm_count().max(1),
             accumulation: self.cfg.accumulation,
             affine_min_list: self.cfg.affine_min_list,
             affine_chains_per_thread: self.cfg.affine_chains_per_thread,
@@ -767,351 +1011,474 @@ impl MsmWorkspace {
             },
             density: density.is_some(),
         };
-        let sz = MsmSizes::new(&lshape, m as u64, n1 as u64, &lim)?;
-        let (c, nw, k) = (sz.c, sz.nw, sz.k);
-        let kk = k as usize;
-        let t_ones = sz.t_ones;
-        let chunk_m = sz.chunk_m as usize;
-        let mb = sz.mb;
-        let s1 = sz.s1;
-        let lvl_cap = sz.lvl_cap as usize;
-        let red_chunk = sz.red_chunk;
-        let per_w = sz.per_w;
+        MsmSizes::new(&lshape, cls.m as u64, cls.n1 as u64, &lim)
+    }
+
+    /// Stage 6: the buffers every MSM writes its result through, whatever m and n1 are: the
+    /// claimed result slot, (W + 1) Jacobian points zeroed on the stream (W window sums, then
+    /// the ones sum), and the two reduction buffers of the tree, `sums[0]` (`sums_len` XYZZ
+    /// points) and `sums[1]` (half of them).
+    fn prepare_outputs<G: MsmGroup>(&mut self, slot_i: usize, sz: &MsmSizes) -> Result<Outputs> {
+        let (dev, st, b) = (&self.dev, &self.stream, &mut self.bufs);
+        let xb = G::XYZZ_BYTES;
+        let jac = std::mem::size_of::<G::Projective>();
+        let nw = sz.nw;
         let sums_len = sz.sums_len as usize;
         let res_ptr = self.slots[slot_i]
             .buf
-            .ensure(&dev, st, (nw as usize + 1) * jac)?;
+            .ensure(dev, st, (nw as usize + 1) * jac)?;
         zero(st, &mut self.slots[slot_i].buf, (nw as usize + 1) * jac)?;
         let sums = [
-            b.sums[0].ensure(&dev, st, sums_len * xb)?,
-            b.sums[1].ensure(&dev, st, sums_len.div_ceil(2) * xb)?,
+            b.sums[0].ensure(dev, st, sums_len * xb)?,
+            b.sums[1].ensure(dev, st, sums_len.div_ceil(2) * xb)?,
         ];
+        Ok(Outputs {
+            result: res_ptr,
+            sums,
+        })
+    }
 
+    /// Stage 7 (when n1 > 0): the points whose scalar is 1, summed without Pippenger —
+    /// `cuzk_msm_ones_*` adds them into `t_ones` XYZZ partial sums in `sums[0]`, the tree
+    /// reduces those to one point, converted to Jacobian into the result slot's last entry
+    /// (index W). Marks `ones`.
+    fn sum_ones<G: MsmGroup>(
+        &mut self,
+        inp: &Inputs,
+        cls: &Classified,
+        sz: &MsmSizes,
+        out: &Outputs,
+        marks: &mut Marks,
+    ) -> Result<()> {
+        let (dev, st) = (&self.dev, &self.stream);
+        let jac = std::mem::size_of::<G::Projective>();
+        let (nw, t_ones) = (sz.nw, sz.t_ones);
         // ---- ones: T partial sums -> tree -> results[nw]
-        if n1 > 0 {
-            launch(
-                st,
-                &dev,
-                &format!("cuzk_msm_ones_{}", G::SUFFIX),
-                blocks(t_ones as usize, G::PT_THREADS),
-                G::PT_THREADS,
-                KernelArgs::new()
-                    .push_ptr(ones_ptr)
-                    .push_u32(n1 as u32)
-                    .push_u32(t_ones)
-                    .push_ptr(points_ptr)
-                    .push_ptr(sums[0]),
-            )?;
-            let sum = reduce_tree::<G>(st, &dev, sums, 1, t_ones)?;
-            to_jacobian::<G>(st, &dev, sum, 1, res_ptr + nw as u64 * jac as u64)?;
-            marks.mark(&dev, st, "ones")?;
-        }
+        launch(
+            st,
+            dev,
+            &format!("cuzk_msm_ones_{}", G::SUFFIX),
+            blocks(t_ones as usize, G::PT_THREADS),
+            G::PT_THREADS,
+            KernelArgs::new()
+                .push_ptr(cls.ones)
+                .push_u32(cls.n1 as u32)
+                .push_u32(t_ones)
+                .push_ptr(inp.points)
+                .push_ptr(out.sums[0]),
+        )?;
+        let sum = reduce_tree::<G>(st, dev, out.sums, 1, t_ones)?;
+        to_jacobian::<G>(st, dev, sum, 1, out.result + nw as u64 * jac as u64)?;
+        marks.mark(dev, st, "ones")?;
+        Ok(())
+    }
 
-        // ---- Pippenger on the rest
-        let mut chunks = 0u32;
-        // the variant of the kernel that runs (batch-affine or XYZZ: MsmSizes::mb)
-        let min_blocks = if m > 0 { mb } else { 0 };
-        if m > 0 {
-            let buckets = b.buckets.ensure(&dev, st, (kk + 1) * xb)?;
-            let counts = b.counts.ensure(&dev, st, kk + 1)?;
-            let cursors = if sz.two_pass.is_none() {
-                b.cursors.ensure(&dev, st, kk + 1)?
-            } else {
-                0
-            };
-            let list = b.list.ensure(&dev, st, chunk_m * nw as usize)?;
-            let affine = sz.affine;
-            let (pk0, pp0) = if affine.is_none() {
-                (
-                    b.part_keys[0].ensure(&dev, st, 2 * s1 as usize)?,
-                    b.part_pts[0].ensure(&dev, st, 2 * s1 as usize * xb)?,
-                )
-            } else {
-                (0, 0)
-            };
-            let mut ch = [0u64; 5];
-            if let Some(a) = affine {
-                let gch = a.chains() as usize;
-                let (ab, fb) = (
-                    G::LAYOUT.affine_bytes as usize,
-                    G::LAYOUT.field_bytes() as usize,
-                );
-                for (p, (slot, bytes)) in ch
-                    .iter_mut()
-                    .zip(b.chains.iter_mut().zip([16, ab, fb, 4, ab]))
-                {
-                    *p = slot.ensure(&dev, st, gch * bytes)?;
-                }
+    /// Stage 8 (when m > 0): sizes every buffer of the Pippenger part before its first kernel,
+    /// in this order (K = W · 2^(c−1) buckets, X = XYZZ bytes):
+    /// `buckets` (K + 1 XYZZ points), `counts` (K + 1 `u32`), `cursors` (K + 1 `u32`, one-pass
+    /// scatter only), `list` (`chunk_m` · W `u32`), level-1 partials `part_keys[0]` /
+    /// `part_pts[0]` (2 · s1 keys and points, XYZZ accumulation only), the five batch-affine
+    /// chain-state slots `chains` (per chain 16 B meta, an affine accumulator, a field element
+    /// of prefix product, a 4 B first key, an affine first sum; batch-affine only), the two-pass
+    /// staging `two_pass_tmp` (entries then keys, 2 · `chunk_m` · group windows `u32`) and
+    /// `coarse` cursors, the level ≥ 2 partials `part_keys[1..3]` / `part_pts[1..3]`
+    /// (`lvl_cap` each), and the scan scratch for K + 1 entries. Then zeroes the buckets.
+    fn prepare_pippenger<G: MsmGroup>(&mut self, sz: &MsmSizes) -> Result<PippengerBufs> {
+        let (dev, st, b) = (&self.dev, &self.stream, &mut self.bufs);
+        let xb = G::XYZZ_BYTES;
+        let kk = sz.k as usize;
+        let chunk_m = sz.chunk_m as usize;
+        let s1 = sz.s1;
+        let lvl_cap = sz.lvl_cap as usize;
+        let buckets = b.buckets.ensure(dev, st, (kk + 1) * xb)?;
+        let counts = b.counts.ensure(dev, st, kk + 1)?;
+        let cursors = if sz.two_pass.is_none() {
+            b.cursors.ensure(dev, st, kk + 1)?
+        } else {
+            0
+        };
+        let list = b.list.ensure(dev, st, chunk_m * sz.nw as usize)?;
+        let affine = sz.affine;
+        let (pk0, pp0) = if affine.is_none() {
+            (
+                b.part_keys[0].ensure(dev, st, 2 * s1 as usize)?,
+                b.part_pts[0].ensure(dev, st, 2 * s1 as usize * xb)?,
+            )
+        } else {
+            (0, 0)
+        };
+        let mut ch = [0u64; 5];
+        if let Some(a) = affine {
+            let gch = a.chains() as usize;
+            let (ab, fb) = (
+                G::LAYOUT.affine_bytes as usize,
+                G::LAYOUT.field_bytes() as usize,
+            );
+            for (p, (slot, bytes)) in ch
+                .iter_mut()
+                .zip(b.chains.iter_mut().zip([16, ab, fb, 4, ab]))
+            {
+                *p = slot.ensure(dev, st, gch * bytes)?;
             }
-            let two_pass = sz.two_pass.map(|t| -> Result<_> {
-                let cap = chunk_m * t.group_windows as usize;
-                let tmp = b.two_pass_tmp.ensure(&dev, st, 2 * cap)?;
-                let ccur = b.coarse.ensure(&dev, st, t.coarse_bins as usize)?;
-                Ok((t, tmp, tmp + 4 * cap as u64, ccur))
-            });
-            let two_pass = two_pass.transpose()?;
-            let pk1 = b.part_keys[1].ensure(&dev, st, lvl_cap)?;
-            let pp1 = b.part_pts[1].ensure(&dev, st, lvl_cap * xb)?;
-            let pk2 = b.part_keys[2].ensure(&dev, st, lvl_cap)?;
-            let pp2 = b.part_pts[2].ensure(&dev, st, lvl_cap * xb)?;
-            prepare_scan(&dev, st, &mut b.scan_tmp, kk + 1)?;
-            zero(st, &mut b.buckets, (kk + 1) * xb)?;
-            marks.mark(&dev, st, "bucketing")?;
+        }
+        let two_pass = sz.two_pass.map(|t| -> Result<_> {
+            let cap = chunk_m * t.group_windows as usize;
+            let tmp = b.two_pass_tmp.ensure(dev, st, 2 * cap)?;
+            let ccur = b.coarse.ensure(dev, st, t.coarse_bins as usize)?;
+            Ok(TwoPassBufs {
+                shape: t,
+                tmp_val: tmp,
+                tmp_key: tmp + 4 * cap as u64,
+                coarse: ccur,
+            })
+        });
+        let two_pass = two_pass.transpose()?;
+        let pk1 = b.part_keys[1].ensure(dev, st, lvl_cap)?;
+        let pp1 = b.part_pts[1].ensure(dev, st, lvl_cap * xb)?;
+        let pk2 = b.part_keys[2].ensure(dev, st, lvl_cap)?;
+        let pp2 = b.part_pts[2].ensure(dev, st, lvl_cap * xb)?;
+        prepare_scan(dev, st, &mut b.scan_tmp, kk + 1)?;
+        zero(st, &mut b.buckets, (kk + 1) * xb)?;
+        Ok(PippengerBufs {
+            buckets,
+            counts,
+            cursors,
+            list,
+            part0: (pk0, pp0),
+            chains: ch,
+            two_pass,
+            part1: (pk1, pp1),
+            part2: (pk2, pp2),
+        })
+    }
 
-            let mut m0 = 0usize;
-            while m0 < m {
-                let mc = chunk_m.min(m - m0);
-                chunks += 1;
-                let bucket_args = |a: &mut KernelArgs, w0: u32, w1: u32| {
-                    a.push_ptr(scalars_ptr)
-                        .push_u32(mont)
-                        .push_ptr(dw)
-                        .push_ptr(dp)
-                        .push_ptr(rest_ptr + 4 * m0 as u64)
-                        .push_u32(mc as u32)
-                        .push_u32(c)
-                        .push_u32(w0)
-                        .push_u32(w1);
-                };
-                zero(st, &mut b.counts, kk + 1)?;
+    /// Stage 9, per chunk: digit decomposition and bucketing of the chunk's `mc` scalars into
+    /// `list` (one `u32` entry per scalar and window whose signed c-bit digit is not 0: the
+    /// point index, its sign in bit 31), ordered by bucket key. `cuzk_msm_histogram` counts the
+    /// entries per key into `counts` (zeroed first, K + 1 `u32`), an exclusive scan makes them
+    /// start offsets, then the scatter: one pass (`counts` copied to `cursors`,
+    /// `cuzk_msm_scatter`), or two (per window group: `cuzk_msm_coarse_init` sets the coarse
+    /// cursors, `cuzk_msm_scatter_coarse` writes the group's entries and keys into the staging
+    /// buffer by coarse bin, `cuzk_msm_scatter_fine` moves them into `list` by key).
+    fn bucket_chunk(&mut self, chunk: &Chunk, sz: &MsmSizes, pb: &PippengerBufs) -> Result<()> {
+        let (dev, st, b) = (&self.dev, &self.stream, &mut self.bufs);
+        let (c, nw) = (sz.c, sz.nw);
+        let kk = sz.k as usize;
+        let (mc, counts, list) = (chunk.mc, pb.counts, pb.list);
+        zero(st, &mut b.counts, kk + 1)?;
+        let mut a = KernelArgs::new();
+        chunk.push_digit_args(&mut a, 0, nw);
+        a.push_ptr(counts);
+        launch(st, dev, "cuzk_msm_histogram", blocks(mc, 256), 256, &mut a)?;
+        scan_exclusive(st, dev, &mut b.scan_tmp, counts, kk + 1)?;
+        if let Some(tp) = pb.two_pass {
+            let (t, tmp_val, tmp_key, ccur) = (tp.shape, tp.tmp_val, tp.tmp_key, tp.coarse);
+            // by coarse bin into tmp, then by key into the list, a window group at a
+            // time (cuda/msm.cuh 2')
+            let half = 1u32 << (c - 1);
+            let mut w0 = 0u32;
+            while w0 < nw {
+                let w1 = (w0 + t.group_windows).min(nw);
+                let kb0 = w0 * half;
+                let bins = (w1 - w0) << (c - 1 - t.lb);
+                launch(
+                    st,
+                    dev,
+                    "cuzk_msm_coarse_init",
+                    blocks(bins as usize, 256),
+                    256,
+                    KernelArgs::new()
+                        .push_ptr(counts)
+                        .push_u32(kb0)
+                        .push_u32(t.lb)
+                        .push_u32(bins)
+                        .push_ptr(ccur),
+                )?;
                 let mut a = KernelArgs::new();
-                bucket_args(&mut a, 0, nw);
-                a.push_ptr(counts);
-                launch(st, &dev, "cuzk_msm_histogram", blocks(mc, 256), 256, &mut a)?;
-                scan_exclusive(st, &dev, &mut b.scan_tmp, counts, kk + 1)?;
-                if let Some((t, tmp_val, tmp_key, ccur)) = two_pass {
-                    // by coarse bin into tmp, then by key into the list, a window group at a
-                    // time (cuda/msm.cuh 2')
-                    let half = 1u32 << (c - 1);
-                    let mut w0 = 0u32;
-                    while w0 < nw {
-                        let w1 = (w0 + t.group_windows).min(nw);
-                        let kb0 = w0 * half;
-                        let bins = (w1 - w0) << (c - 1 - t.lb);
-                        launch(
-                            st,
-                            &dev,
-                            "cuzk_msm_coarse_init",
-                            blocks(bins as usize, 256),
-                            256,
-                            KernelArgs::new()
-                                .push_ptr(counts)
-                                .push_u32(kb0)
-                                .push_u32(t.lb)
-                                .push_u32(bins)
-                                .push_ptr(ccur),
-                        )?;
-                        let mut a = KernelArgs::new();
-                        bucket_args(&mut a, w0, w1);
-                        a.push_u32(t.lb)
-                            .push_ptr(ccur)
-                            .push_ptr(tmp_val)
-                            .push_ptr(tmp_key);
-                        launch(
-                            st,
-                            &dev,
-                            "cuzk_msm_scatter_coarse",
-                            blocks(mc, 256),
-                            256,
-                            &mut a,
-                        )?;
-                        launch(
-                            st,
-                            &dev,
-                            "cuzk_msm_scatter_fine",
-                            bins,
-                            256,
-                            KernelArgs::new()
-                                .push_ptr(counts)
-                                .push_u32(kb0)
-                                .push_u32(t.lb)
-                                .push_ptr(tmp_val)
-                                .push_ptr(tmp_key)
-                                .push_ptr(list),
-                        )?;
-                        w0 = w1;
-                    }
-                } else {
-                    copy_d2d(st, &mut b.cursors, &b.counts, kk + 1)?;
-                    let mut a = KernelArgs::new();
-                    bucket_args(&mut a, 0, nw);
-                    a.push_ptr(cursors).push_ptr(list);
-                    launch(st, &dev, "cuzk_msm_scatter", blocks(mc, 256), 256, &mut a)?;
-                }
-                marks.mark(&dev, st, "bucketing")?;
-                let fresh = (m0 == 0) as u32;
-                let (mut count, mut cur, mut toggle, done);
-                if let Some(af) = affine {
-                    // level 1, batch-affine: chain states, then L steps over CH chains per thread
-                    let gch = af.chains() as u32;
-                    launch(
-                        st,
-                        &dev,
-                        &format!("cuzk_msm_affine_init_{}", G::SUFFIX),
-                        blocks(gch as usize, 256),
-                        256,
-                        KernelArgs::new()
-                            .push_ptr(counts)
-                            .push_u32(k as u32)
-                            .push_u32(gch)
-                            .push_u32(af.steps)
-                            .push_ptr(ch[0])
-                            .push_ptr(ch[3])
-                            .push_ptr(ch[4]),
-                    )?;
-                    launch(
-                        st,
-                        &dev,
-                        &format!("cuzk_msm_accumulate_affine_{}_mb{mb}", G::SUFFIX),
-                        blocks(af.threads as usize, AFFINE_THREADS),
-                        AFFINE_THREADS,
-                        KernelArgs::new()
-                            .push_ptr(list)
-                            .push_ptr(counts)
-                            .push_u32(k as u32)
-                            .push_u32(af.threads)
-                            .push_u32(af.chains_per_thread)
-                            .push_u32(af.steps)
-                            .push_ptr(points_ptr)
-                            .push_ptr(buckets)
-                            .push_ptr(ch[0])
-                            .push_ptr(ch[1])
-                            .push_ptr(ch[2])
-                            .push_ptr(ch[3])
-                            .push_ptr(ch[4])
-                            .push_u32(fresh),
-                    )?;
-                    marks.mark(&dev, st, "accumulate")?;
-                    // level 2 over the 2 G chain slots (first run, open run)
-                    let n2 = 2 * gch;
-                    let fin = n2 <= PARTIAL_SEGMENT;
-                    let (l, s) = if fin {
-                        (n2, 1)
-                    } else {
-                        (PARTIAL_SEGMENT, n2.div_ceil(PARTIAL_SEGMENT))
-                    };
-                    launch(
-                        st,
-                        &dev,
-                        &format!("cuzk_msm_affine_partials_{}", G::SUFFIX),
-                        blocks(s as usize, G::PT_THREADS),
-                        G::PT_THREADS,
-                        KernelArgs::new()
-                            .push_ptr(ch[3])
-                            .push_ptr(ch[4])
-                            .push_ptr(ch[0])
-                            .push_ptr(ch[1])
-                            .push_u32(n2)
-                            .push_u32(l)
-                            .push_u32(s)
-                            .push_ptr(pk1)
-                            .push_ptr(pp1)
-                            .push_ptr(buckets)
-                            .push_u32(fin as u32)
-                            .push_u32(k as u32)
-                            .push_u32(fresh),
-                    )?;
-                    count = 2 * s;
-                    cur = (pk1, pp1);
-                    toggle = true;
-                    done = fin;
-                } else {
-                    // level 1: one segment per thread
-                    launch(
-                        st,
-                        &dev,
-                        &format!("cuzk_msm_accumulate_{}_mb{mb}", G::SUFFIX),
-                        blocks(s1 as usize, G::PT_THREADS),
-                        G::PT_THREADS,
-                        KernelArgs::new()
-                            .push_ptr(list)
-                            .push_ptr(counts)
-                            .push_u32(k as u32)
-                            .push_u32(s1)
-                            .push_ptr(points_ptr)
-                            .push_ptr(buckets)
-                            .push_ptr(pk0)
-                            .push_ptr(pp0)
-                            .push_u32(fresh),
-                    )?;
-                    marks.mark(&dev, st, "accumulate")?;
-                    count = 2 * s1;
-                    cur = (pk0, pp0);
-                    toggle = false;
-                    done = false;
-                }
-                // levels >= 2 until a single segment remains
-                let mut more = !done;
-                while more {
-                    let fin = count <= PARTIAL_SEGMENT;
-                    let (l, s) = if fin {
-                        (count, 1)
-                    } else {
-                        (PARTIAL_SEGMENT, count.div_ceil(PARTIAL_SEGMENT))
-                    };
-                    let out = if toggle { (pk2, pp2) } else { (pk1, pp1) };
-                    launch(
-                        st,
-                        &dev,
-                        &format!("cuzk_msm_partials_{}", G::SUFFIX),
-                        blocks(s as usize, G::PT_THREADS),
-                        G::PT_THREADS,
-                        KernelArgs::new()
-                            .push_ptr(cur.0)
-                            .push_ptr(cur.1)
-                            .push_u32(count)
-                            .push_u32(l)
-                            .push_u32(s)
-                            .push_ptr(out.0)
-                            .push_ptr(out.1)
-                            .push_ptr(buckets)
-                            .push_u32(fin as u32)
-                            .push_u32(k as u32)
-                            .push_u32(fresh),
-                    )?;
-                    more = !fin;
-                    cur = out;
-                    toggle = !toggle;
-                    count = 2 * s;
-                }
-                marks.mark(&dev, st, "partials")?;
-                m0 += mc;
+                chunk.push_digit_args(&mut a, w0, w1);
+                a.push_u32(t.lb)
+                    .push_ptr(ccur)
+                    .push_ptr(tmp_val)
+                    .push_ptr(tmp_key);
+                launch(
+                    st,
+                    dev,
+                    "cuzk_msm_scatter_coarse",
+                    blocks(mc, 256),
+                    256,
+                    &mut a,
+                )?;
+                launch(
+                    st,
+                    dev,
+                    "cuzk_msm_scatter_fine",
+                    bins,
+                    256,
+                    KernelArgs::new()
+                        .push_ptr(counts)
+                        .push_u32(kb0)
+                        .push_u32(t.lb)
+                        .push_ptr(tmp_val)
+                        .push_ptr(tmp_key)
+                        .push_ptr(list),
+                )?;
+                w0 = w1;
             }
-            // window sums: chunked running sums, then a tree per window
-            let nthreads = nw * per_w;
+        } else {
+            copy_d2d(st, &mut b.cursors, &b.counts, kk + 1)?;
+            let mut a = KernelArgs::new();
+            chunk.push_digit_args(&mut a, 0, nw);
+            a.push_ptr(pb.cursors).push_ptr(list);
+            launch(st, dev, "cuzk_msm_scatter", blocks(mc, 256), 256, &mut a)?;
+        }
+        Ok(())
+    }
+
+    /// Stage 10, per chunk: level 1 of the bucket accumulation, over `list` into `buckets`
+    /// (the first chunk stores run sums, later ones add: `fresh`).
+    ///
+    /// - Batch-affine ([`MsmSizes::affine`]): `cuzk_msm_affine_init_*` sets the chain states
+    ///   (`chains`), `cuzk_msm_accumulate_affine_*_mb<B>` runs `steps` affine steps over
+    ///   `chains_per_thread` chains per thread; marks `accumulate`; then
+    ///   `cuzk_msm_affine_partials_*` reduces the 2 · chains first and open runs (level 2)
+    ///   into `part_*[1]`, directly into the buckets when they fit one segment.
+    /// - XYZZ: `cuzk_msm_accumulate_*_mb<B>` over `s1` equal segments, one per thread, writes
+    ///   the 2 · s1 runs that cross a segment border into `part_*[0]`; marks `accumulate`.
+    ///
+    /// Returns where the runs left for the level ≥ 2 passes are ([`Level`]).
+    fn accumulate_chunk<G: MsmGroup>(
+        &mut self,
+        chunk: &Chunk,
+        sz: &MsmSizes,
+        pb: &PippengerBufs,
+        marks: &mut Marks,
+    ) -> Result<Level> {
+        let (dev, st) = (&self.dev, &self.stream);
+        let (k, mb, s1) = (sz.k, sz.mb, sz.s1);
+        let (list, counts, buckets, points_ptr) =
+            (pb.list, pb.counts, pb.buckets, chunk.inp.points);
+        let ch = pb.chains;
+        let (pk1, pp1) = pb.part1;
+        let fresh = chunk.fresh;
+        if let Some(af) = sz.affine {
+            // level 1, batch-affine: chain states, then L steps over CH chains per thread
+            let gch = af.chains() as u32;
             launch(
                 st,
-                &dev,
-                &format!("cuzk_msm_bucket_reduce_{}", G::SUFFIX),
-                blocks(nthreads as usize, G::PT_THREADS),
+                dev,
+                &format!("cuzk_msm_affine_init_{}", G::SUFFIX),
+                blocks(gch as usize, 256),
+                256,
+                KernelArgs::new()
+                    .push_ptr(counts)
+                    .push_u32(k as u32)
+                    .push_u32(gch)
+                    .push_u32(af.steps)
+                    .push_ptr(ch[0])
+                    .push_ptr(ch[3])
+                    .push_ptr(ch[4]),
+            )?;
+            launch(
+                st,
+                dev,
+                &format!("cuzk_msm_accumulate_affine_{}_mb{mb}", G::SUFFIX),
+                blocks(af.threads as usize, AFFINE_THREADS),
+                AFFINE_THREADS,
+                KernelArgs::new()
+                    .push_ptr(list)
+                    .push_ptr(counts)
+                    .push_u32(k as u32)
+                    .push_u32(af.threads)
+                    .push_u32(af.chains_per_thread)
+                    .push_u32(af.steps)
+                    .push_ptr(points_ptr)
+                    .push_ptr(buckets)
+                    .push_ptr(ch[0])
+                    .push_ptr(ch[1])
+                    .push_ptr(ch[2])
+                    .push_ptr(ch[3])
+                    .push_ptr(ch[4])
+                    .push_u32(fresh),
+            )?;
+            marks.mark(dev, st, "accumulate")?;
+            // level 2 over the 2 G chain slots (first run, open run)
+            let n2 = 2 * gch;
+            let fin = n2 <= PARTIAL_SEGMENT;
+            let (l, s) = if fin {
+                (n2, 1)
+            } else {
+                (PARTIAL_SEGMENT, n2.div_ceil(PARTIAL_SEGMENT))
+            };
+            launch(
+                st,
+                dev,
+                &format!("cuzk_msm_affine_partials_{}", G::SUFFIX),
+                blocks(s as usize, G::PT_THREADS),
                 G::PT_THREADS,
                 KernelArgs::new()
+                    .push_ptr(ch[3])
+                    .push_ptr(ch[4])
+                    .push_ptr(ch[0])
+                    .push_ptr(ch[1])
+                    .push_u32(n2)
+                    .push_u32(l)
+                    .push_u32(s)
+                    .push_ptr(pk1)
+                    .push_ptr(pp1)
                     .push_ptr(buckets)
-                    .push_u32(nw)
-                    .push_u32(c)
-                    .push_u32(red_chunk)
-                    .push_ptr(sums[0]),
+                    .push_u32(fin as u32)
+                    .push_u32(k as u32)
+                    .push_u32(fresh),
             )?;
-            let wsum = reduce_tree::<G>(st, &dev, sums, nw, per_w)?;
-            to_jacobian::<G>(st, &dev, wsum, nw, res_ptr)?;
-            marks.mark(&dev, st, "window_sums")?;
+            Ok(Level {
+                count: 2 * s,
+                cur: (pk1, pp1),
+                toggle: true,
+                done: fin,
+            })
+        } else {
+            let (pk0, pp0) = pb.part0;
+            // level 1: one segment per thread
+            launch(
+                st,
+                dev,
+                &format!("cuzk_msm_accumulate_{}_mb{mb}", G::SUFFIX),
+                blocks(s1 as usize, G::PT_THREADS),
+                G::PT_THREADS,
+                KernelArgs::new()
+                    .push_ptr(list)
+                    .push_ptr(counts)
+                    .push_u32(k as u32)
+                    .push_u32(s1)
+                    .push_ptr(points_ptr)
+                    .push_ptr(buckets)
+                    .push_ptr(pk0)
+                    .push_ptr(pp0)
+                    .push_u32(fresh),
+            )?;
+            marks.mark(dev, st, "accumulate")?;
+            Ok(Level {
+                count: 2 * s1,
+                cur: (pk0, pp0),
+                toggle: false,
+                done: false,
+            })
         }
+    }
+
+    /// Stage 11, per chunk: levels ≥ 2 of the accumulation. Each `cuzk_msm_partials_*` pass
+    /// cuts the `count` runs left at `level.cur` into segments of [`PARTIAL_SEGMENT`] and
+    /// writes the runs that still cross a border into the other of `part_*[1]` / `part_*[2]`
+    /// (ping-pong, `lvl_cap` entries each), until one segment is left, whose pass adds into the
+    /// buckets (`fin`). Nothing to do when level 1 already finished (`level.done`).
+    fn reduce_partials<G: MsmGroup>(
+        &mut self,
+        chunk: &Chunk,
+        sz: &MsmSizes,
+        pb: &PippengerBufs,
+        level: Level,
+    ) -> Result<()> {
+        let (dev, st) = (&self.dev, &self.stream);
+        let k = sz.k;
+        let (buckets, fresh) = (pb.buckets, chunk.fresh);
+        let ((pk1, pp1), (pk2, pp2)) = (pb.part1, pb.part2);
+        let Level {
+            mut count,
+            mut cur,
+            mut toggle,
+            done,
+        } = level;
+        // levels >= 2 until a single segment remains
+        let mut more = !done;
+        while more {
+            let fin = count <= PARTIAL_SEGMENT;
+            let (l, s) = if fin {
+                (count, 1)
+            } else {
+                (PARTIAL_SEGMENT, count.div_ceil(PARTIAL_SEGMENT))
+            };
+            let out = if toggle { (pk2, pp2) } else { (pk1, pp1) };
+            launch(
+                st,
+                dev,
+                &format!("cuzk_msm_partials_{}", G::SUFFIX),
+                blocks(s as usize, G::PT_THREADS),
+                G::PT_THREADS,
+                KernelArgs::new()
+                    .push_ptr(cur.0)
+                    .push_ptr(cur.1)
+                    .push_u32(count)
+                    .push_u32(l)
+                    .push_u32(s)
+                    .push_ptr(out.0)
+                    .push_ptr(out.1)
+                    .push_ptr(buckets)
+                    .push_u32(fin as u32)
+                    .push_u32(k as u32)
+                    .push_u32(fresh),
+            )?;
+            more = !fin;
+            cur = out;
+            toggle = !toggle;
+            count = 2 * s;
+        }
+        Ok(())
+    }
+
+    /// Stage 12 (when m > 0), after every chunk: the window sums `sum_b b · B_b`.
+    /// `cuzk_msm_bucket_reduce_*` runs `per_w` chunked running sums of `red_chunk` buckets per
+    /// window into `sums[0]` (W · `per_w` XYZZ points), the tree reduces each window's to one
+    /// point, converted to Jacobian into the result slot's first W entries. Marks
+    /// `window_sums`.
+    fn window_sums<G: MsmGroup>(
+        &mut self,
+        sz: &MsmSizes,
+        pb: &PippengerBufs,
+        out: &Outputs,
+        marks: &mut Marks,
+    ) -> Result<()> {
+        let (dev, st) = (&self.dev, &self.stream);
+        let (c, nw, per_w) = (sz.c, sz.nw, sz.per_w);
+        // window sums: chunked running sums, then a tree per window
+        let nthreads = nw * per_w;
+        launch(
+            st,
+            dev,
+            &format!("cuzk_msm_bucket_reduce_{}", G::SUFFIX),
+            blocks(nthreads as usize, G::PT_THREADS),
+            G::PT_THREADS,
+            KernelArgs::new()
+                .push_ptr(pb.buckets)
+                .push_u32(nw)
+                .push_u32(c)
+                .push_u32(sz.red_chunk)
+                .push_ptr(out.sums[0]),
+        )?;
+        let wsum = reduce_tree::<G>(st, dev, out.sums, nw, per_w)?;
+        to_jacobian::<G>(st, dev, wsum, nw, out.result)?;
+        marks.mark(dev, st, "window_sums")?;
+        Ok(())
+    }
+
+    /// Stage 13: hands the result over to [`finish`](Self::finish). Records the slot's event
+    /// after the last kernel and marks the slot busy with this MSM's window layout (what
+    /// `finish`, or a later [`park_slot`](Self::park_slot), needs to read and combine it); with
+    /// profiling, waits for the stream and fills `stats.stage_ms`; stores `stats` as
+    /// [`MsmWorkspace::stats`] and returns the ticket.
+    fn hand_off<G: MsmGroup>(
+        &mut self,
+        slot_i: usize,
+        id: u64,
+        marks: Marks,
+        mut stats: MsmStats,
+    ) -> Result<MsmTicket> {
+        let st = &self.stream;
+        let (c, nw) = (stats.window_bits, stats.windows);
         let slot = &mut self.slots[slot_i];
         slot.event.record(st)?;
         slot.busy = Some(Pending { id, c, nw });
-        let stage_ms = marks.collect(st)?;
-        self.stats = MsmStats {
-            n,
-            m,
-            ones: n1,
-            window_bits: c,
-            windows: nw,
-            chunks,
-            min_blocks,
-            affine: if m > 0 { sz.affine } else { None },
-            two_pass: if m > 0 { sz.two_pass } else { None },
-            stage_ms,
-        };
+        stats.stage_ms = marks.collect(st)?;
+        self.stats = stats;
         Ok(MsmTicket {
             slot: slot_i,
             id,
