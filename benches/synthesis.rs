@@ -31,12 +31,12 @@ fn bench(c: &mut Criterion) {
         .map(|v| v.parse().expect("CUZK_BENCH_SECTOR_SIZE: 2KiB or 8MiB"))
         .unwrap_or(FixtureSize::Kib2);
     let f = ensure_fixture(&default_fixture_dir_for(size), size).expect("fixture");
-    let engine = Engine::new(EngineConfig {
-        parameter_dir: Some(f.param_dir.clone()),
-        backend: Backend::Cpu,
-        circuit_cache: CircuitCache::Off,
-        ..Default::default()
-    })
+    let engine = Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(Backend::Cpu)
+            .with_circuit_cache(CircuitCache::Off),
+    )
     .expect("engine");
     let c1 = f.read_c1().expect("c1");
     let run = |path: Synthesis| -> Timings {
@@ -82,11 +82,7 @@ fn bench_native(c: &mut Criterion) {
     let c1 = cuzk_dev::c1gen::generate(&spec)
         .and_then(|g| g.c1_json())
         .expect("c1");
-    let engine = Engine::new(EngineConfig {
-        backend: Backend::Cpu,
-        ..Default::default()
-    })
-    .expect("engine");
+    let engine = Engine::new(EngineConfig::default().with_backend(Backend::Cpu)).expect("engine");
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()

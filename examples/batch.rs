@@ -13,7 +13,7 @@
 //! * `--workers W`: GPU workers per device (default `CUZK_GPU_WORKERS_PER_DEVICE`, else 2).
 //! * `--vram-limit`: a size (`16GiB`; default `CUZK_VRAM_LIMIT`, else none) or a tier name
 //!   (`resident`, `full-staging`, `partial`, `streaming`): every partition starts at that tier
-//!   (`EngineConfig::gpu_start_tier`) under the smallest cap that holds it (512 MiB margin + the
+//!   (`Tuning::gpu_start_tier`) under the smallest cap that holds it (512 MiB margin + the
 //!   tier's bytes), to test tiers at small sizes. `none` removes a cap set in the environment.
 //! * `--log2 N`: NTT domain 2^N (default 27, the 32 GiB partition). Every length scales by
 //!   2^(N−27): constraints 130,278,869·s (328 of them the input constraints), aux 130,169,893·s;
@@ -118,7 +118,7 @@ enum Vram {
     None,
     /// A cap in bytes.
     Bytes(u64),
-    /// This tier: the engine starts every partition at it (`EngineConfig::gpu_start_tier`) under
+    /// This tier: the engine starts every partition at it (`Tuning::gpu_start_tier`) under
     /// the smallest cap that holds it.
     Tier(TierKind),
 }
@@ -794,8 +794,10 @@ struct PhaseOutcome {
 /// An allocator of device 0 planning with the accumulation settings of `env` (what the engine's
 /// allocators use).
 fn env_allocator(env: &EngineConfig, mem: Arc<dyn MemInfo>, cap: Option<u64>) -> DeviceAllocator {
-    DeviceAllocator::new(0, mem, cap)
-        .with_accumulation(env.msm_accumulation, env.msm_affine_min_list)
+    DeviceAllocator::new(0, mem, cap).with_accumulation(
+        env.tuning.msm_accumulation.into(),
+        env.tuning.msm_affine_min_list,
+    )
 }
 
 /// Device bytes of tier `kind` (streaming: its smallest chunk) with the MSM limits of `env`.
@@ -822,7 +824,7 @@ fn resolve_limit(
             let bytes = tier_bytes_env(env, shape, *kind);
             let cap = SAFETY_MARGIN + bytes + MIB;
             // Check on a fake card that the planner, starting at this tier (`run_phase` sets
-            // `EngineConfig::gpu_start_tier`: on small shapes `Resident` needs less than
+            // `Tuning::gpu_start_tier`: on small shapes `Resident` needs less than
             // `Partial`, so a cap alone cannot force it), really picks it at this cap.
             let mem = Arc::new(FakeMemInfo::new(&[(cap * 4, cap * 4)]));
             let alloc = env_allocator(env, mem, Some(cap));
@@ -863,7 +865,7 @@ fn run_phase(
     }
     cfg.vram_limit = resolve_limit(&phase.vram, env, env.vram_limit, &shape)?;
     if let Vram::Tier(kind) = &phase.vram {
-        cfg.gpu_start_tier = Some(*kind);
+        cfg.tuning.gpu_start_tier = Some((*kind).into());
     }
     let devices: Vec<usize> = match &cfg.devices {
         Some(d) => d.clone(),

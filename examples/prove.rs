@@ -121,10 +121,7 @@ fn run() -> Result<(), Error> {
     // The engine first: a backend that cannot run (e.g. `--backend gpu` without a GPU build)
     // fails before a fixture is generated. Parameters are loaded on first use, after the fixture
     // exists; `ensure_fixture` keeps them in `<dir>/params`.
-    let mut config = EngineConfig {
-        parameter_dir: Some(dir.join("params")),
-        ..EngineConfig::from_env()?
-    };
+    let mut config = EngineConfig::from_env()?.with_parameter_dir(dir.join("params"));
     if let Some(b) = args.backend {
         config.backend = b;
     }

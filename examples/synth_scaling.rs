@@ -27,10 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         vec![16, 1]
     };
-    let engine = Engine::new(EngineConfig {
-        backend: Backend::Cpu,
-        ..EngineConfig::from_env()?
-    })?;
+    let engine = Engine::new(EngineConfig::from_env()?.with_backend(Backend::Cpu))?;
     let stage = |t: &Timings, s: Stage, p: Option<usize>| -> f64 {
         t.entries
             .iter()

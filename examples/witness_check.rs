@@ -67,10 +67,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let g = c1gen::generate(&spec)?;
     let c1 = g.c1_json()?;
     println!("{size}: C1 generated in {:.1} s", t.elapsed().as_secs_f64());
-    let engine = Engine::new(EngineConfig {
-        backend: Backend::Cpu,
-        ..EngineConfig::from_env()?
-    })?;
+    let engine = Engine::new(EngineConfig::from_env()?.with_backend(Backend::Cpu))?;
     let partitions = usize::from(spec.registered_proof.partitions());
     let parts = parts.unwrap_or_else(|| (0..partitions).collect());
     let pool = rayon::ThreadPoolBuilder::new()

@@ -74,6 +74,7 @@ impl Permit<'_> {
     }
 
     /// Bytes this permit holds now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -151,6 +152,7 @@ impl HostBudget {
     }
 
     /// Bytes of idle pooled buffers now counted.
+    #[cfg(any(test, feature = "internals"))]
     pub fn pooled(&self) -> u64 {
         self.state.lock().map(|s| s.pooled).unwrap_or(0)
     }
@@ -216,6 +218,7 @@ impl HostBudget {
     }
 
     /// How many admissions ([`HostBudget::acquire`]) have had to wait for memory so far.
+    #[cfg(any(test, feature = "internals"))]
     pub fn waits(&self) -> u64 {
         self.state.lock().map(|s| s.waits).unwrap_or(0)
     }
@@ -226,6 +229,7 @@ impl HostBudget {
     ///
     /// # Errors
     /// As [`HostBudget::fits`]; [`Error::Internal`] if the account's lock is poisoned.
+    #[cfg(any(test, feature = "internals"))]
     pub fn acquire(&self, need: u64) -> Result<Permit<'_>> {
         self.acquire_as(need, "a partition")
     }
@@ -287,6 +291,8 @@ impl HostBudget {
 /// machine's own estimate, never under a caller's limit), taken when a GPU worker or a CPU
 /// fallback computes them on the host after all ([`HostTopUp::take`]).
 #[derive(Clone, Debug)]
+// Taken by the GPU backend only (feature `cuda`).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct HostTopUp {
     /// The engine's budget.
     pub budget: Arc<HostBudget>,
@@ -295,6 +301,7 @@ pub struct HostTopUp {
     pub bytes: u64,
 }
 
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 impl HostTopUp {
     /// Takes [`HostTopUp::bytes`] from the budget now, without waiting (a GPU worker must not
     /// wait for memory that partitions queued for it hold). Over the machine's own estimate
@@ -341,6 +348,7 @@ impl HostTopUp {
 
 /// Bytes taken by [`HostTopUp::take`]; returned when dropped.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct Extra {
     budget: Arc<HostBudget>,
     bytes: u64,

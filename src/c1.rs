@@ -1,4 +1,6 @@
-//! Input: the commit-phase-1 (C1) output of a sealed sector, its validation, and prover ids.
+//! Prover ids ([`prover_id_from_actor_id`]), and inside the crate the input: the commit-phase-1
+//! (C1) output of a sealed sector and its validation (public with the feature `internals`, for
+//! cuzk's own tools).
 //!
 //! Two encodings are accepted:
 //! - the `SealCommitPhase1Output` JSON of `filecoin-proofs-api` (what lotus / Curio write):
@@ -14,7 +16,8 @@ use crate::error::{Error, Result};
 
 /// A parsed C1 output, with what the wrapper (if any) said about it.
 #[derive(Clone, Debug)]
-pub struct C1Input {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct C1Input {
     /// The commit-phase-1 output.
     pub output: SealCommitPhase1Output,
     /// `SectorNum` of the wrapper, when the input was wrapped.
@@ -43,7 +46,8 @@ fn malformed(what: &str, e: serde_json::Error) -> Error {
 /// # Errors
 /// [`Error::MalformedInput`] for bad/truncated JSON or base64; [`Error::InvalidInput`] when the
 /// wrapper's `SectorSize` disagrees with the proof type inside `Phase1Out`.
-pub fn parse(bytes: &[u8]) -> Result<C1Input> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn parse(bytes: &[u8]) -> Result<C1Input> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| Error::MalformedInput(format!("C1 output is not UTF-8: {e}")))?
         .trim();
@@ -83,7 +87,8 @@ pub fn parse(bytes: &[u8]) -> Result<C1Input> {
 ///
 /// # Errors
 /// [`Error::InvalidProverId`] when `bytes` is not exactly 32 bytes.
-pub fn prover_id(bytes: &[u8]) -> Result<[u8; 32]> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn prover_id(bytes: &[u8]) -> Result<[u8; 32]> {
     bytes.try_into().map_err(|_| Error::InvalidProverId {
         len: bytes.len(),
         text: None,
@@ -114,7 +119,8 @@ pub fn prover_id_from_actor_id(actor_id: u64) -> [u8; 32] {
 ///
 /// # Errors
 /// [`Error::UnsupportedProof`] otherwise.
-pub fn check_supported(p: RegisteredSealProof) -> Result<()> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn check_supported(p: RegisteredSealProof) -> Result<()> {
     let name = format!("{p:?}");
     if p.major_version() != 1 || name.contains("NonInteractive") {
         return Err(Error::UnsupportedProof(format!(
@@ -131,7 +137,8 @@ pub fn check_supported(p: RegisteredSealProof) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::InvalidInput`] / [`Error::UnsupportedProof`] naming the problem.
-pub fn validate(c1: &C1Input, sector_id: u64, prover_id: &[u8; 32]) -> Result<()> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn validate(c1: &C1Input, sector_id: u64, prover_id: &[u8; 32]) -> Result<()> {
     let o = &c1.output;
     check_supported(o.registered_proof)?;
     if let Some(n) = c1.wrapper_sector_num {
@@ -213,7 +220,8 @@ fn vanilla_sector_size(v: &filecoin_proofs_api::seal::VanillaSealProof) -> u64 {
 }
 
 /// Lower-case hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -1,17 +1,17 @@
-//! Cancellation of a proof in progress.
-//!
-//! A [`CancelToken`] is shared between the caller and one or more proving calls (through
-//! [`crate::ProveOptions::cancel`]). Setting it makes the engine stop the call at its next
-//! checkpoint — before a partition takes its place among the partitions in flight, after it got
-//! one, after its witness and before its GPU work, before its epilogue — and return
-//! [`crate::Error::Cancelled`]. Work already submitted to a device finishes first (a kernel is
-//! not interrupted), so a 32 GiB partition stops within about one GPU section (~2 s on an H200)
-//! of the request; partitions not yet started never start. A cancelled call returns no proof.
+//! Cancellation of a proof in progress: [`CancelToken`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A shared cancellation flag (cheap to clone: clones share the flag). Once set it stays set.
+///
+/// Shared between the caller and one or more proving calls (through
+/// [`crate::ProveOptions::cancel`]). Setting it makes the engine stop the call at its next
+/// checkpoint — before a partition takes its place among the partitions in flight, after it got
+/// one, after its witness and before its GPU work, before its epilogue — and return
+/// [`crate::Error::Cancelled`]. Work already submitted to a device finishes first (a kernel is
+/// not interrupted), so a 32 GiB partition stops within about one GPU section (~2 s on an H200)
+/// of the request; partitions not yet started never start. A cancelled call returns no proof.
 #[derive(Clone, Debug, Default)]
 pub struct CancelToken(Arc<AtomicBool>);
 

@@ -1,32 +1,11 @@
-//! Engine configuration and per-call options, from code or from environment variables.
-//!
-//! Environment variables (all optional; a value that cannot be parsed is an
-//! [`Error::InvalidConfig`], never silently ignored):
-//!
-//! | variable | meaning | default |
-//! |---|---|---|
-//! | `FIL_PROOFS_PARAMETER_CACHE` | directory of the `.params` / `.vk` files (empty: unset) | `/var/tmp/filecoin-proof-parameters` |
-//! | `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` | `1`/`true`: check each parameter file once against filecoin-proofs' official digests | `0` |
-//! | `CUZK_BACKEND` | `auto`, `cpu` or `gpu` | `auto` (GPU when built with `cuda` and a device exists, else CPU) |
-//! | `CUZK_DEVICES` | comma-separated CUDA ordinals (after `CUDA_VISIBLE_DEVICES`) | all |
-//! | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, ≥ 1 | 2 |
-//! | `CUZK_GPU_SECTIONS` | partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
-//! | `CUZK_VRAM_LIMIT` | cap on device memory cuzk may use per device, e.g. `16GiB` | none |
-//! | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo less 1/16 (at least 4 GiB) |
-//! | `CUZK_STAGE_TIMEOUT` | longest a GPU stage (a kernel, a copy) may take before it is an error and the device is retired, e.g. `600s`, `10m`, `1.5h`, `500ms` | `600s` |
-//! | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
-//! | `CUZK_VERIFY` | `0`/`false` turns self-verification off | `1` |
-//! | `CUZK_SYNTHESIS` | `compiled` (recorded R1CS, native witness, SpMV), `gadget` (the same with the gadgets' witness: the cross-check) or `reference` (bellpepper synthesis) | `compiled` |
-//! | `CUZK_MSM_ACCUMULATION` | `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
-//! | `CUZK_MSM_AFFINE_MIN_LIST` | shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
-//! | `CUZK_GPU_SPMV` | `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
-//! | `CUZK_PARTITIONS_AHEAD` | witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide ([`crate::pipeline`]) | devices × workers per device |
-//! | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
+//! Engine configuration ([`EngineConfig`], its [`Tuning`]) and per-call options
+//! ([`ProveOptions`]), from code or from environment variables (the table of [`EngineConfig`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::gpu::memory::{alloc::TierKind, layout::Accumulation};
 use crate::progress::ProgressFn;
 
 /// Default parameter directory of filecoin-proofs.
@@ -38,6 +17,7 @@ pub const DEFAULT_STAGE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Which prover backend runs the NTT and MSMs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Backend {
     /// GPU if the crate was built with `cuda` and a usable device exists, otherwise CPU
     /// (the choice is logged and reported per partition, never silent).
@@ -50,11 +30,54 @@ pub enum Backend {
 }
 
 /// Engine-wide settings, fixed when the [`crate::Engine`] is created.
+///
+/// Built from [`EngineConfig::default`] or [`EngineConfig::from_env`] with one `with_*` setter
+/// per field — `with_x(v)` sets field `x` to `v` (to `Some(v)` for a field that is an
+/// `Option`):
+///
+/// ```
+/// # use cuzk::{Backend, EngineConfig, Tuning};
+/// let config = EngineConfig::default()
+///     .with_backend(Backend::Cpu)
+///     .with_parameter_dir("/var/tmp/filecoin-proof-parameters")
+///     .with_host_memory_limit(64 << 30)
+///     .with_tuning(Tuning::default().with_partitions_ahead(1));
+/// assert_eq!(config.backend, Backend::Cpu);
+/// ```
+///
+/// The fields stay public to read (and to assign); the struct is `#[non_exhaustive]`, so later
+/// versions can add settings without breaking callers. What users set is here; the performance
+/// knobs, whose defaults are the measured best, are in [`EngineConfig::tuning`].
+///
+/// Environment variables of [`EngineConfig::from_env`] and [`ProveOptions::from_env`] (all
+/// optional; a value that cannot be parsed is an [`Error::InvalidConfig`], never silently
+/// ignored; an empty or blank value means unset; rows marked *tuning* fill [`Tuning`]):
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `FIL_PROOFS_PARAMETER_CACHE` | directory of the `.params` / `.vk` files (empty: unset) | `/var/tmp/filecoin-proof-parameters` |
+/// | `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS` | `1`/`true`: check each parameter file once against filecoin-proofs' official digests | `0` |
+/// | `CUZK_BACKEND` | `auto`, `cpu` or `gpu` | `auto` (GPU when built with `cuda` and a device exists, else CPU) |
+/// | `CUZK_DEVICES` | comma-separated CUDA ordinals (after `CUDA_VISIBLE_DEVICES`) | all |
+/// | `CUZK_GPU_WORKERS_PER_DEVICE` | GPU workers per device, 1 ..= 64 | 2 |
+/// | `CUZK_VRAM_LIMIT` | cap on device memory cuzk may use per device, e.g. `16GiB` | none |
+/// | `CUZK_HOST_MEM_LIMIT` | host-memory budget for concurrent synthesis, e.g. `64GiB` | `MemAvailable` of /proc/meminfo less 1/16 (at least 4 GiB) |
+/// | `CUZK_STAGE_TIMEOUT` | longest a GPU stage (a kernel, a copy) may take before it is an error and the device is retired, e.g. `600s`, `10m`, `1.5h`, `500ms` | `600s` |
+/// | `CUZK_ALLOW_CPU` | `1`/`true` lets a GPU job fall back to the CPU, explicitly reported | `0` |
+/// | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
+/// | `CUZK_VERIFY` | per call ([`ProveOptions`]): `0`/`false` turns self-verification off | `1` |
+/// | `CUZK_SYNTHESIS` | per call ([`ProveOptions`]): `compiled` (recorded R1CS, native witness, SpMV), `gadget` (the same with the gadgets' witness: the cross-check) or `reference` (bellpepper synthesis) | `compiled` |
+/// | `CUZK_GPU_SECTIONS` | *tuning*: partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
+/// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
+/// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
+/// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
+/// | `CUZK_MSM_AFFINE_MIN_LIST` | *tuning*: shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Directory holding the Groth16 `.params` and `.vk` files; `None`: the
     /// `FIL_PROOFS_PARAMETER_CACHE` variable (when set and not empty), else
-    /// [`DEFAULT_PARAMETER_CACHE`].
+    /// `/var/tmp/filecoin-proof-parameters` (see [`EngineConfig::resolved_parameter_dir`]).
     pub parameter_dir: Option<PathBuf>,
     /// Check every `.params` and `.vk` file against filecoin-proofs' official digest list
     /// before first use (filecoin-proofs' `FIL_PROOFS_VERIFY_PRODUCTION_PARAMS`, same meaning):
@@ -62,58 +85,152 @@ pub struct EngineConfig {
     /// file is hashed once per process (~45 s for the 44 GiB file of 32 GiB sectors). Default
     /// `false`.
     pub verify_production_params: bool,
-    /// Backend choice.
+    /// Backend choice (`CUZK_BACKEND`; default [`Backend::Auto`]).
     pub backend: Backend,
-    /// CUDA device ordinals to use (`None`: all visible devices).
+    /// CUDA device ordinals to use (`CUZK_DEVICES`; `None`, the default: all visible devices).
     pub devices: Option<Vec<usize>>,
-    /// GPU workers per device (default 2 when 0).
+    /// GPU workers per device (`CUZK_GPU_WORKERS_PER_DEVICE`; 0, the default, means 2).
     pub gpu_workers_per_device: usize,
-    /// Workers of a device that may be inside their GPU section (SpMV, NTT, MSM kernels) at
-    /// once (default 1 when 0; more than the workers per device acts as that many). With 1, a
-    /// second worker overlaps only its uploads and host work with the first one's kernels; with
-    /// more, kernels of several partitions share the device (each partition's memory is still
-    /// its own plan). A 2^27 partition's kernels fill an H200, so 2 gains nothing there; small
-    /// partitions leave gaps that a second section fills (BENCHMARKS.md).
-    pub gpu_sections_per_device: usize,
-    /// Cap, in bytes, on the device memory cuzk may use on each device (`None`: the card's).
+    /// Cap, in bytes, on the device memory cuzk may use on each device (`CUZK_VRAM_LIMIT`;
+    /// `None`, the default: the card's).
     pub vram_limit: Option<u64>,
-    /// Host-memory budget in bytes for partitions synthesized at once (`None`: the
-    /// machine's `MemAvailable` less a margin, `budget::host_margin`).
+    /// Host-memory budget in bytes for loaded parameters and the partitions in flight
+    /// (`CUZK_HOST_MEM_LIMIT`; `None`, the default: the machine's `MemAvailable` when the
+    /// engine is created, less 1/16 of it, at least 4 GiB, left to the rest of the machine).
     pub host_memory_limit: Option<u64>,
-    /// Let GPU jobs run on the CPU when no device can take them (reported, never silent).
+    /// Let GPU jobs run on the CPU when no device can take them, reported, never silent
+    /// (`CUZK_ALLOW_CPU`; default `false`).
     pub allow_cpu_fallback: bool,
-    /// Where compiled circuits are cached ([`crate::circuit::cache`]).
+    /// Where compiled circuits are cached (`CUZK_CIRCUIT_CACHE`; default
+    /// [`CircuitCache::Default`]).
     pub circuit_cache: CircuitCache,
+    /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
+    /// fails with a timeout fault and the device is retired (`CUZK_STAGE_TIMEOUT`; `None`, the
+    /// default: 600 s).
+    pub stage_timeout: Option<Duration>,
+    /// Performance knobs (default: the measured best).
+    pub tuning: Tuning,
+}
+
+/// Performance knobs of an [`EngineConfig`] (its field `tuning`): how the GPU backend overlaps
+/// and computes its work. The defaults are the measured best (BENCHMARKS.md); the knobs exist
+/// for benchmarks, tests of the lower memory tiers and the odd machine. Built like
+/// [`EngineConfig`]: `Tuning::default().with_x(v)`, one setter per field.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Tuning {
+    /// Workers of a device that may be inside their GPU section (SpMV, NTT, MSM kernels) at
+    /// once (`CUZK_GPU_SECTIONS`, 1 ..= 64; 0, the default, means 1; more than the workers per
+    /// device acts as that many). With 1, a second worker overlaps only its uploads and host
+    /// work with the first one's kernels; with more, kernels of several partitions share the
+    /// device (each partition's memory is still its own plan). A 2^27 partition's kernels fill
+    /// an H200, so 2 gains nothing there; small partitions leave gaps that a second section
+    /// fills (BENCHMARKS.md).
+    pub gpu_sections_per_device: usize,
     /// GPU backend, compiled path: compute a, b, c on the CPU even when the matrices fit on the
     /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
     pub cpu_spmv_only: bool,
-    /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`:
-    /// `affine`, the default, or `xyzz`); see [`crate::gpu::memory::layout::Accumulation`].
-    pub msm_accumulation: crate::gpu::memory::layout::Accumulation,
+    /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`;
+    /// default [`MsmAccumulation::BatchAffine`]).
+    pub msm_accumulation: MsmAccumulation,
     /// Shortest bucket list (entries) accumulated batch-affine, both groups
-    /// (`CUZK_MSM_AFFINE_MIN_LIST`; `None`: [`crate::gpu::memory::layout::AFFINE_MIN_LIST`] for G1,
-    /// [`crate::gpu::memory::layout::AFFINE_MIN_LIST_G2`] for G2). 0 runs it on every MSM (the GPU ==
-    /// CPU checks of small partitions use this).
+    /// (`CUZK_MSM_AFFINE_MIN_LIST`; `None`, the default: 2^26 entries for G1 — MSMs of random
+    /// scalars from ~2^22 points —, 2^25 for G2). 0 runs it on every MSM (the GPU == CPU checks
+    /// of small partitions use this).
     pub msm_affine_min_list: Option<u64>,
-    /// Longest one GPU stage (H step, one MSM, an upload) may wait for the device before it
-    /// fails with a timeout fault and the device is retired (`None`: [`DEFAULT_STAGE_TIMEOUT`]).
-    pub stage_timeout: Option<Duration>,
-    /// The memory tier each partition tries first, on every device it moves to (`None`:
-    /// `Resident`; lower tiers follow as memory requires, higher ones are never tried, so a
-    /// partition can fail here that `Resident` would have proved). For tests of the lower
-    /// tiers: on small shapes a [`Self::vram_limit`] alone cannot force `Partial`, whose MSM
-    /// pass needs more memory than `Resident` does. Not read from the environment.
-    pub gpu_start_tier: Option<crate::gpu::memory::alloc::TierKind>,
+    /// The memory tier each partition tries first, on every device it moves to (`None`, the
+    /// default: [`Tier::Resident`]; lower tiers follow as memory requires, higher ones are
+    /// never tried, so a partition can fail here that `Resident` would have proved). For tests
+    /// of the lower tiers: on small shapes a [`EngineConfig::vram_limit`] alone cannot force
+    /// [`Tier::Partial`], whose MSM pass needs more memory than `Resident` does. Not read from
+    /// the environment.
+    pub gpu_start_tier: Option<Tier>,
     /// Witnesses made ahead of the partitions the backend is running
-    /// ([`crate::pipeline`]): at most `slots + ahead` partitions are in flight engine-wide,
-    /// where `slots` is the partitions the GPU backend runs at once (devices × workers per
-    /// device). `None`: `slots` (a witness ready for every worker). Ignored on the CPU backend
-    /// (the host budget alone decides there).
+    /// (`CUZK_PARTITIONS_AHEAD`): at most `slots + ahead` partitions are in flight
+    /// engine-wide, where `slots` is the partitions the GPU backend runs at once (devices ×
+    /// workers per device); each holds its witness (4.2 GB at 32 GiB). `None`, the default:
+    /// `slots` (a witness ready for every worker). Ignored on the CPU backend (the host budget
+    /// alone decides there).
     pub partitions_ahead: Option<usize>,
 }
 
-/// Where compiled circuits ([`crate::circuit`]) are kept between processes.
+/// How the GPU MSMs accumulate their buckets, G1 and G2 ([`Tuning::msm_accumulation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MsmAccumulation {
+    /// XYZZ mixed additions everywhere (`CUZK_MSM_ACCUMULATION=xyzz`).
+    Xyzz,
+    /// Affine additions sharing one binary-GCD inversion per step across a block of threads,
+    /// on bucket lists of at least [`Tuning::msm_affine_min_list`] entries (shorter ones as
+    /// `Xyzz`); 260 B (G1) / 500 B (G2) of device memory per chain of 65–260 list entries,
+    /// planned by the allocator (`CUZK_MSM_ACCUMULATION=affine`, the default).
+    #[default]
+    BatchAffine,
+}
+
+/// A memory tier of the GPU backend's allocator, best first: how much of a partition's data
+/// stays on the device ([`Tuning::gpu_start_tier`]; a partition's tier is reported as
+/// [`crate::PartitionReport::tier`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Tier {
+    /// Parameters resident on the device, full staging of a, b, c (`resident`).
+    Resident,
+    /// Full staging of a, b, c; parameter points streamed (`full-staging`).
+    FullStaging,
+    /// a and one buffer shared by b and c; parameter points streamed (`partial`).
+    Partial,
+    /// One domain buffer; MSMs in chunks that fit (`streaming`).
+    Streaming,
+}
+
+impl From<MsmAccumulation> for Accumulation {
+    fn from(a: MsmAccumulation) -> Self {
+        match a {
+            MsmAccumulation::Xyzz => Self::Xyzz,
+            MsmAccumulation::BatchAffine => Self::BatchAffine,
+        }
+    }
+}
+
+impl From<Accumulation> for MsmAccumulation {
+    fn from(a: Accumulation) -> Self {
+        match a {
+            Accumulation::Xyzz => Self::Xyzz,
+            Accumulation::BatchAffine => Self::BatchAffine,
+        }
+    }
+}
+
+impl From<Tier> for TierKind {
+    fn from(t: Tier) -> Self {
+        match t {
+            Tier::Resident => Self::Resident,
+            Tier::FullStaging => Self::FullStaging,
+            Tier::Partial => Self::Partial,
+            Tier::Streaming => Self::Streaming,
+        }
+    }
+}
+
+/// For cuzk's own tools (a tier chosen among the allocator's `TierKind`s).
+#[cfg(feature = "internals")]
+impl From<TierKind> for Tier {
+    fn from(t: TierKind) -> Self {
+        match t {
+            TierKind::Resident => Self::Resident,
+            TierKind::FullStaging => Self::FullStaging,
+            TierKind::Partial => Self::Partial,
+            TierKind::Streaming => Self::Streaming,
+        }
+    }
+}
+
+/// Where compiled circuits (a proof type's R1CS recorded once, ~5.8 GB for 32 GiB sectors) are
+/// kept between processes ([`EngineConfig::circuit_cache`]); a damaged or stale file is rebuilt
+/// with a warning.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CircuitCache {
     /// `$XDG_CACHE_HOME/cuzk/circuits`, else `$HOME/.cache/cuzk/circuits` (in memory when
     /// neither variable is set).
@@ -142,22 +259,21 @@ impl CircuitCache {
     }
 }
 
-/// How a partition's witness and a, b, c are computed.
+/// How a partition's witness and a, b, c are computed ([`ProveOptions::synthesis`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Synthesis {
-    /// The compiled circuit ([`crate::circuit`]): the native witness
-    /// ([`crate::circuit::native`]: SHA-256 and Poseidon computed directly, written in the
-    /// gadgets' allocation order) one challenge per task in parallel, then a, b, c by SpMV,
-    /// then the R1CS check.
+    /// The compiled circuit (the proof type's R1CS recorded once): the native witness
+    /// (SHA-256 and Poseidon computed directly, written in the gadgets' allocation order) one
+    /// challenge per task in parallel, then a, b, c by SpMV, then the R1CS check.
     #[default]
     Compiled,
     /// The compiled circuit with the gadgets' witness (bellpepper's SHA-256, neptune's
     /// Poseidon run into a witness-only constraint system, one challenge per task): the
     /// cross-check of the native witness, ~10x its CPU time.
     Gadget,
-    /// bellpepper synthesis of the whole partition on one thread
-    /// ([`crate::synth::Assignment::synthesize`]): the reference the compiled path is tested
-    /// against.
+    /// bellpepper synthesis of the whole partition on one thread: the reference the compiled
+    /// path is tested against.
     Reference,
 }
 
@@ -166,7 +282,7 @@ impl Synthesis {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming `name`.
-    pub fn parse(name: &str, v: &str) -> Result<Self> {
+    pub(crate) fn parse(name: &str, v: &str) -> Result<Self> {
         match v.trim().to_ascii_lowercase().as_str() {
             "compiled" | "native" => Ok(Synthesis::Compiled),
             "gadget" => Ok(Synthesis::Gadget),
@@ -177,7 +293,8 @@ impl Synthesis {
 }
 
 impl EngineConfig {
-    /// Reads the configuration from the environment variables in the module table.
+    /// The default configuration with the environment variables of the table above applied
+    /// (those of [`EngineConfig`] and [`Tuning`]).
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the variable when a value cannot be parsed.
@@ -204,7 +321,7 @@ impl EngineConfig {
             c.gpu_workers_per_device = parse_per_device("CUZK_GPU_WORKERS_PER_DEVICE", &v)?;
         }
         if let Some(v) = var("CUZK_GPU_SECTIONS") {
-            c.gpu_sections_per_device = parse_per_device("CUZK_GPU_SECTIONS", &v)?;
+            c.tuning.gpu_sections_per_device = parse_per_device("CUZK_GPU_SECTIONS", &v)?;
         }
         if let Some(v) = var("CUZK_VRAM_LIMIT") {
             c.vram_limit = Some(parse_vram_limit(&v)?);
@@ -221,14 +338,15 @@ impl EngineConfig {
             c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
         }
         if let Some(v) = var("CUZK_GPU_SPMV") {
-            c.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
+            c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
         if let Some(v) = var("CUZK_MSM_ACCUMULATION") {
-            c.msm_accumulation = crate::gpu::memory::layout::Accumulation::parse(&v)
+            c.tuning.msm_accumulation = Accumulation::parse(&v)
+                .map(MsmAccumulation::from)
                 .ok_or_else(|| bad("CUZK_MSM_ACCUMULATION", &v, "expected affine or xyzz"))?;
         }
         if let Some(v) = var("CUZK_MSM_AFFINE_MIN_LIST") {
-            c.msm_affine_min_list = Some(v.trim().parse::<u64>().map_err(|_| {
+            c.tuning.msm_affine_min_list = Some(v.trim().parse::<u64>().map_err(|_| {
                 bad(
                     "CUZK_MSM_AFFINE_MIN_LIST",
                     &v,
@@ -237,7 +355,7 @@ impl EngineConfig {
             })?);
         }
         if let Some(v) = var("CUZK_PARTITIONS_AHEAD") {
-            c.partitions_ahead = Some(v.trim().parse::<usize>().map_err(|_| {
+            c.tuning.partitions_ahead = Some(v.trim().parse::<usize>().map_err(|_| {
                 bad(
                     "CUZK_PARTITIONS_AHEAD",
                     &v,
@@ -257,7 +375,7 @@ impl EngineConfig {
 
     /// The parameter directory this configuration resolves to: [`EngineConfig::parameter_dir`],
     /// else `FIL_PROOFS_PARAMETER_CACHE` when set and not blank (an empty or blank value means
-    /// unset, never the working directory), else [`DEFAULT_PARAMETER_CACHE`].
+    /// unset, never the working directory), else `/var/tmp/filecoin-proof-parameters`.
     pub fn resolved_parameter_dir(&self) -> PathBuf {
         self.parameter_dir
             .clone()
@@ -269,12 +387,12 @@ impl EngineConfig {
             .unwrap_or_else(|| PathBuf::from(DEFAULT_PARAMETER_CACHE))
     }
 
-    /// The per-stage GPU timeout, with the default applied ([`DEFAULT_STAGE_TIMEOUT`]).
+    /// [`EngineConfig::stage_timeout`] with its default applied (600 s).
     pub fn stage_timeout(&self) -> Duration {
         self.stage_timeout.unwrap_or(DEFAULT_STAGE_TIMEOUT)
     }
 
-    /// Workers per device, with the default applied.
+    /// [`EngineConfig::gpu_workers_per_device`] with its default applied (2 when 0).
     pub fn workers_per_device(&self) -> usize {
         if self.gpu_workers_per_device == 0 {
             2
@@ -283,28 +401,150 @@ impl EngineConfig {
         }
     }
 
-    /// [`EngineConfig::gpu_sections_per_device`] with its default applied (1 when 0).
+    /// [`Tuning::gpu_sections_per_device`] with its default applied (1 when 0).
     pub fn sections_per_device(&self) -> usize {
-        self.gpu_sections_per_device.max(1)
+        self.tuning.gpu_sections_per_device.max(1)
+    }
+
+    /// Sets [`EngineConfig::parameter_dir`]: the directory of the `.params` / `.vk` files.
+    pub fn with_parameter_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.parameter_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets [`EngineConfig::verify_production_params`]: check the parameter files against
+    /// filecoin-proofs' official digests before first use.
+    pub fn with_verify_production_params(mut self, on: bool) -> Self {
+        self.verify_production_params = on;
+        self
+    }
+
+    /// Sets [`EngineConfig::backend`].
+    pub fn with_backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Sets [`EngineConfig::devices`]: the CUDA ordinals to use (after `CUDA_VISIBLE_DEVICES`).
+    pub fn with_devices(mut self, ordinals: impl IntoIterator<Item = usize>) -> Self {
+        self.devices = Some(ordinals.into_iter().collect());
+        self
+    }
+
+    /// Sets [`EngineConfig::gpu_workers_per_device`] (0: the default, 2).
+    pub fn with_gpu_workers_per_device(mut self, workers: usize) -> Self {
+        self.gpu_workers_per_device = workers;
+        self
+    }
+
+    /// Sets [`EngineConfig::vram_limit`]: a cap in bytes on the device memory used per device.
+    pub fn with_vram_limit(mut self, bytes: u64) -> Self {
+        self.vram_limit = Some(bytes);
+        self
+    }
+
+    /// Sets [`EngineConfig::host_memory_limit`]: the engine-wide host-memory budget in bytes.
+    pub fn with_host_memory_limit(mut self, bytes: u64) -> Self {
+        self.host_memory_limit = Some(bytes);
+        self
+    }
+
+    /// Sets [`EngineConfig::allow_cpu_fallback`]: whether GPU jobs may run on the CPU when no
+    /// device can take them (reported).
+    pub fn with_allow_cpu_fallback(mut self, allow: bool) -> Self {
+        self.allow_cpu_fallback = allow;
+        self
+    }
+
+    /// Sets [`EngineConfig::circuit_cache`].
+    pub fn with_circuit_cache(mut self, cache: CircuitCache) -> Self {
+        self.circuit_cache = cache;
+        self
+    }
+
+    /// Sets [`EngineConfig::stage_timeout`]: the longest one GPU stage may take.
+    pub fn with_stage_timeout(mut self, timeout: Duration) -> Self {
+        self.stage_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`EngineConfig::tuning`], the performance knobs.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+}
+
+impl Tuning {
+    /// Sets [`Tuning::gpu_sections_per_device`]: partitions whose kernels may run at once on a
+    /// device (0: the default, 1).
+    pub fn with_gpu_sections_per_device(mut self, sections: usize) -> Self {
+        self.gpu_sections_per_device = sections;
+        self
+    }
+
+    /// Sets [`Tuning::cpu_spmv_only`]: compute a, b, c on the CPU even when the GPU could.
+    pub fn with_cpu_spmv_only(mut self, on: bool) -> Self {
+        self.cpu_spmv_only = on;
+        self
+    }
+
+    /// Sets [`Tuning::msm_accumulation`].
+    pub fn with_msm_accumulation(mut self, accumulation: MsmAccumulation) -> Self {
+        self.msm_accumulation = accumulation;
+        self
+    }
+
+    /// Sets [`Tuning::msm_affine_min_list`]: the shortest bucket list (entries) accumulated
+    /// batch-affine, both groups (0: every MSM).
+    pub fn with_msm_affine_min_list(mut self, entries: u64) -> Self {
+        self.msm_affine_min_list = Some(entries);
+        self
+    }
+
+    /// Sets [`Tuning::gpu_start_tier`]: the memory tier each partition tries first.
+    pub fn with_gpu_start_tier(mut self, tier: Tier) -> Self {
+        self.gpu_start_tier = Some(tier);
+        self
+    }
+
+    /// Sets [`Tuning::partitions_ahead`]: witnesses made ahead of the partitions the GPU runs.
+    pub fn with_partitions_ahead(mut self, partitions: usize) -> Self {
+        self.partitions_ahead = Some(partitions);
+        self
     }
 }
 
 /// Per-call options of [`crate::Engine::prove_porep_c2`].
+///
+/// Built like [`EngineConfig`]: [`ProveOptions::default`] or [`ProveOptions::from_env`], then
+/// one `with_*` setter per field (`with_x(v)` sets `x` to `v`, to `Some(v)` for an `Option`):
+///
+/// ```
+/// # use cuzk::{CancelToken, ProveOptions, Synthesis};
+/// let cancel = CancelToken::new();
+/// let options = ProveOptions::default()
+///     .with_synthesis(Synthesis::Compiled)
+///     .with_cancel(cancel.clone());
+/// assert!(options.verify);
+/// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ProveOptions {
-    /// Verify every partition's proof before returning (default `true`). A proof that fails is
-    /// [`Error::VerificationFailed`], never a result.
+    /// Verify every partition's proof before returning (`CUZK_VERIFY`; default `true`). A proof
+    /// that fails is [`Error::VerificationFailed`], never a result.
     pub verify: bool,
-    /// Called for every finished stage of every partition.
+    /// Called for every finished stage of every partition (default `None`).
     pub progress: Option<ProgressFn>,
-    /// Fixed Groth16 blinding factors `(r, s)` per partition, for known-answer tests only.
-    /// `None` (the default) draws them from the OS random generator.
-    pub randomness: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
+    /// Fixed Groth16 blinding factors `(r, s)` per partition, for known-answer tests only
+    /// (cuzk's own tests: `with_randomness`, feature `internals`). `None` (the default) draws
+    /// them from the OS random generator.
+    pub(crate) randomness: Option<Vec<(blstrs::Scalar, blstrs::Scalar)>>,
     /// Compiled with the native witness (default), compiled with the gadget witness, or
-    /// reference synthesis.
+    /// reference synthesis (`CUZK_SYNTHESIS`).
     pub synthesis: Synthesis,
     /// Stops the call at its next checkpoint once set, with [`Error::Cancelled`] (see
-    /// [`crate::cancel`]). `None` (the default): the call runs to its end.
+    /// [`crate::CancelToken`]). `None` (the default): the call runs to its end.
     pub cancel: Option<crate::CancelToken>,
 }
 
@@ -339,6 +579,40 @@ impl ProveOptions {
             }
         }
         Ok(o)
+    }
+
+    /// Sets [`ProveOptions::verify`]: self-verification of every partition's proof.
+    pub fn with_verify(mut self, verify: bool) -> Self {
+        self.verify = verify;
+        self
+    }
+
+    /// Sets [`ProveOptions::progress`]: the callback of every finished stage.
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Sets [`ProveOptions::synthesis`].
+    pub fn with_synthesis(mut self, synthesis: Synthesis) -> Self {
+        self.synthesis = synthesis;
+        self
+    }
+
+    /// Sets [`ProveOptions::cancel`]: the token that stops the call at its next checkpoint.
+    pub fn with_cancel(mut self, cancel: crate::CancelToken) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Fixes the Groth16 blinding factors `(r, s)`, one pair per partition (a count that
+    /// differs from the proof's partitions is [`Error::InvalidInput`]): for known-answer tests
+    /// only; a proof made with known factors reveals its witness. cuzk's own tests only
+    /// (feature `internals`).
+    #[cfg(feature = "internals")]
+    pub fn with_randomness(mut self, rs: Vec<(blstrs::Scalar, blstrs::Scalar)>) -> Self {
+        self.randomness = Some(rs);
+        self
     }
 }
 
@@ -547,6 +821,77 @@ mod tests {
         }
         let c = EngineConfig::default();
         assert_eq!((c.workers_per_device(), c.sections_per_device()), (2, 1));
+    }
+
+    #[test]
+    fn setters_set_their_field_and_nothing_else() {
+        let c = EngineConfig::default()
+            .with_parameter_dir("/p")
+            .with_verify_production_params(true)
+            .with_backend(Backend::Cpu)
+            .with_devices([1, 0])
+            .with_gpu_workers_per_device(3)
+            .with_vram_limit(16 << 30)
+            .with_host_memory_limit(64 << 30)
+            .with_allow_cpu_fallback(true)
+            .with_circuit_cache(CircuitCache::Off)
+            .with_stage_timeout(Duration::from_secs(5))
+            .with_tuning(
+                Tuning::default()
+                    .with_gpu_sections_per_device(2)
+                    .with_cpu_spmv_only(true)
+                    .with_msm_accumulation(MsmAccumulation::Xyzz)
+                    .with_msm_affine_min_list(0)
+                    .with_gpu_start_tier(Tier::Partial)
+                    .with_partitions_ahead(1),
+            );
+        assert_eq!(c.parameter_dir.as_deref(), Some(std::path::Path::new("/p")));
+        assert!(c.verify_production_params && c.allow_cpu_fallback);
+        assert_eq!(c.backend, Backend::Cpu);
+        assert_eq!(c.devices, Some(vec![1, 0]));
+        assert_eq!((c.workers_per_device(), c.sections_per_device()), (3, 2));
+        assert_eq!((c.vram_limit, c.host_memory_limit), (Some(16 << 30), Some(64 << 30)));
+        assert_eq!(c.circuit_cache, CircuitCache::Off);
+        assert_eq!(c.stage_timeout(), Duration::from_secs(5));
+        let t = &c.tuning;
+        assert!(t.cpu_spmv_only);
+        assert_eq!(t.msm_accumulation, MsmAccumulation::Xyzz);
+        assert_eq!(t.msm_affine_min_list, Some(0));
+        assert_eq!(t.gpu_start_tier, Some(Tier::Partial));
+        assert_eq!(t.partitions_ahead, Some(1));
+        let o = ProveOptions::default()
+            .with_verify(false)
+            .with_synthesis(Synthesis::Gadget)
+            .with_cancel(crate::CancelToken::new());
+        assert!(!o.verify && o.progress.is_none() && o.cancel.is_some());
+        assert_eq!(o.synthesis, Synthesis::Gadget);
+        assert!(ProveOptions::default().verify);
+    }
+
+    #[test]
+    fn public_tuning_enums_map_onto_the_gpu_types() {
+        for (t, k) in [
+            Tier::Resident,
+            Tier::FullStaging,
+            Tier::Partial,
+            Tier::Streaming,
+        ]
+        .into_iter()
+        .zip(TierKind::ALL)
+        {
+            assert_eq!(TierKind::from(t), k);
+        }
+        for (m, a) in [
+            (MsmAccumulation::Xyzz, Accumulation::Xyzz),
+            (MsmAccumulation::BatchAffine, Accumulation::BatchAffine),
+        ] {
+            assert_eq!(Accumulation::from(m), a);
+            assert_eq!(MsmAccumulation::from(a), m);
+        }
+        assert_eq!(
+            Accumulation::from(MsmAccumulation::default()),
+            Accumulation::default()
+        );
     }
 
     #[test]

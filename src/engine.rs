@@ -35,6 +35,7 @@ pub const INJECTED_PANIC_MESSAGE: &str = "cuzk test: injected panic";
 
 /// Where and how one partition was proved.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PartitionReport {
     /// Partition index (0-based).
     pub partition: usize,
@@ -42,12 +43,14 @@ pub struct PartitionReport {
     pub backend: &'static str,
     /// CUDA device ordinal, for the GPU backend.
     pub device: Option<usize>,
-    /// Allocator tier that ran on the GPU (see `gpu::memory::alloc::Tier`), `None` on the CPU.
+    /// Name of the memory tier that ran on the GPU (`resident`, `full-staging`, `partial` or
+    /// `streaming`: [`crate::Tier`]), `None` on the CPU.
     pub tier: Option<String>,
 }
 
 /// Result of one C2 proof.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct C2Output {
     /// Proof bytes: 192 per partition (compressed A ‖ B ‖ C in bellperson's format), partitions
     /// in order — byte-identical in layout to filecoin-proofs' `seal_commit_phase2` output.
@@ -108,6 +111,7 @@ pub struct Engine {
     /// Compiled circuits, keyed by their parameter file (one per proof type).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     /// Layouts recorded for [`Engine::witness_c1`] (no matrices), keyed likewise.
+    #[cfg(feature = "internals")]
     layouts: Mutex<HashMap<PathBuf, Slot<circuit::Layout>>>,
     cpu: CpuBackend,
     gpu: Option<Arc<dyn ProverBackend>>,
@@ -148,7 +152,7 @@ impl Engine {
         let gate = Gate::new(
             gpu.as_ref()
                 .and_then(|g| g.parallel_partitions())
-                .map(|slots| slots + config.partitions_ahead.unwrap_or(slots)),
+                .map(|slots| slots + config.tuning.partitions_ahead.unwrap_or(slots)),
         );
         if let Some(n) = gate.limit() {
             log::info!("at most {n} partitions in flight (CUZK_PARTITIONS_AHEAD)");
@@ -160,6 +164,7 @@ impl Engine {
             config,
             params: Mutex::new(HashMap::new()),
             circuits: Mutex::new(HashMap::new()),
+            #[cfg(feature = "internals")]
             layouts: Mutex::new(HashMap::new()),
             cpu: CpuBackend,
             gpu,
@@ -205,12 +210,14 @@ impl Engine {
     /// [`Error::ParametersInvalid`] from [`Srs::load_with_vk`] (bad file; the two keys differ:
     /// names both files) or from the digest check (names the file). A failed load is not
     /// cached: a later call tries again (e.g. after the file was fetched).
-    pub fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
         once_per_key(&self.params, path, "parameter", || self.read_params(path))
     }
 
     /// Whether the parameters at `path` are loaded (kept by this engine).
-    pub fn params_loaded(&self, path: &Path) -> bool {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn params_loaded(&self, path: &Path) -> bool {
         let slot = match self.params.lock() {
             Ok(map) => map.get(path).cloned(),
             Err(_) => None,
@@ -243,7 +250,8 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::Internal`] if the circuit cannot be recorded; cache problems are warnings.
-    pub fn load_circuit<Tree: 'static + MerkleTreeTrait>(
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn load_circuit<Tree: 'static + MerkleTreeTrait>(
         &self,
         params_path: &Path,
         pp: &circuit::porep::PublicParams<Tree>,
@@ -380,6 +388,7 @@ impl Engine {
     /// # Errors
     /// As [`Engine::prove_porep_c2`] for input, parameter and synthesis errors (the assignment
     /// is not checked against the R1CS here: see [`prover::check_satisfied`]).
+    #[cfg(feature = "internals")]
     pub fn synthesize_c1(
         &self,
         c1_output: &[u8],
@@ -417,6 +426,7 @@ impl Engine {
     /// As [`Engine::synthesize_c1`]; [`Error::InvalidInput`] for [`Synthesis::Reference`]
     /// (it has no witness of its own) or a partition out of range.
     #[allow(clippy::too_many_arguments)]
+    #[cfg(feature = "internals")]
     pub fn witness_c1(
         &self,
         c1_output: &[u8],
@@ -456,6 +466,7 @@ impl Engine {
     ///
     /// # Errors
     /// As [`Engine::synthesize_c1`] for input and parameter errors.
+    #[cfg(feature = "internals")]
     pub fn circuit_c1(
         &self,
         c1_output: &[u8],
@@ -480,11 +491,13 @@ impl Engine {
 
     /// The engine-wide host-memory budget (loaded parameters + partitions in flight + idle
     /// pooled buffers).
+    #[cfg(feature = "internals")]
     pub fn host_budget(&self) -> &HostBudget {
         &self.budget
     }
 
     /// The engine's pool of witness buffers (see [`crate::gpu::memory::hostpool`]).
+    #[cfg(feature = "internals")]
     pub fn host_pool(&self) -> &HostPool {
         &self.host_pool
     }
@@ -633,6 +646,7 @@ fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
 
 /// The C1 output after the input checks of [`Engine::prove_porep_c2`] (prover id, JSON,
 /// sector and proof type), for the calls that stop before proving.
+#[cfg(feature = "internals")]
 fn checked_c1(
     c1_output: &[u8],
     sector_id: u64,
@@ -644,6 +658,7 @@ fn checked_c1(
     Ok(input.output)
 }
 
+#[cfg(feature = "internals")]
 fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
@@ -674,6 +689,7 @@ fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
 }
 
 #[allow(clippy::too_many_arguments)]
+#[cfg(feature = "internals")]
 fn witness_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
@@ -709,6 +725,7 @@ fn witness_shape<Tree: 'static + MerkleTreeTrait>(
     Ok((layout, w))
 }
 
+#[cfg(feature = "internals")]
 fn circuit_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,

@@ -1,21 +1,10 @@
-//! The crate's one error type and its stable numeric codes.
-//!
-//! Every fallible function of cuzk returns [`Result<T>`]. Each [`Error`] variant maps to a stable
-//! code ([`Error::code`]) that the C ABI (`ffi.rs`) returns unchanged, grouped by origin:
-//!
-//! | range | origin |
-//! |---|---|
-//! | 100–199 | input (C1 JSON, sector id, prover id, configuration / environment values) |
-//! | 200–299 | parameters (Groth16 `.params` / `.vk` files) |
-//! | 300–399 | device (no GPU, unsupported GPU, CUDA driver errors) |
-//! | 400–499 | out of memory (device or host) |
-//! | 500–599 | proving (synthesis, self-verification, cancellation) |
-//! | 900–999 | internal (I/O, panics, bugs) |
+//! The crate's one error type, [`Error`], and its stable numeric codes.
 
 use std::path::PathBuf;
 
 /// Why a device was taken out of service (the `fault` of [`Error::Cuda`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DeviceFault {
     /// A sticky driver error (illegal address, launch failure, uncorrectable ECC, …): the CUDA
     /// context is poisoned (see `gpu::driver::fault::STICKY_CODES`).
@@ -28,6 +17,18 @@ pub enum DeviceFault {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Every error cuzk can return. Messages carry the numbers a user needs to act.
+///
+/// Every fallible function of cuzk returns [`Result<T>`]. Each variant maps to a stable code
+/// ([`Error::code`]) that the C ABI ([`crate::ffi`]) returns unchanged, grouped by origin:
+///
+/// | range | origin |
+/// |---|---|
+/// | 100–199 | input (C1 JSON, sector id, prover id, configuration / environment values) |
+/// | 200–299 | parameters (Groth16 `.params` / `.vk` files) |
+/// | 300–399 | device (no GPU, unsupported GPU, CUDA driver errors) |
+/// | 400–499 | out of memory (device or host) |
+/// | 500–599 | proving (synthesis, self-verification, cancellation) |
+/// | 900–999 | internal (I/O, panics, bugs) |
 ///
 /// Non-exhaustive: later versions may add variants (a new code within its group), so a `match`
 /// outside cuzk needs a wildcard arm; [`Error::code`] gives the group of any variant.
@@ -66,7 +67,7 @@ pub enum Error {
 
     // ---- parameters: 200-299 ----
     /// A parameter or verifying-key file is missing. The hint names the parameter directory
-    /// when it was given explicitly ([`Error::with_parameter_dir`]), else the ways to set one.
+    /// when it was given explicitly (`given_dir`), else the ways to set one.
     #[error("Groth16 parameters not found at {path} ({})", parameters_hint(.given_dir.as_deref()))]
     ParametersNotFound {
         /// Path that was looked up.
@@ -164,7 +165,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// Stable numeric code of this error (see the module table). Never 0 (0 is success in C).
+    /// Stable numeric code of this error (see the table of [`Error`]). Never 0 (0 is success in C).
     pub fn code(&self) -> i32 {
         match self {
             Error::MalformedInput(_) => 100,
@@ -191,6 +192,7 @@ impl Error {
     /// This error, with `dir` as the explicitly given parameter directory of an
     /// [`Error::ParametersNotFound`] (its hint then names `dir` instead of
     /// `FIL_PROOFS_PARAMETER_CACHE`); other errors, and `dir: None`, unchanged.
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_parameter_dir(self, dir: Option<&std::path::Path>) -> Self {
         match (self, dir) {
             (Error::ParametersNotFound { path, .. }, Some(d)) => Error::ParametersNotFound {
@@ -203,13 +205,15 @@ impl Error {
 
     /// Builds an [`Error::Internal`] from anything printable (used for dependency errors that
     /// indicate a bug rather than bad input).
-    pub fn internal(e: impl std::fmt::Display) -> Self {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
         Error::Internal(e.to_string())
     }
 
     /// Converts a panic payload (from `catch_unwind`) into [`Error::Panic`], keeping the message
     /// of `&str` and `String` payloads.
-    pub fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Self {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn from_panic(payload: Box<dyn std::any::Any + Send>) -> Self {
         let msg = if let Some(s) = payload.downcast_ref::<&str>() {
             (*s).to_string()
         } else if let Some(s) = payload.downcast_ref::<String>() {

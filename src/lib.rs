@@ -12,28 +12,64 @@
 //! The data flow (parse → parameters → synthesis → H polynomial and MSMs → Groth16 epilogue →
 //! verification) is the design card's; the Groth16 construction is Groth, "On the Size of
 //! Pairing-based Non-interactive Arguments", EUROCRYPT 2016, as laid out by bellperson.
+//!
+//! # Public API
+//!
+//! Everything a caller needs is at the crate root ([`Engine`], [`EngineConfig`] and its
+//! [`Tuning`], [`ProveOptions`], [`C2Output`], [`Error`], progress and cancellation types), plus
+//! [`c1::prover_id_from_actor_id`] and the C ABI in [`ffi`]. Settings are built from
+//! `Default` (or `from_env`) with `with_*` setters; the structs and enums are
+//! `#[non_exhaustive]`, so later versions can add fields and variants without breaking callers.
+//!
+//! The crate's other modules (circuit, GPU, scheduler, parameter files, …) are public only with
+//! the cargo feature `internals`, which exists for cuzk's own tools (the `dev/` crate, the
+//! `cuzk` command, the daemon, tests, benches and examples) and carries no stability promise.
 #![deny(missing_docs)]
 
-pub mod budget;
+/// Declares modules that are `pub` with the feature `internals` (cuzk's own tools: no stability
+/// promise) and crate-private without it.
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
 pub mod c1;
-pub mod cancel;
-pub mod circuit;
-pub mod config;
-pub mod digest;
-pub mod engine;
-pub mod error;
 pub mod ffi;
-pub mod gpu;
-pub mod ntt;
-pub mod pipeline;
-pub mod progress;
-pub mod prover;
-pub mod scheduler;
-pub mod srs;
-pub mod synth;
+
+internal_modules! {
+    budget;
+    cancel;
+    circuit;
+    config;
+    digest;
+    engine;
+    error;
+    // Without `cuda` only the witness buffer pool (`hostpool`, `pinned`) serves the library;
+    // the GPU backend's planning code (allocator tiers, layouts, faults) is compiled for its
+    // unit tests and cuzk's tools.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    gpu;
+    ntt;
+    pipeline;
+    progress;
+    prover;
+    // The GPU backend's scheduler: without `cuda`, compiled for its unit tests only.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    scheduler;
+    srs;
+    synth;
+}
 
 pub use cancel::CancelToken;
-pub use config::{Backend, CircuitCache, EngineConfig, ProveOptions, Synthesis};
+pub use config::{
+    Backend, CircuitCache, EngineConfig, MsmAccumulation, ProveOptions, Synthesis, Tier, Tuning,
+};
 pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport};
-pub use error::{Error, Result};
+pub use error::{DeviceFault, Error, Result};
 pub use progress::{ProgressEvent, ProgressFn, Stage, Timings};

@@ -51,11 +51,13 @@ impl Domain {
     }
 
     /// log2 of the size.
+    #[cfg(any(test, feature = "internals"))]
     pub fn log_size(&self) -> u32 {
         self.log_n
     }
 
     /// The generator ω of the domain (a primitive n-th root of unity).
+    #[cfg(any(test, feature = "internals"))]
     pub fn omega(&self) -> Fr {
         self.omega
     }

@@ -6,7 +6,7 @@
 //! partitions in flight only hold memory. So the engine admits at most
 //! `slots + ahead` partitions at once across all calls — `slots` the partitions the backend
 //! runs at once (GPU: devices × workers per device), `ahead` the witnesses made while they
-//! run ([`crate::EngineConfig::partitions_ahead`]) — and the host-memory budget
+//! run ([`crate::Tuning::partitions_ahead`]) — and the host-memory budget
 //! ([`crate::budget`]) still decides below that. Admission is first come, first served.
 //!
 //! Steady state is then max(witness, GPU) per partition instead of their sum, and peak host
@@ -53,6 +53,7 @@ impl Gate {
     }
 
     /// Partitions admitted now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn in_flight(&self) -> usize {
         self.state.lock().map_or(0, |s| s.in_flight)
     }
@@ -108,6 +109,7 @@ impl<T: Clone> Latch<T> {
     }
 
     /// A latch holding `v` already.
+    #[cfg(any(test, feature = "internals"))]
     pub fn with(v: T) -> Self {
         Latch {
             value: Mutex::new(Some(Some(v))),

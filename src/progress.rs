@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 /// A stage of one `prove_porep_c2` call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Stage {
     /// Parsing and validating the C1 output: its JSON, then its vanilla proofs against its
     /// commitments (one report per call).
@@ -70,6 +71,7 @@ impl Stage {
 
 /// One progress report: a stage finished, for one partition (`None`: the whole call).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ProgressEvent {
     /// Partition index, or `None` for call-wide stages.
     pub partition: Option<usize>,
@@ -84,6 +86,7 @@ pub type ProgressFn = Arc<dyn Fn(&ProgressEvent) + Send + Sync>;
 
 /// Timings of stages, in the order they were recorded (a stage may appear once per partition).
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct Timings {
     /// `(partition, stage, elapsed)` entries.
     pub entries: Vec<(Option<usize>, Stage, Duration)>,

@@ -35,6 +35,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+#[cfg(any(test, feature = "internals"))]
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -67,11 +68,13 @@ pub trait PartitionExecutor: Send + Sync + 'static {
 }
 
 /// A [`PartitionExecutor`] from a closure: `FnExecutor::new(|attempt, job| ...)`.
+#[cfg(any(test, feature = "internals"))]
 pub struct FnExecutor<J, O, F> {
     f: F,
     _types: PhantomData<fn(J) -> O>,
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl<J, O, F> FnExecutor<J, O, F>
 where
     F: Fn(&Attempt<'_>, &J) -> Result<O> + Send + Sync + 'static,
@@ -85,6 +88,7 @@ where
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl<J, O, F> PartitionExecutor for FnExecutor<J, O, F>
 where
     J: Send + 'static,
@@ -183,6 +187,7 @@ impl GpuSection {
     }
 
     /// Counters since creation.
+    #[cfg(any(test, feature = "internals"))]
     pub fn stats(&self) -> GpuSectionStats {
         GpuSectionStats {
             permits: self.permits,
@@ -230,6 +235,8 @@ pub struct Attempt<'a> {
     /// fresh device, one below the tier of the previous failed try on the same device.
     pub start_tier: TierKind,
     /// Error of the previous try, if any.
+    // Read by the scheduler's tests; the GPU backend's executor does not need it.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub previous_error: Option<&'a Error>,
     gpu: &'a GpuSection,
     tier: AtomicU8,
@@ -330,6 +337,7 @@ impl fmt::Debug for SchedulerConfig {
 
 impl SchedulerConfig {
     /// `workers_per_device` workers on each of `devices`, one GPU-section permit, no probe.
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(devices: Vec<usize>, workers_per_device: usize) -> Self {
         SchedulerConfig {
             devices,
@@ -366,12 +374,16 @@ pub struct PartitionOutcome<O> {
     /// The executor's output, or the typed error of the last try.
     pub result: Result<O>,
     /// CUDA ordinal of the last try (`None` if it never ran).
+    // `device`, `tier` and `gpu_wait`: read by tests and the batch example (`Scheduler::run`).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub device: Option<usize>,
     /// Tier recorded by the last try.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub tier: Option<TierKind>,
     /// Number of tries.
     pub attempts: u32,
     /// Time spent waiting for GPU sections, all tries.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub gpu_wait: Duration,
     /// Every try in order.
     pub history: Vec<AttemptRecord>,
@@ -421,6 +433,7 @@ impl<O> fmt::Debug for CallHandle<O> {
 
 impl<O> CallHandle<O> {
     /// Call id (also [`Attempt::call`]).
+    #[cfg(any(test, feature = "internals"))]
     pub fn id(&self) -> u64 {
         self.shared.id
     }
@@ -431,6 +444,7 @@ impl<O> CallHandle<O> {
     }
 
     /// Whether the call has no partitions.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -442,11 +456,13 @@ impl<O> CallHandle<O> {
     }
 
     /// Whether every partition has finished.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_done(&self) -> bool {
         lock(&self.shared.state).remaining == 0
     }
 
     /// Waits up to `timeout` for the call to finish; `true` when done.
+    #[cfg(any(test, feature = "internals"))]
     pub fn wait_timeout(&self, timeout: Duration) -> bool {
         let st = lock(&self.shared.state);
         let (st, _) = self
@@ -478,6 +494,7 @@ impl<O> CallHandle<O> {
     }
 
     /// Waits for every partition and returns the results in partition order.
+    #[cfg(any(test, feature = "internals"))]
     pub fn wait(self) -> Vec<Result<O>> {
         self.wait_outcomes().into_iter().map(|o| o.result).collect()
     }
@@ -487,6 +504,7 @@ impl<O> CallHandle<O> {
     ///
     /// # Errors
     /// The first failed partition's typed error.
+    #[cfg(any(test, feature = "internals"))]
     pub fn join(self) -> Result<Vec<O>> {
         self.wait().into_iter().collect()
     }
@@ -562,6 +580,7 @@ pub struct DeviceStats {
 
 /// Counters of a [`Scheduler`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg(any(test, feature = "internals"))]
 pub struct SchedulerStats {
     /// Partitions waiting for a worker.
     pub queued: usize,
@@ -1020,21 +1039,25 @@ impl<E: PartitionExecutor> Scheduler<E> {
     }
 
     /// [`Self::submit`] and wait: results in partition order.
+    #[cfg(any(test, feature = "internals"))]
     pub fn run(&self, jobs: Vec<E::Job>) -> Vec<Result<E::Output>> {
         self.submit(jobs).wait()
     }
 
     /// CUDA ordinals, in configuration order.
+    #[cfg(any(test, feature = "internals"))]
     pub fn devices(&self) -> &[usize] {
         &self.shared.devices
     }
 
     /// The executor.
+    #[cfg(any(test, feature = "internals"))]
     pub fn executor(&self) -> &Arc<E> {
         &self.shared.exec
     }
 
     /// The devices retired after a fault, with the fault's message, in configuration order.
+    #[cfg(any(test, feature = "internals"))]
     pub fn retired_devices(&self) -> Vec<(usize, String)> {
         let st = lock(&self.shared.state);
         self.shared
@@ -1046,6 +1069,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
     }
 
     /// Counters now.
+    #[cfg(any(test, feature = "internals"))]
     pub fn stats(&self) -> SchedulerStats {
         let st = lock(&self.shared.state);
         SchedulerStats {

@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use bellperson::groth16::{prepare_verifying_key, Parameters, PreparedVerifyingKey, VerifyingKey};
+#[cfg(any(test, feature = "internals"))]
+use bellperson::groth16::Parameters;
+use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, VerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
@@ -255,6 +257,7 @@ impl Srs {
     /// # Errors
     /// [`Error::ParametersNotFound`] if the file does not exist; [`Error::ParametersInvalid`] if it
     /// is empty, truncated, has trailing bytes or bad points.
+    #[cfg(any(test, feature = "internals"))]
     pub fn load(path: &Path) -> Result<Srs> {
         Srs::load_inner(path, None)
     }
@@ -404,6 +407,7 @@ impl Srs {
     }
 
     /// The same parameters as bellperson's in-memory [`Parameters`] (shares the point vectors).
+    #[cfg(any(test, feature = "internals"))]
     pub fn to_bellperson(&self) -> Parameters<Bls12> {
         Parameters {
             vk: self.vk.clone(),
@@ -475,6 +479,7 @@ pub fn read_vk_file(path: &Path) -> Result<VerifyingKey<Bls12>> {
 /// # Errors
 /// [`Error::UnsupportedProof`] for a proof type whose public parameters filecoin-proofs cannot
 /// build (e.g. non-interactive PoRep).
+#[cfg(any(test, feature = "internals"))]
 pub fn porep_param_paths_of(
     proof: filecoin_proofs_api::RegisteredSealProof,
     dir: &Path,

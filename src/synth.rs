@@ -59,11 +59,13 @@ impl Density {
     }
 
     /// Number of variables tracked.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no variable is tracked.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -107,11 +109,14 @@ pub struct Assignment {
 
 impl Assignment {
     /// Number of constraints, including the per-input constraints.
+    // Read by the GPU backend only (feature `cuda`).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub fn num_constraints(&self) -> usize {
         self.a.len()
     }
 
     /// log2 of the evaluation domain: the smallest power of two ≥ the number of constraints.
+    #[cfg(any(test, feature = "internals"))]
     pub fn domain_log2(&self) -> u32 {
         self.a.len().max(1).next_power_of_two().trailing_zeros()
     }
@@ -137,6 +142,7 @@ impl Assignment {
 
     /// Counts of scalar classes in `aux` restricted to a density (or all when `None`):
     /// `(zeros, ones, others)`. The PoRep witness is mostly 0/1; the GPU MSM uses this split.
+    #[cfg(any(test, feature = "internals"))]
     pub fn aux_split(&self, density: Option<&Density>) -> (usize, usize, usize) {
         let (mut z, mut o, mut r) = (0, 0, 0);
         for (i, v) in self.aux.iter().enumerate() {

@@ -40,12 +40,12 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn engine(cache: CircuitCache) -> std::sync::Arc<Engine> {
-    Engine::new(EngineConfig {
-        parameter_dir: Some(fixture().param_dir.clone()),
-        backend: Backend::Cpu,
-        circuit_cache: cache,
-        ..Default::default()
-    })
+    Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&fixture().param_dir)
+            .with_backend(Backend::Cpu)
+            .with_circuit_cache(cache),
+    )
     .unwrap()
 }
 
@@ -147,10 +147,10 @@ fn compiled_proof_verifies_and_a_damaged_cache_is_rebuilt() {
     let dir = temp_dir("damage");
     let e = engine(CircuitCache::Dir(dir.clone()));
     let rs = vec![(Fr::from(3u64), Fr::from(5u64))];
-    let opts = |synthesis| ProveOptions {
-        randomness: Some(rs.clone()),
-        synthesis,
-        ..Default::default()
+    let opts = |synthesis| {
+        ProveOptions::default()
+            .with_randomness(rs.clone())
+            .with_synthesis(synthesis)
     };
     // (tests/prove_cpu.rs checks the default path's bytes against bellperson's own prover.)
     let compiled = e
@@ -237,12 +237,12 @@ fn an_unwritable_cache_directory_still_proves() {
 #[test]
 fn a_host_memory_limit_that_cannot_hold_one_partition_is_a_typed_error() {
     let f = fixture();
-    let e = Engine::new(EngineConfig {
-        parameter_dir: Some(f.param_dir.clone()),
-        backend: Backend::Cpu,
-        host_memory_limit: Some(1 << 30), // below the 1.1 GB of parameters + one partition
-        ..Default::default()
-    })
+    let e = Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(Backend::Cpu)
+            .with_host_memory_limit(1 << 30), // below the 1.1 GB of parameters + one partition
+    )
     .unwrap();
     let err = e
         .prove_porep_c2(

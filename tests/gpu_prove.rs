@@ -38,18 +38,16 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
         f.dir.display()
     );
     let c1 = f.read_c1().unwrap();
-    let cfg = |backend| EngineConfig {
-        parameter_dir: Some(f.param_dir.clone()),
-        backend,
-        ..EngineConfig::from_env().unwrap()
+    let cfg = |backend| {
+        EngineConfig::from_env()
+            .unwrap()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(backend)
     };
     let gpu = Engine::new(cfg(Backend::Gpu)).unwrap();
     let cpu = Engine::new(cfg(Backend::Cpu)).unwrap();
     let rs = vec![(Fr::from(77u64), Fr::from(1234567u64))];
-    let opts = ProveOptions {
-        randomness: Some(rs),
-        ..Default::default()
-    };
+    let opts = ProveOptions::default().with_randomness(rs);
     let g = gpu
         .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts)
         .unwrap();

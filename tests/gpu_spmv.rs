@@ -197,11 +197,11 @@ fn gpu_spmv_of_the_real_2kib_circuit_equals_the_cpu() {
     let Some(dev) = device() else { return };
     let _ = env_logger::builder().is_test(true).try_init();
     let f = ensure_2kib_fixture(&default_fixture_dir()).expect("2 KiB fixture");
-    let engine = Engine::new(EngineConfig {
-        parameter_dir: Some(f.param_dir.clone()),
-        backend: Backend::Cpu,
-        ..Default::default()
-    })
+    let engine = Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(Backend::Cpu),
+    )
     .expect("engine");
     let c1 = f.read_c1().unwrap();
     let cc = engine.circuit_c1(&c1, f.sector_id, &f.prover_id).unwrap();

@@ -33,11 +33,7 @@ fn dir_with_params(name: &str) -> (PathBuf, PathBuf) {
 /// Proves the fixture's C1 output with an engine on `config`; returns the error.
 fn prove_err(config: EngineConfig) -> Error {
     let f = fixture();
-    let engine = Engine::new(EngineConfig {
-        backend: Backend::Cpu,
-        ..config
-    })
-    .unwrap();
+    let engine = Engine::new(config.with_backend(Backend::Cpu)).unwrap();
     let c1 = f.read_c1().unwrap();
     engine
         .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &ProveOptions::default())
@@ -46,10 +42,7 @@ fn prove_err(config: EngineConfig) -> Error {
 }
 
 fn in_dir(d: &Path) -> EngineConfig {
-    EngineConfig {
-        parameter_dir: Some(d.to_path_buf()),
-        ..Default::default()
-    }
+    EngineConfig::default().with_parameter_dir(d)
 }
 
 #[test]
@@ -95,10 +88,7 @@ fn a_missing_vk_file_is_200_naming_it() {
 #[test]
 fn production_check_refuses_the_test_parameters_with_201_naming_the_file() {
     let f = fixture();
-    let e = prove_err(EngineConfig {
-        verify_production_params: true,
-        ..in_dir(&f.param_dir)
-    });
+    let e = prove_err(in_dir(&f.param_dir).with_verify_production_params(true));
     eprintln!("production check: error {}: {e}", e.code());
     assert_eq!(e.code(), 201, "{e}");
     let msg = e.to_string();
@@ -109,10 +99,7 @@ fn production_check_refuses_the_test_parameters_with_201_naming_the_file() {
     // The outcome is cached by (path, size, mtime): a second engine does not hash again and
     // gets the same error.
     let t = std::time::Instant::now();
-    let again = prove_err(EngineConfig {
-        verify_production_params: true,
-        ..in_dir(&f.param_dir)
-    });
+    let again = prove_err(in_dir(&f.param_dir).with_verify_production_params(true));
     assert_eq!(again.to_string(), msg);
     eprintln!(
         "second check (cached) in {:.3} s",
@@ -145,10 +132,7 @@ fn fil_proofs_verify_production_params_from_the_environment() {
     }
     let config = EngineConfig::from_env().unwrap();
     assert!(config.verify_production_params);
-    let e = prove_err(EngineConfig {
-        parameter_dir: Some(f.param_dir.clone()),
-        ..config
-    });
+    let e = prove_err(config.with_parameter_dir(&f.param_dir));
     assert_eq!(e.code(), 201, "{e}");
     assert!(
         e.to_string().contains(&f.params_file.display().to_string()),

@@ -22,11 +22,11 @@ fn fixture() -> &'static Fixture {
 fn engine() -> Arc<Engine> {
     static E: OnceLock<Arc<Engine>> = OnceLock::new();
     E.get_or_init(|| {
-        Engine::new(EngineConfig {
-            parameter_dir: Some(fixture().param_dir.clone()),
-            backend: Backend::Cpu,
-            ..Default::default()
-        })
+        Engine::new(
+            EngineConfig::default()
+                .with_parameter_dir(&fixture().param_dir)
+                .with_backend(Backend::Cpu),
+        )
         .expect("engine")
     })
     .clone()
@@ -39,14 +39,11 @@ fn c1() -> Vec<u8> {
 /// Options whose progress callback counts the [`cuzk::Stage::Parse`] reports in `count`.
 fn counting_parse(count: &Arc<AtomicUsize>) -> ProveOptions {
     let c = count.clone();
-    ProveOptions {
-        progress: Some(Arc::new(move |e: &cuzk::ProgressEvent| {
-            if e.stage == cuzk::Stage::Parse {
-                c.fetch_add(1, Ordering::SeqCst);
-            }
-        })),
-        ..ProveOptions::default()
-    }
+    ProveOptions::default().with_progress(Arc::new(move |e: &cuzk::ProgressEvent| {
+        if e.stage == cuzk::Stage::Parse {
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+    }))
 }
 
 #[test]
@@ -191,10 +188,7 @@ fn known_answer_same_r_s_gives_bellpersons_bytes_and_h() {
     let f = fixture();
     let r = Fr::from(0x1234_5678_9abc_def0u64).square();
     let s = Fr::from(0x0fed_cba9_8765_4321u64).square();
-    let opts = ProveOptions {
-        randomness: Some(vec![(r, s)]),
-        ..Default::default()
-    };
+    let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
     let ours = engine()
         .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
         .unwrap();
@@ -246,11 +240,11 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn engine_with_params(dir: &Path) -> Arc<Engine> {
-    Engine::new(EngineConfig {
-        parameter_dir: Some(dir.to_path_buf()),
-        backend: Backend::Cpu,
-        ..Default::default()
-    })
+    Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(dir)
+            .with_backend(Backend::Cpu),
+    )
     .unwrap()
 }
 
@@ -453,16 +447,14 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
     let token = cuzk::CancelToken::new();
     let opts = |cancel_at: Option<cuzk::Stage>| {
         let (seen, t) = (stages.clone(), token.clone());
-        ProveOptions {
-            progress: Some(Arc::new(move |e: &cuzk::ProgressEvent| {
+        ProveOptions::default()
+            .with_progress(Arc::new(move |e: &cuzk::ProgressEvent| {
                 seen.lock().unwrap().push(e.stage);
                 if Some(e.stage) == cancel_at {
                     t.cancel();
                 }
-            })),
-            cancel: Some(token.clone()),
-            ..ProveOptions::default()
-        }
+            }))
+            .with_cancel(token.clone())
     };
 
     // Cancelled after the witness of partition 0.
@@ -509,10 +501,7 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
             &c1(),
             f.sector_id,
             &f.prover_id,
-            &ProveOptions {
-                cancel: Some(cuzk::CancelToken::new()),
-                ..ProveOptions::default()
-            },
+            &ProveOptions::default().with_cancel(cuzk::CancelToken::new()),
         )
         .unwrap();
     assert!(out.verified);

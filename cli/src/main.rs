@@ -338,10 +338,7 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
     let param_dir = parameter_dir(&a.sector)?;
     let prover_id = parse_prover_id(&a.sector.prover_id)?;
     let (bytes, c1, sector) = read_c1(&a.sector)?;
-    let mut config = EngineConfig {
-        parameter_dir: Some(param_dir),
-        ..EngineConfig::from_env()?
-    };
+    let mut config = EngineConfig::from_env()?.with_parameter_dir(param_dir);
     if let Some(b) = a.backend {
         config.backend = match b {
             BackendArg::Auto => Backend::Auto,

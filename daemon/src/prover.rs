@@ -54,7 +54,7 @@ pub struct DeviceState {
 /// several at once with `--jobs` > 1); must be thread-safe. Tests use a fake one.
 pub trait Prover: Send + Sync + 'static {
     /// Proves one PoRep C2 job; returns [`cuzk::Error::Cancelled`] soon after `cancel` is set
-    /// (the engine's checkpoints, see [`cuzk::cancel`]).
+    /// (the engine's checkpoints, see [`cuzk::CancelToken`]).
     ///
     /// # Errors
     /// The engine's error, unchanged.
@@ -134,11 +134,9 @@ impl Prover for EngineProver {
         job: &PorepJob,
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
-        let options = ProveOptions {
-            verify: self.verify,
-            cancel: Some(cancel.clone()),
-            ..ProveOptions::default()
-        };
+        let options = ProveOptions::default()
+            .with_verify(self.verify)
+            .with_cancel(cancel.clone());
         let out =
             self.engine
                 .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;

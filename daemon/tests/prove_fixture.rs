@@ -23,11 +23,11 @@ async fn the_2kib_fixture_proves_through_the_daemon_and_verifies() {
         .await
         .unwrap()
         .expect("2 KiB fixture");
-    let engine = Engine::new(EngineConfig {
-        parameter_dir: Some(f.param_dir.clone()),
-        backend: Backend::Cpu,
-        ..Default::default()
-    })
+    let engine = Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(Backend::Cpu),
+    )
     .unwrap();
     let sock = temp_dir("prove").join("cuzk.sock");
     let d = Daemon::start(

@@ -20,11 +20,7 @@ fn check(p: RegisteredSealProof, partition: usize, challenges: Option<usize>) {
     };
     let g = c1gen::generate(&spec).expect("generate");
     let c1 = g.c1_json().unwrap();
-    let engine = Engine::new(EngineConfig {
-        backend: Backend::Cpu,
-        ..Default::default()
-    })
-    .unwrap();
+    let engine = Engine::new(EngineConfig::default().with_backend(Backend::Cpu)).unwrap();
     let mut t = Timings::default();
     let mut run = |s| {
         engine

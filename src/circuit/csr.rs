@@ -62,6 +62,7 @@ impl CoeffTable {
     }
 
     /// Never true (1 and −1 are always present); for clippy's `len` convention.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }

@@ -27,6 +27,7 @@ pub mod porep;
 pub mod record;
 pub mod witness;
 
+#[cfg(any(test, feature = "internals"))]
 use std::ops::Range;
 
 use blstrs::Scalar as Fr;
@@ -70,18 +71,21 @@ impl Layout {
     }
 
     /// Aux variables of challenge `i`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn challenge_aux(&self, i: usize) -> Range<usize> {
         let s = self.prefix.aux + i * self.block.aux;
         s..s + self.block.aux
     }
 
     /// Inputs of challenge `i`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn challenge_inputs(&self, i: usize) -> Range<usize> {
         let s = self.prefix.inputs + i * self.block.inputs;
         s..s + self.block.inputs
     }
 
     /// Constraints of challenge `i`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn challenge_constraints(&self, i: usize) -> Range<usize> {
         let s = self.prefix.constraints + i * self.block.constraints;
         s..s + self.block.constraints
@@ -290,6 +294,7 @@ fn layout_of_recording(rec: &record::Recording, challenges: usize) -> Result<Lay
 ///
 /// # Errors
 /// As [`CompiledCircuit::compile`].
+#[cfg(any(test, feature = "internals"))]
 pub fn layout_of<C: bellperson::Circuit<Fr>>(
     one_challenge: C,
     challenges: usize,

@@ -65,6 +65,7 @@ pub fn compile<Tree: 'static + MerkleTreeTrait>(
 ///
 /// # Errors
 /// As [`compile`].
+#[cfg(any(test, feature = "internals"))]
 pub fn layout<Tree: 'static + MerkleTreeTrait>(pp: &PublicParams<Tree>) -> Result<Layout> {
     let mut one = pp.clone();
     one.challenges = one_challenge(&pp.challenges);

@@ -132,6 +132,7 @@ impl ConstraintSystem<Fr> for WitnessWriter<'_> {
 /// [`Error::Synthesis`] naming the challenge when its circuit fails (e.g. a missing value), or
 /// when it allocates a different number of variables than the compiled layout (the circuit is
 /// not the recorded one).
+#[cfg(any(test, feature = "internals"))]
 pub fn generate<C, F>(layout: &Layout, partition: usize, make: F) -> Result<Witness>
 where
     C: bellperson::Circuit<Fr>,

@@ -154,7 +154,7 @@ impl Slot {
 struct GpuJob {
     asg: Mutex<Assignment>,
     compiled: Option<Arc<CompiledCircuit>>,
-    /// Whether a, b, c may be computed on the device (`EngineConfig::gpu_spmv`).
+    /// Whether a, b, c may be computed on the device (`Tuning::cpu_spmv_only` off).
     gpu_spmv: bool,
     srs: Arc<Srs>,
     reporter: Reporter,
@@ -240,7 +240,10 @@ impl GpuBackend {
             let dev = Device::get(o)?;
             let alloc = DeviceAllocator::new(o, Arc::new(DriverMemInfo), config.vram_limit)
                 .with_sm_count(dev.sm_count())
-                .with_accumulation(config.msm_accumulation, config.msm_affine_min_list);
+                .with_accumulation(
+                    config.tuning.msm_accumulation.into(),
+                    config.tuning.msm_affine_min_list,
+                );
             let (free, total) = dev.mem_get_info()?;
             capacities.push(config.vram_limit.map_or(total, |l| l.min(total)));
             log::info!(
@@ -273,13 +276,13 @@ impl GpuBackend {
             free_memory: Some(Arc::new(move |d| {
                 probe.slot(d).ok().and_then(|s| s.alloc.available().ok())
             })),
-            start_tier: config.gpu_start_tier.unwrap_or(TierKind::Resident),
+            start_tier: config.tuning.gpu_start_tier.map_or(TierKind::Resident, Into::into),
         };
         let scheduler = Scheduler::new(executor, sched_config)?;
         Ok(GpuBackend {
             scheduler,
             allow_cpu: config.allow_cpu_fallback,
-            gpu_spmv: !config.cpu_spmv_only,
+            gpu_spmv: !config.tuning.cpu_spmv_only,
             capacities,
             workers_per_device: config.workers_per_device() as u64,
         })

@@ -65,6 +65,8 @@ pub struct PartitionCtx<'a> {
     /// Host memory for a, b, c beyond the partition's permit, when that permit counted only
     /// the witness ([`ProverBackend::abc_on_host`] was false): taken if they are computed on the host
     /// after all. `None`: nothing to take (already counted, or no budget involved).
+    // Read by the GPU backend only (feature `cuda`).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub host_top_up: Option<crate::budget::HostTopUp>,
     /// Set by a backend when a device copy from the partition's host buffers (its witness)
     /// may still be running after it returned: a stage timed out during an upload and the
@@ -226,6 +228,7 @@ pub fn proof_to_bytes(p: &Proof<Bls12>) -> [u8; PROOF_BYTES] {
 /// has a density) and the bases `points` their set bits use (`points[k]` pairs with the k-th set
 /// bit overall, as in bellperson's layout).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct MsmPass {
     /// First scalar of the pass.
     pub s: usize,
@@ -240,6 +243,7 @@ pub struct MsmPass {
 /// Splits an MSM over `n` scalars into passes of about `chunk` scalars (rounded up to a multiple
 /// of 64 so density words split cleanly). With a density, passes whose scalars are all outside
 /// it are dropped. Used by the GPU backend when bases stream from host memory.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub fn msm_passes(n: usize, density: Option<&crate::synth::Density>, chunk: usize) -> Vec<MsmPass> {
     let chunk = chunk.div_ceil(64).max(1) * 64;
     let mut out = Vec::new();

@@ -50,10 +50,13 @@ impl TreeShape {
     /// Tree D (comm_d): binary, `AuthPath<Sha256Hasher, U2, U0, U0>`.
     pub const BINARY: TreeShape = TreeShape::new(2, 0, 0);
     /// Trees R and C of 2 KiB, 8 MiB and 512 MiB sectors: `(8, 0, 0)`.
+    #[cfg(test)]
     pub const OCT: TreeShape = TreeShape::new(8, 0, 0);
     /// Trees R and C of 32 GiB sectors: `(8, 8, 0)`.
+    #[cfg(test)]
     pub const OCT_SUB8: TreeShape = TreeShape::new(8, 8, 0);
     /// Trees R and C of 64 GiB sectors: `(8, 8, 2)`.
+    #[cfg(test)]
     pub const OCT_SUB8_TOP2: TreeShape = TreeShape::new(8, 8, 2);
 
     /// A shape; the arities must be powers of two in `2..=MAX_ARITY` (or 0 for `sub`/`top`).
@@ -84,6 +87,7 @@ impl TreeShape {
 
 /// Values [`insert`] allocates for `arity`: 2 (arity 2), 8 (4), 22 (8), `arity·(arity − 1)`
 /// otherwise (the general `select` construction).
+#[cfg(test)]
 pub const fn insert_allocations(arity: usize) -> usize {
     match arity {
         2 => 2,
@@ -107,7 +111,7 @@ fn pick(t: &mut Tape<'_>, c: bool, a: Fr, b: Fr) -> Fr {
 ///
 /// Mirrors `storage_proofs_core::gadgets::insertion::insert`: its hand-written `insert_2`,
 /// `insert_4` and `insert_8`, else the general `select` per position. Allocates every `pick`
-/// (and, for arity 8, the `b0 nor b1` and `b0 and b1` bits first): [`insert_allocations`]
+/// (and, for arity 8, the `b0 nor b1` and `b0 and b1` bits first): `insert_allocations`
 /// values. The caller allocates the element, the index bits and the siblings before (as
 /// `SubPath::synthesize` does; [`sub_path`] does all of it).
 ///

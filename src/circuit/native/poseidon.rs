@@ -55,6 +55,8 @@ pub struct PoseidonConstants {
     arity: usize,
     width: usize,
     half_full_rounds: usize,
+    /// Read by [`PoseidonConstants::allocations`] only (its tests).
+    #[cfg(test)]
     partial_rounds: usize,
     domain_tag: Fr,
     /// neptune's `compressed_round_constants`, in the order the circuit consumes them.
@@ -101,6 +103,7 @@ impl PoseidonConstants {
             arity: width - 1,
             width,
             half_full_rounds,
+            #[cfg(test)]
             partial_rounds,
             domain_tag,
             round_constants: round_constants.to_vec(),
@@ -111,11 +114,13 @@ impl PoseidonConstants {
     }
 
     /// The arity (preimage length); the state is one wider (the domain tag).
+    #[cfg(test)]
     pub fn arity(&self) -> usize {
         self.arity
     }
 
     /// Values one hash allocates: `3·arity + 4·w·(R_F − 1) + 4·R_P + 1` (see the module docs).
+    #[cfg(test)]
     pub fn allocations(&self) -> usize {
         3 * self.arity
             + 4 * self.width * (2 * self.half_full_rounds - 1)

@@ -24,9 +24,9 @@ pub mod bits;
 
 use blstrs::Scalar as Fr;
 
-pub use bits::{
-    fr_bits_le, num_to_bits_le, reverse_bit_numbering, uint64_alloc, Bit, Sum, UInt64, Word,
-};
+#[cfg(test)]
+pub use bits::fr_bits_le;
+pub use bits::{num_to_bits_le, reverse_bit_numbering, uint64_alloc, Bit, Sum, UInt64, Word};
 
 use crate::circuit::native::Tape;
 
@@ -142,7 +142,7 @@ pub fn sha256_compression(t: &mut Tape, block: &[Word; 16], cur: &[Word; 8]) -> 
 /// SHA-256 of `input` (bellperson `gadgets/sha256.rs` `sha256`; FIPS 180-4 §5.1.1, §6.2):
 /// pads with constant bits (a `1`, `0`s, the 64-bit big-endian bit length), then compresses
 /// each 512-bit block from the constant IV. Returns the 8 digest words (their
-/// [`Word::into_bits_be`] concatenated are the gadget's 256 output bits).
+/// `Word::into_bits_be` concatenated are the gadget's 256 output bits).
 ///
 /// `input` is the message's bits, in the gadget's order (each byte most significant bit
 /// first). Allocates nothing itself; its compressions allocate (see the module docs).
@@ -173,6 +173,7 @@ pub fn sha256_words(t: &mut Tape, input: &[Bit]) -> [Word; 8] {
 ///
 /// # Panics
 /// If `input.len()` is not a multiple of 8.
+#[cfg(test)]
 pub fn sha256(t: &mut Tape, input: &[Bit]) -> Vec<Bit> {
     let mut out = Vec::with_capacity(256);
     for w in sha256_words(t, input) {

@@ -79,11 +79,13 @@ impl<'a> Tape<'a> {
 
     /// Values allocated so far (those past the end of the slice included).
     #[inline(always)]
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.n
     }
 
     /// Whether nothing was allocated yet.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }

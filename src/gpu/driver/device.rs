@@ -313,6 +313,7 @@ pub fn device_count() -> Result<usize> {
 }
 
 /// Version of the installed driver's CUDA API, e.g. `(13, 0)`.
+#[cfg(any(test, feature = "internals"))]
 pub fn driver_version() -> Result<(u32, u32)> {
     init()?;
     let mut v: c_int = 0;
@@ -345,6 +346,7 @@ pub fn fatbin_supports(major: u32, minor: u32) -> bool {
 }
 
 /// Opens every visible device (see [`Device::get`]). Empty when there is none.
+#[cfg(any(test, feature = "internals"))]
 pub fn devices() -> Result<Vec<Arc<Device>>> {
     (0..device_count()?).map(Device::get).collect()
 }
@@ -370,7 +372,10 @@ pub struct Device {
     cc: (u32, u32),
     sm_count: u32,
     total_memory: u64,
+    // Reported by `max_shared_memory_optin` and `l2_cache_bytes` (tests and benches).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     max_shared_optin: u32,
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     l2_bytes: u32,
     functions: Mutex<HashMap<String, usize>>,
 }
@@ -558,10 +563,12 @@ impl Device {
         self.ordinal
     }
     /// Marketing name, e.g. "NVIDIA H200".
+    #[cfg(any(test, feature = "internals"))]
     pub fn name(&self) -> &str {
         &self.name
     }
     /// Compute capability (major, minor), e.g. (9, 0).
+    #[cfg(any(test, feature = "internals"))]
     pub fn compute_capability(&self) -> (u32, u32) {
         self.cc
     }
@@ -570,14 +577,17 @@ impl Device {
         self.sm_count
     }
     /// Total device memory in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn total_memory(&self) -> u64 {
         self.total_memory
     }
     /// Largest dynamic shared memory a block may opt into, in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn max_shared_memory_optin(&self) -> u32 {
         self.max_shared_optin
     }
     /// L2 cache size in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn l2_cache_bytes(&self) -> u32 {
         self.l2_bytes
     }
@@ -596,6 +606,7 @@ impl Device {
     }
 
     /// Waits until all work on the device (all streams) has finished.
+    #[cfg(any(test, feature = "internals"))]
     pub fn synchronize(&self) -> Result<()> {
         self.bind()?;
         // SAFETY: context bound.
@@ -704,6 +715,7 @@ impl Device {
     }
 
     /// Allocates a buffer and copies `data` into it (synchronously).
+    #[cfg(any(test, feature = "internals"))]
     pub fn upload<T: DeviceRepr>(self: &Arc<Self>, data: &[T]) -> Result<DeviceBuffer<T>> {
         let mut b = self.alloc(data.len())?;
         b.copy_from_host(data)?;
@@ -807,6 +819,7 @@ impl KernelArgs {
         self.push(v)
     }
     /// Appends a `u64` (`unsigned long long` / `size_t`) argument.
+    #[cfg(any(test, feature = "internals"))]
     pub fn push_u64(&mut self, v: u64) -> &mut Self {
         self.push(v)
     }
@@ -873,6 +886,7 @@ impl Stream {
         &self.device
     }
     /// Raw `CUstream` handle (for other modules' driver calls).
+    #[cfg(any(test, feature = "internals"))]
     pub fn raw(&self) -> *mut c_void {
         self.raw
     }
@@ -884,6 +898,7 @@ impl Stream {
         sync_stream(self.device.ordinal, self.raw, "cuStreamSynchronize")
     }
     /// Makes later work on this stream wait for `event` (recorded on any stream).
+    #[cfg(any(test, feature = "internals"))]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         self.device.bind()?;
         // SAFETY: valid stream and event.
@@ -993,6 +1008,7 @@ impl Event {
         wait_event(self.device.ordinal, self.raw, "cuEventSynchronize")
     }
     /// Whether the recorded work has finished (non-blocking).
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_done(&self) -> Result<bool> {
         self.device.bind()?;
         // SAFETY: valid event.
@@ -1078,6 +1094,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.len
     }
     /// Whether the buffer holds no element.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -1090,6 +1107,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         &self.device
     }
     /// Size in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn bytes(&self) -> usize {
         self.len * std::mem::size_of::<T>()
     }
@@ -1140,6 +1158,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.as_slice().copy_to_host(dst)
     }
     /// Copies the whole buffer into a new `Vec` (synchronously).
+    #[cfg(any(test, feature = "internals"))]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         self.as_slice().to_vec()
     }
@@ -1189,6 +1208,7 @@ macro_rules! slice_common {
                 self.len
             }
             /// Whether the range is empty.
+            #[cfg(any(test, feature = "internals"))]
             pub fn is_empty(&self) -> bool {
                 self.len == 0
             }
@@ -1203,6 +1223,8 @@ macro_rules! slice_common {
             /// Synchronous copy of the range into `dst` (same length). It does not wait for
             /// work queued on other (non-blocking) streams: synchronise the stream that wrote
             /// the range first.
+            // The prover copies from `DeviceSlice`s only; tests from `DeviceSliceMut`s too.
+            #[cfg_attr(not(feature = "internals"), allow(dead_code))]
             pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
                 len_check("copy_to_host", self.len, dst.len())?;
                 if self.len == 0 {
@@ -1223,6 +1245,7 @@ macro_rules! slice_common {
                 )
             }
             /// Copies the range into a new `Vec` (synchronously).
+            #[cfg(any(test, feature = "internals"))]
             pub fn to_vec(&self) -> Result<Vec<T>> {
                 let mut v = Vec::<T>::with_capacity(self.len);
                 // SAFETY: the capacity is reserved; the elements are written by the copy below
@@ -1239,6 +1262,7 @@ macro_rules! slice_common {
             /// # Safety
             /// `dst` must stay valid and untouched until `stream` has passed this copy; it should
             /// be page-locked for the copy to be truly asynchronous.
+            #[cfg(any(test, feature = "internals"))]
             pub unsafe fn copy_to_host_async(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
                 len_check("copy_to_host_async", self.len, dst.len())?;
                 if self.len == 0 {
@@ -1282,6 +1306,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
 
 impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// Reborrows as a read-only slice.
+    #[cfg(any(test, feature = "internals"))]
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
             device: self.device,
@@ -1291,6 +1316,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         }
     }
     /// Reborrows mutably (to pass to a function without giving this one away).
+    #[cfg(any(test, feature = "internals"))]
     pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
         DeviceSliceMut {
             device: self.device,

@@ -111,6 +111,7 @@ pub fn wait_until(
 }
 
 /// Whether `e` says the device it names can no longer be used (a sticky error or a timeout).
+#[cfg(any(test, feature = "internals"))]
 pub fn is_fault(e: &Error) -> bool {
     matches!(e, Error::Cuda { fault: Some(_), .. })
 }

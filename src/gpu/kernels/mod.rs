@@ -9,7 +9,8 @@
 //! Every module needs the `cuda` feature. They launch through [`crate::gpu::driver`] and size
 //! their buffers with [`crate::gpu::memory::layout`].
 
-#[cfg(feature = "cuda")]
+// Used by cuzk's parameter generator (`dev/`) only, not by the prover.
+#[cfg(all(feature = "cuda", any(test, feature = "internals")))]
 pub mod fixed_base;
 #[cfg(feature = "cuda")]
 pub mod msm;

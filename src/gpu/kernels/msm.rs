@@ -68,6 +68,7 @@ unsafe impl DeviceRepr for CanonicalScalar {}
 
 impl CanonicalScalar {
     /// The canonical integer of a [`blstrs::Scalar`] (`to_repr`, little-endian bytes -> limbs).
+    #[cfg(any(test, feature = "internals"))]
     pub fn from_scalar(s: &Scalar) -> Self {
         let b = ff::PrimeField::to_repr(s);
         let mut l = [0u64; 4];
@@ -82,6 +83,8 @@ impl CanonicalScalar {
 
 /// The scalars of an MSM.
 #[derive(Clone, Copy)]
+// The prover passes device scalars only; tests and benches use the others.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub enum Scalars<'a> {
     /// `blstrs::Scalar` values in host memory (Montgomery form; converted on the device).
     Host(&'a [Scalar]),
@@ -108,6 +111,8 @@ impl Scalars<'_> {
 }
 
 /// The bases of an MSM: affine points in blst layout (`blstrs::G1Affine` / `G2Affine`).
+// The prover passes resident points only; tests and benches upload theirs (`Host`).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub enum Points<'a, A: DeviceRepr> {
     /// Points in host memory: uploaded for this MSM (synchronous copy).
     Host(&'a [A]),
@@ -261,6 +266,7 @@ impl Marks {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 pub use layout::window_bits_for;
 
 /// A group the MSM runs over (implemented for [`G1`] and [`G2`]).
@@ -286,6 +292,8 @@ pub trait MsmGroup: Send + Sync + 'static {
     /// The variant used when [`MsmConfig::accumulate_min_blocks`] is `None`, for m scalars that
     /// are neither 0 nor 1 ([`GroupLayout::default_min_blocks`], measured on an H200: G1 4 blocks
     /// fastest at 2^24, 5 at 2^26 and 2^27; G2 4 at 2^22, 6 at 2^24).
+    // Read by the MSM tests and benches; the prover's default comes from the layout.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     fn default_min_blocks(m: usize) -> u32;
 }
 
@@ -533,6 +541,7 @@ fn words_for(n: usize) -> usize {
 
 impl MsmWorkspace {
     /// A workspace with its own stream on `dev` and the default [`MsmConfig`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(dev: &Arc<Device>) -> Result<Self> {
         Self::with_config(dev, MsmConfig::default())
     }
@@ -594,16 +603,19 @@ impl MsmWorkspace {
     }
 
     /// The device of this workspace.
+    #[cfg(any(test, feature = "internals"))]
     pub fn device(&self) -> &Arc<Device> {
         &self.dev
     }
 
     /// The stream the MSM kernels are queued on (to order other work after them with events).
+    #[cfg(any(test, feature = "internals"))]
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
 
     /// What the last started MSM did.
+    #[cfg(any(test, feature = "internals"))]
     pub fn stats(&self) -> &MsmStats {
         &self.stats
     }
@@ -653,6 +665,7 @@ impl MsmWorkspace {
     }
 
     /// G1 MSM, blocking: [`MsmWorkspace::msm`] in [`G1`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn msm_g1(
         &mut self,
         points: Points<'_, G1Affine>,
@@ -663,6 +676,7 @@ impl MsmWorkspace {
     }
 
     /// G2 MSM, blocking: [`MsmWorkspace::msm`] in [`G2`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn msm_g2(
         &mut self,
         points: Points<'_, G2Affine>,
@@ -1769,6 +1783,7 @@ fn to_jacobian<G: MsmGroup>(
 
 /// G1 MSM on `dev` with a temporary workspace (allocated and freed in the call).
 /// `points.len() >= scalars.len()`; see [`MsmWorkspace::start`] for the rules and errors.
+#[cfg(any(test, feature = "internals"))]
 pub fn msm_g1(
     dev: &Arc<Device>,
     points: Points<'_, G1Affine>,
@@ -1779,6 +1794,7 @@ pub fn msm_g1(
 
 /// G2 MSM on `dev` with a temporary workspace (allocated and freed in the call).
 /// `points.len() >= scalars.len()`; see [`MsmWorkspace::start`] for the rules and errors.
+#[cfg(any(test, feature = "internals"))]
 pub fn msm_g2(
     dev: &Arc<Device>,
     points: Points<'_, G2Affine>,

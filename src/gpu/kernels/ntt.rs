@@ -27,7 +27,9 @@ use blstrs::Scalar;
 use ff::{Field, PrimeField};
 
 use crate::error::{Error, Result};
-use crate::gpu::driver::device::{Device, DeviceBuffer, DeviceSliceMut, KernelArgs, Stream};
+#[cfg(any(test, feature = "internals"))]
+use crate::gpu::driver::device::Device;
+use crate::gpu::driver::device::{DeviceBuffer, DeviceSliceMut, KernelArgs, Stream};
 
 /// Largest supported domain: 2^28 elements.
 pub const MAX_LOG_N: u32 = 28;
@@ -46,6 +48,8 @@ const MAX_THREADS: u32 = 256;
 /// The Montgomery product of the pass kernel (cuda/field.cuh documents the three; one kernel
 /// each, cuda/ntt.cu). Every one is checked against the CPU by tests/gpu_ntt.rs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// The prover runs `Split`; tests and benches choose the others (`tune`).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub enum PassProduct {
     /// `Fr::mul_cios` (`cuzk_ntt_pass`): word-serial CIOS.
     Cios = 0,
@@ -58,9 +62,11 @@ pub enum PassProduct {
 
 impl PassProduct {
     /// Every choice, in kernel order.
+    #[cfg(any(test, feature = "internals"))]
     pub const ALL: [PassProduct; 3] = [PassProduct::Cios, PassProduct::Wide, PassProduct::Split];
 
     /// The product's name in cuda/field.cuh (`mul_cios`, `mul_wide`, `mul_split`).
+    #[cfg(any(test, feature = "internals"))]
     pub fn name(self) -> &'static str {
         match self {
             PassProduct::Cios => "mul_cios",
@@ -78,6 +84,7 @@ impl PassProduct {
     }
 
     /// The index the test kernels take (0 cios, 1 wide, 2 split; cuda/test_kernels.cu).
+    #[cfg(any(test, feature = "internals"))]
     pub fn index(self) -> i32 {
         self as i32
     }
@@ -93,6 +100,7 @@ static TUNE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0)
 /// Benchmark knob: elements per block `2^tile_log` (8..=11) and threads per block (32..=256,
 /// a power of two) of the pass kernel; `tune(0, 0)` restores the defaults. Process-wide.
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn tune(tile_log: u32, threads: u32) {
     let v = if tile_log == 0 {
         0
@@ -111,6 +119,7 @@ fn tuning() -> (u32, u32) {
 
 /// Direction of a transform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(any(test, feature = "internals"))]
 pub enum Direction {
     /// Evaluation: `X[j] = sum_i x[i] w^(ij)`.
     Forward,
@@ -396,6 +405,7 @@ fn passes(
 /// `pre` is applied to the input (natural indices), `post` to the output (indices of the
 /// bit-reversed output, i.e. natural frequency indices). Queued on `stream`; `data` must stay
 /// allocated until the stream is synchronised. Length: a power of two up to 2^28.
+#[cfg(any(test, feature = "internals"))]
 pub fn dif(
     stream: &Stream,
     data: &mut DeviceSliceMut<'_, Scalar>,
@@ -418,6 +428,7 @@ pub fn dif(
 /// `pre` indices are those of the (bit-reversed) input's natural positions; `post` natural.
 /// With a single pass (n <= 1024) `pre` and `post` cannot both be set. Inverse transforms are not
 /// scaled by 1/n: pass `Scaling::Mul(n^-1)` (or a coset scaling) as `post`.
+#[cfg(any(test, feature = "internals"))]
 pub fn dit(
     stream: &Stream,
     data: &mut DeviceSliceMut<'_, Scalar>,
@@ -437,6 +448,7 @@ pub fn dit(
 }
 
 /// In-place bit-reversal permutation of a power-of-two-length slice.
+#[cfg(any(test, feature = "internals"))]
 pub fn bit_reverse(stream: &Stream, data: &mut DeviceSliceMut<'_, Scalar>) -> Result<()> {
     same_device(stream, data)?;
     let log_n = log2_len(data.len())?;
@@ -472,6 +484,7 @@ fn inv_n(n: usize) -> Result<Scalar> {
 /// `g^i` first, inverse multiplies the result by `g^-i`), as bellperson's `coset_fft` /
 /// `icoset_fft`. The work is queued on `stream`: synchronise before reading the result.
 /// Errors: length not a power of two in 1..=2^28, data on another device, CUDA errors.
+#[cfg(any(test, feature = "internals"))]
 pub fn ntt(
     stream: &Stream,
     data: &mut DeviceSliceMut<'_, Scalar>,
@@ -483,6 +496,7 @@ pub fn ntt(
 
 /// [`ntt`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn ntt_with(
     stream: &Stream,
     data: &mut DeviceSliceMut<'_, Scalar>,
@@ -627,6 +641,7 @@ pub fn h_step_with(
 
 /// [`ntt`] on a host slice: uploads, transforms on a new stream of `device`, downloads into
 /// `data`. Blocking.
+#[cfg(any(test, feature = "internals"))]
 pub fn ntt_host(
     device: &Arc<Device>,
     data: &mut [Scalar],
@@ -638,6 +653,7 @@ pub fn ntt_host(
 
 /// [`ntt_host`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn ntt_host_with(
     device: &Arc<Device>,
     data: &mut [Scalar],
@@ -655,6 +671,7 @@ pub fn ntt_host_with(
 
 /// [`h_step`] on host slices of equal power-of-two length; returns the n coefficients of h.
 /// Blocking; needs 3n * 32 bytes of device memory.
+#[cfg(any(test, feature = "internals"))]
 pub fn h_step_host(
     device: &Arc<Device>,
     a: &[Scalar],
@@ -666,6 +683,7 @@ pub fn h_step_host(
 
 /// [`h_step_host`] with an explicit choice of the pass kernel's product.
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn h_step_host_with(
     device: &Arc<Device>,
     a: &[Scalar],

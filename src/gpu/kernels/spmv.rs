@@ -60,6 +60,7 @@ static DEFAULT_SCHEME: AtomicU32 = AtomicU32::new(0);
 
 /// Sets the scheme [`DeviceCircuit::evaluate`] uses (benchmark knob; process-wide).
 #[doc(hidden)]
+#[cfg(any(test, feature = "internals"))]
 pub fn set_default_scheme(s: Scheme) {
     let i = Scheme::ALL.iter().position(|&x| x == s).unwrap_or(0);
     DEFAULT_SCHEME.store(i as u32, Ordering::Relaxed);
@@ -108,6 +109,7 @@ impl DeviceCsr {
     }
 
     /// Rows of the matrix.
+    #[cfg(any(test, feature = "internals"))]
     pub fn rows(&self) -> usize {
         self.rows
     }
@@ -238,6 +240,8 @@ pub struct DeviceCircuit {
     coeffs: DeviceBuffer<Fr>,
     num_inputs: usize,
     num_aux: usize,
+    // Reported by `bytes` (tests).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     bytes: u64,
 }
 
@@ -292,6 +296,7 @@ impl DeviceCircuit {
     }
 
     /// Device bytes held ([`Self::bytes_for`] of the circuit).
+    #[cfg(any(test, feature = "internals"))]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

@@ -59,6 +59,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 
 /// One mebibyte (2^20 bytes).
+#[cfg(any(test, feature = "internals"))]
 pub const MIB: u64 = 1 << 20;
 /// One gibibyte (2^30 bytes).
 pub const GIB: u64 = 1 << 30;
@@ -67,6 +68,7 @@ pub const GIB: u64 = 1 << 30;
 /// growth, cuBLAS-style library workspaces and other processes' small allocations.
 pub const SAFETY_MARGIN: u64 = 512 << 20;
 
+#[cfg(any(test, feature = "internals"))]
 pub use crate::gpu::memory::layout::FR_BYTES;
 use crate::gpu::memory::layout::{
     align_up, h_step_bytes, msm_workspace_bytes, streamed_bases_bytes, Accumulation, MsmLimits,
@@ -315,6 +317,7 @@ impl PartitionShape {
     /// (130,278,869 with them), 328 inputs,
     /// 130,169,893 aux, domain 2^27, A 129.8 M and B 33.1 M points (rounded to 0.1 M).
     /// Parameters 44.1 GiB.
+    #[cfg(any(test, feature = "internals"))]
     pub fn porep_32gib() -> Self {
         PartitionShape {
             domain_log2: 27,
@@ -330,6 +333,7 @@ impl PartitionShape {
     }
 
     /// NTT domain size n = 2^`domain_log2` (points).
+    #[cfg(any(test, feature = "internals"))]
     pub fn domain_size(&self) -> u64 {
         1u64 << self.domain_log2.min(63)
     }
@@ -437,6 +441,7 @@ impl PartitionShape {
 
     /// Total device bytes of a tier with the default [`MsmLimits`] (on a
     /// [`DEFAULT_SM_COUNT`]-SM device); see [`Self::tier_bytes_with`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn tier_bytes(&self, kind: TierKind, params_resident: bool) -> u64 {
         self.tier_bytes_with(
             kind,
@@ -516,6 +521,7 @@ impl PartitionShape {
     }
 
     /// Device bytes of `Streaming` with [`Self::min_chunk_points`] (default limits).
+    #[cfg(any(test, feature = "internals"))]
     pub fn streaming_min_bytes(&self) -> u64 {
         self.streaming_min_bytes_with(&MsmLimits::defaults(DEFAULT_SM_COUNT))
     }
@@ -527,6 +533,7 @@ impl PartitionShape {
     }
 
     /// [`Self::min_bytes_with`] with the default limits.
+    #[cfg(any(test, feature = "internals"))]
     pub fn min_bytes(&self, start: TierKind, params_resident: bool) -> u64 {
         self.min_bytes_with(
             start,
@@ -702,6 +709,8 @@ impl Default for PlanOptions {
 /// What one partition may use on one device: the tier and its reserved bytes. Dropping the plan
 /// (or its reservations) returns the bytes to the budget.
 #[derive(Debug)]
+// `device`, `needed` and `available` are read by tests and the batch example (and `Debug`).
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub struct Plan {
     /// CUDA device ordinal.
     pub device: usize,
@@ -825,11 +834,13 @@ impl DeviceAllocator {
     }
 
     /// CUDA device ordinal.
+    #[cfg(any(test, feature = "internals"))]
     pub fn device(&self) -> usize {
         self.device
     }
 
     /// The cap in bytes, if any.
+    #[cfg(any(test, feature = "internals"))]
     pub fn vram_limit(&self) -> Option<u64> {
         self.vram_limit
     }
@@ -879,11 +890,13 @@ impl DeviceAllocator {
     }
 
     /// Number of live reservations.
+    #[cfg(any(test, feature = "internals"))]
     pub fn live_reservations(&self) -> usize {
         lock(&self.shared.ledger).live
     }
 
     /// Highest total of simultaneous reservations seen so far, in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn peak_reserved_bytes(&self) -> u64 {
         lock(&self.shared.ledger).peak_reserved
     }
@@ -1101,6 +1114,7 @@ fn records() -> &'static Mutex<Vec<ArenaRecord>> {
 
 /// The figures of the arenas dropped so far in this process, oldest first (at most the last
 /// 4096), e.g. to check that peak ≤ reservation on every tier (tests/gpu_alloc.rs).
+#[cfg(any(test, feature = "internals"))]
 pub fn arena_records() -> Vec<ArenaRecord> {
     lock(records()).clone()
 }
@@ -1201,6 +1215,7 @@ pub struct ArenaLease {
 
 impl ArenaLease {
     /// Bytes held (aligned).
+    #[cfg(any(test, feature = "internals"))]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
@@ -1254,6 +1269,7 @@ impl Reservation {
     }
 
     /// Bytes reported allocated so far (≤ [`Self::bytes`]).
+    #[cfg(any(test, feature = "internals"))]
     pub fn allocated(&self) -> u64 {
         self.allocated.load(Ordering::SeqCst)
     }
@@ -1726,7 +1742,7 @@ mod tests {
 
     /// On a small shape (the 32 GiB partition scaled to 2^20, the `check` of the batch example)
     /// `Resident` needs less than `Partial` (whose pass streams every base), so no cap alone
-    /// forces `Partial`; starting there (`PlanOptions::start`, `EngineConfig::gpu_start_tier`)
+    /// forces `Partial`; starting there (`PlanOptions::start`, `Tuning::gpu_start_tier`)
     /// under the smallest cap that holds it does.
     #[test]
     fn a_start_tier_forces_partial_where_resident_needs_less() {

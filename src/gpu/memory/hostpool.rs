@@ -47,7 +47,9 @@ use blstrs::Scalar as Fr;
 
 use crate::budget::HostBudget;
 use crate::error::{Error, Result};
-use crate::gpu::memory::pinned::{PageableReason, PinGuard, PinState, PinnedRegistry};
+#[cfg(any(test, feature = "internals"))]
+use crate::gpu::memory::pinned::PinState;
+use crate::gpu::memory::pinned::{PageableReason, PinGuard, PinnedRegistry};
 
 /// An idle buffer is reused for a request of `n` values only if its capacity is at most
 /// `MAX_SLACK × n` (a 32 GiB partition's 4.2 GB buffer is not tied up by a 2 KiB one).
@@ -292,11 +294,13 @@ impl HostPool {
     }
 
     /// The most idle buffers kept.
+    #[cfg(any(test, feature = "internals"))]
     pub fn max_idle(&self) -> usize {
         self.inner.max_idle
     }
 
     /// Whether buffers are pinned (a registry was given).
+    #[cfg(any(test, feature = "internals"))]
     pub fn pins(&self) -> bool {
         self.inner.registry.is_some()
     }
@@ -327,6 +331,7 @@ impl HostPool {
     }
 
     /// Frees every idle buffer (e.g. before a phase that needs the host memory).
+    #[cfg(any(test, feature = "internals"))]
     pub fn clear(&self) {
         let mut idle = lock(&self.inner.idle);
         let all: Vec<Idle> = (0..idle.len())
@@ -391,31 +396,37 @@ impl PooledBuf {
     }
 
     /// Capacity in elements (32 bytes each); at least what was asked of [`HostPool::take`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn capacity(&self) -> usize {
         self.cap
     }
 
     /// Address of the allocation (stable for the buffer's life in the pool).
+    #[cfg(any(test, feature = "internals"))]
     pub fn ptr(&self) -> usize {
         self.ptr
     }
 
     /// Whether the whole capacity is page-locked.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_pinned(&self) -> bool {
         self.pin.as_ref().is_some_and(PinGuard::is_pinned)
     }
 
     /// The registration's state; `None` for a plain buffer (no registry, or empty).
+    #[cfg(any(test, feature = "internals"))]
     pub fn pin_state(&self) -> Option<&PinState> {
         self.pin.as_ref().map(PinGuard::state)
     }
 
     /// Whether the `Vec` is out ([`PooledBuf::lend`]) and not yet restored.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_lent(&self) -> bool {
         self.lent
     }
 
     /// The buffer's values (empty while lent).
+    #[cfg(any(test, feature = "internals"))]
     pub fn as_slice(&self) -> &[Fr] {
         &self.vec
     }

@@ -65,6 +65,7 @@ impl GroupLayout {
     /// Device bytes of one batch-affine chain: its bookkeeping (16 B), accumulator (an affine
     /// point), prefix product (a field element), first-run key (4 B) and sum (an affine point):
     /// 260 B for G1, 500 B for G2.
+    #[cfg(any(test, feature = "internals"))]
     pub const fn affine_chain_bytes(&self) -> u64 {
         16 + self.affine_bytes + self.field_bytes() + 4 + self.affine_bytes
     }

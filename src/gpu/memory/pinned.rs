@@ -120,6 +120,7 @@ struct Entry {
 
 /// Counters of a [`PinnedRegistry`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg(any(test, feature = "internals"))]
 pub struct PinStats {
     /// Successful `register` calls.
     pub registrations: u64,
@@ -375,6 +376,7 @@ impl PinnedRegistry {
     }
 
     /// Registered ranges now, as `(ptr, len, users)`, sorted by address (settled entries only).
+    #[cfg(any(test, feature = "internals"))]
     pub fn registered(&self) -> Vec<(usize, usize, usize)> {
         lock(&self.inner.map)
             .iter()
@@ -384,6 +386,7 @@ impl PinnedRegistry {
     }
 
     /// Counters since creation.
+    #[cfg(any(test, feature = "internals"))]
     pub fn stats(&self) -> PinStats {
         let i = &self.inner;
         PinStats {
@@ -416,16 +419,19 @@ impl fmt::Debug for PinGuard {
 
 impl PinGuard {
     /// Start address of the guarded range.
+    #[cfg(any(test, feature = "internals"))]
     pub fn ptr(&self) -> usize {
         self.ptr
     }
 
     /// Length in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the range is empty.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -450,6 +456,7 @@ impl PinGuard {
 
     /// Start address of the registration covering this range (equal to [`Self::ptr`] unless it
     /// shares a larger one), `None` when pageable.
+    #[cfg(any(test, feature = "internals"))]
     pub fn registration(&self) -> Option<usize> {
         self.registry.as_ref().map(|_| self.key)
     }

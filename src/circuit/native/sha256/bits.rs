@@ -47,6 +47,7 @@ impl Bit {
 
     /// Whether it is a constant (`Boolean::is_constant`).
     #[inline]
+    #[cfg(test)]
     pub fn is_constant(self) -> bool {
         matches!(self, Bit::Constant(_))
     }
@@ -66,6 +67,7 @@ impl Bit {
     /// (no allocation); otherwise one variable, the XOR of the two allocated values, seen as
     /// `Is` when both operands are `Is` or both `Not`, as `Not` otherwise.
     #[inline]
+    #[cfg(test)]
     pub fn xor(t: &mut Tape, a: Bit, b: Bit) -> Bit {
         match (a, b) {
             (Bit::Constant(false), x) | (x, Bit::Constant(false)) => x,
@@ -224,6 +226,7 @@ impl Word {
     }
 
     /// The 32 bits, most significant first (`UInt32::into_bits_be`).
+    #[cfg(test)]
     pub fn into_bits_be(self) -> Vec<Bit> {
         let mut out = Vec::with_capacity(32);
         self.extend_bits_be(&mut out);
@@ -252,7 +255,7 @@ impl Word {
         }
     }
 
-    /// Bitwise XOR (`UInt32::xor`, i.e. [`Bit::xor`] on each bit, least significant first):
+    /// Bitwise XOR (`UInt32::xor`, i.e. `Bit::xor` on each bit, least significant first):
     /// one variable (the XOR of the allocated values) per bit where neither operand is
     /// constant.
     #[inline]
@@ -414,6 +417,7 @@ impl UInt64 {
     }
 
     /// A constant (`UInt64::constant`): no allocation.
+    #[cfg(test)]
     pub fn constant(v: u64) -> UInt64 {
         UInt64 {
             bits: std::array::from_fn(|i| Bit::Constant(v >> i & 1 == 1)),
@@ -421,6 +425,7 @@ impl UInt64 {
     }
 
     /// The value (`UInt64::get_value`).
+    #[cfg(test)]
     pub fn value(&self) -> u64 {
         self.bits
             .iter()
@@ -429,12 +434,13 @@ impl UInt64 {
     }
 
     /// The bits, least significant first (`UInt64::to_bits_le`).
+    #[cfg(test)]
     pub fn bits_le(&self) -> &[Bit; 64] {
         &self.bits
     }
 
     /// The bits, most significant first (`UInt64::to_bits_be`).
-    pub fn to_bits_be(&self) -> Vec<Bit> {
+    pub fn to_bits_be(self) -> Vec<Bit> {
         self.bits.iter().rev().copied().collect()
     }
 }
@@ -461,6 +467,7 @@ pub fn num_to_bits_le(t: &mut Tape, v: &Fr) -> Vec<Bit> {
 /// The bits [`num_to_bits_le`] returns, without allocating them: for bits allocated in
 /// another block of the witness, e.g. the replica id's `to_bits_le`, allocated once in the
 /// circuit's prefix and used by every challenge's labels.
+#[cfg(test)]
 pub fn fr_bits_le(v: &Fr) -> Vec<Bit> {
     bits_of_le_bytes(&v.to_bytes_le())
 }
