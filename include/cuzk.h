@@ -166,7 +166,9 @@ typedef struct cuzk_options_t {
     uint32_t workers_per_device;
     // Cap in bytes on the device memory cuzk may use on each device; 0: no cap.
     uint64_t vram_limit_bytes;
-    // Host-memory budget in bytes for partitions synthesized at once; 0: no cap.
+    // Host-memory budget in bytes (loaded parameters, compiled circuits and every partition in
+    // flight); 0: the default, the host's available memory when the engine is created less
+    // 1/16 of it (at least 4 GiB left to the rest of the machine).
     uint64_t host_memory_limit_bytes;
     // Verify every proof before returning it (default `true`).
     bool verify;

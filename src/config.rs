@@ -299,12 +299,14 @@ impl EngineConfig {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the variable when a value cannot be parsed.
     pub fn from_env() -> Result<Self> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        // A value that is not UTF-8 is an error (never ignored); a path may be any bytes.
         let mut c = EngineConfig {
-            parameter_dir: var("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from),
+            parameter_dir: std::env::var_os("FIL_PROOFS_PARAMETER_CACHE")
+                .filter(|v| !v.to_string_lossy().trim().is_empty())
+                .map(PathBuf::from),
             ..Default::default()
         };
-        if let Some(v) = var("CUZK_BACKEND") {
+        if let Some(v) = env_text("CUZK_BACKEND")? {
             c.backend = match v.trim().to_ascii_lowercase().as_str() {
                 "auto" => Backend::Auto,
                 "cpu" => Backend::Cpu,
@@ -312,40 +314,40 @@ impl EngineConfig {
                 _ => return Err(bad("CUZK_BACKEND", &v, "expected auto, cpu or gpu")),
             };
         }
-        if let Some(v) = var("CUZK_DEVICES") {
+        if let Some(v) = env_text("CUZK_DEVICES")? {
             let list: std::result::Result<Vec<usize>, _> =
                 v.split(',').map(|s| s.trim().parse::<usize>()).collect();
             c.devices = Some(list.map_err(|_| bad("CUZK_DEVICES", &v, "expected e.g. 0,1"))?);
         }
-        if let Some(v) = var("CUZK_GPU_WORKERS_PER_DEVICE") {
+        if let Some(v) = env_text("CUZK_GPU_WORKERS_PER_DEVICE")? {
             c.gpu_workers_per_device = parse_per_device("CUZK_GPU_WORKERS_PER_DEVICE", &v)?;
         }
-        if let Some(v) = var("CUZK_GPU_SECTIONS") {
+        if let Some(v) = env_text("CUZK_GPU_SECTIONS")? {
             c.tuning.gpu_sections_per_device = parse_per_device("CUZK_GPU_SECTIONS", &v)?;
         }
-        if let Some(v) = var("CUZK_VRAM_LIMIT") {
+        if let Some(v) = env_text("CUZK_VRAM_LIMIT")? {
             c.vram_limit = Some(parse_vram_limit(&v)?);
         }
-        if let Some(v) = var("CUZK_HOST_MEM_LIMIT") {
+        if let Some(v) = env_text("CUZK_HOST_MEM_LIMIT")? {
             c.host_memory_limit =
                 Some(parse_bytes(&v).map_err(|r| bad("CUZK_HOST_MEM_LIMIT", &v, &r))?);
         }
-        if let Some(v) = var("CUZK_STAGE_TIMEOUT") {
+        if let Some(v) = env_text("CUZK_STAGE_TIMEOUT")? {
             c.stage_timeout =
                 Some(parse_duration(&v).map_err(|r| bad("CUZK_STAGE_TIMEOUT", &v, &r))?);
         }
-        if let Some(v) = var("CUZK_ALLOW_CPU") {
+        if let Some(v) = env_text("CUZK_ALLOW_CPU")? {
             c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
         }
-        if let Some(v) = var("CUZK_GPU_SPMV") {
+        if let Some(v) = env_text("CUZK_GPU_SPMV")? {
             c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
-        if let Some(v) = var("CUZK_MSM_ACCUMULATION") {
+        if let Some(v) = env_text("CUZK_MSM_ACCUMULATION")? {
             c.tuning.msm_accumulation = Accumulation::parse(&v)
                 .map(MsmAccumulation::from)
                 .ok_or_else(|| bad("CUZK_MSM_ACCUMULATION", &v, "expected affine or xyzz"))?;
         }
-        if let Some(v) = var("CUZK_MSM_AFFINE_MIN_LIST") {
+        if let Some(v) = env_text("CUZK_MSM_AFFINE_MIN_LIST")? {
             c.tuning.msm_affine_min_list = Some(v.trim().parse::<u64>().map_err(|_| {
                 bad(
                     "CUZK_MSM_AFFINE_MIN_LIST",
@@ -354,7 +356,7 @@ impl EngineConfig {
                 )
             })?);
         }
-        if let Some(v) = var("CUZK_PARTITIONS_AHEAD") {
+        if let Some(v) = env_text("CUZK_PARTITIONS_AHEAD")? {
             c.tuning.partitions_ahead = Some(v.trim().parse::<usize>().map_err(|_| {
                 bad(
                     "CUZK_PARTITIONS_AHEAD",
@@ -363,9 +365,11 @@ impl EngineConfig {
                 )
             })?);
         }
-        if let Some(v) = var("CUZK_CIRCUIT_CACHE") {
+        if let Some(v) = env_text("CUZK_CIRCUIT_CACHE")? {
             c.circuit_cache = match v.trim() {
-                "off" | "none" => CircuitCache::Off,
+                d if d.eq_ignore_ascii_case("off") || d.eq_ignore_ascii_case("none") => {
+                    CircuitCache::Off
+                }
                 d => CircuitCache::Dir(PathBuf::from(d)),
             };
         }
@@ -390,6 +394,44 @@ impl EngineConfig {
     /// [`EngineConfig::stage_timeout`] with its default applied (600 s).
     pub fn stage_timeout(&self) -> Duration {
         self.stage_timeout.unwrap_or(DEFAULT_STAGE_TIMEOUT)
+    }
+
+    /// Checks the values the setters took as the environment's parser would
+    /// ([`Engine::new`](crate::Engine::new) calls it): workers and sections per device 0 (the
+    /// default) or 1 ..= 64, a VRAM limit, host-memory limit and stage timeout above zero.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the field (and its environment variable).
+    pub fn validate(&self) -> Result<()> {
+        let per_device = |name: &str, n: usize| {
+            if n > 64 {
+                Err(bad(name, &n.to_string(), "expected 0 (the default) or 1 ..= 64"))
+            } else {
+                Ok(())
+            }
+        };
+        per_device(
+            "gpu_workers_per_device (CUZK_GPU_WORKERS_PER_DEVICE)",
+            self.gpu_workers_per_device,
+        )?;
+        per_device(
+            "tuning.gpu_sections_per_device (CUZK_GPU_SECTIONS)",
+            self.tuning.gpu_sections_per_device,
+        )?;
+        if self.vram_limit == Some(0) {
+            return Err(bad("vram_limit (CUZK_VRAM_LIMIT)", "0", "expected a size above zero (None: no cap)"));
+        }
+        if self.host_memory_limit == Some(0) {
+            return Err(bad(
+                "host_memory_limit (CUZK_HOST_MEM_LIMIT)",
+                "0",
+                "expected a size above zero (None: the machine's available memory)",
+            ));
+        }
+        if self.stage_timeout == Some(Duration::ZERO) {
+            return Err(bad("stage_timeout (CUZK_STAGE_TIMEOUT)", "0s", "expected a duration above zero"));
+        }
+        Ok(())
     }
 
     /// [`EngineConfig::gpu_workers_per_device`] with its default applied (2 when 0).
@@ -568,15 +610,11 @@ impl ProveOptions {
     /// `compiled` / `gadget` / `reference`.
     pub fn from_env() -> Result<Self> {
         let mut o = ProveOptions::default();
-        if let Ok(v) = std::env::var("CUZK_VERIFY") {
-            if !v.trim().is_empty() {
-                o.verify = parse_bool("CUZK_VERIFY", &v)?;
-            }
+        if let Some(v) = env_text("CUZK_VERIFY")? {
+            o.verify = parse_bool("CUZK_VERIFY", &v)?;
         }
-        if let Ok(v) = std::env::var("CUZK_SYNTHESIS") {
-            if !v.trim().is_empty() {
-                o.synthesis = Synthesis::parse("CUZK_SYNTHESIS", &v)?;
-            }
+        if let Some(v) = env_text("CUZK_SYNTHESIS")? {
+            o.synthesis = Synthesis::parse("CUZK_SYNTHESIS", &v)?;
         }
         Ok(o)
     }
@@ -643,6 +681,21 @@ pub fn verify_production_params_from_env() -> Result<bool> {
             &v.to_string_lossy(),
             "not UTF-8; expected 1/0 or true/false",
         )),
+    }
+}
+
+/// The text of environment variable `name`: `None` when unset, empty or blank.
+///
+/// # Errors
+/// [`Error::InvalidConfig`] naming the variable when its value is not UTF-8 (a bad value is an
+/// error, never ignored).
+fn env_text(name: &str) -> Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => Ok(Some(v)),
+        Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => {
+            Err(bad(name, &v.to_string_lossy(), "not UTF-8"))
+        }
     }
 }
 
@@ -806,6 +859,45 @@ mod tests {
             assert_eq!(e.code(), 104, "{bad_value}");
             assert!(e.to_string().contains("CUZK_VRAM_LIMIT"), "{e}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_is_an_error_and_a_blank_one_unset() {
+        use std::os::unix::ffi::OsStrExt;
+        // A name no other test reads.
+        let name = "CUZK_TEST_ENV_TEXT";
+        std::env::set_var(name, std::ffi::OsStr::from_bytes(b"16\xffGiB"));
+        let e = env_text(name).unwrap_err();
+        std::env::set_var(name, "  ");
+        let blank = env_text(name).unwrap();
+        std::env::set_var(name, "4GiB");
+        let set = env_text(name).unwrap();
+        std::env::remove_var(name);
+        assert!(matches!(&e, Error::InvalidConfig { name: n, .. } if n == name), "{e:?}");
+        assert_eq!(blank, None);
+        assert_eq!(set.as_deref(), Some("4GiB"));
+        assert_eq!(env_text(name).unwrap(), None);
+    }
+
+    #[test]
+    fn setter_values_are_checked_like_the_environment() {
+        assert!(EngineConfig::default().validate().is_ok());
+        let bad_configs = [
+            EngineConfig::default().with_gpu_workers_per_device(65),
+            EngineConfig::default().with_vram_limit(0),
+            EngineConfig::default().with_host_memory_limit(0),
+            EngineConfig::default().with_stage_timeout(Duration::ZERO),
+        ];
+        for c in bad_configs {
+            let e = c.validate().unwrap_err();
+            assert_eq!(e.code(), 104, "{e}");
+        }
+        assert!(EngineConfig::default()
+            .with_gpu_workers_per_device(64)
+            .with_vram_limit(1)
+            .validate()
+            .is_ok());
     }
 
     #[test]

@@ -39,14 +39,20 @@ pub const INJECTED_PANIC_MESSAGE: &str = "cuzk test: injected panic";
 pub struct PartitionReport {
     /// Partition index (0-based).
     pub partition: usize,
-    /// `"cpu"` or `"gpu"`.
+    /// Where the partition ran: `"cpu"` or `"gpu"` (`"cpu"` also for a GPU job that fell back
+    /// to the CPU; its `tier` is then `cpu-fallback`).
     pub backend: &'static str,
     /// CUDA device ordinal, for the GPU backend.
     pub device: Option<usize>,
-    /// Name of the memory tier that ran on the GPU (`resident`, `full-staging`, `partial` or
-    /// `streaming`: [`crate::Tier`]), `None` on the CPU.
+    /// On the GPU backend, the memory tier that ran (`resident`, `full-staging`, `partial` or
+    /// `streaming`: [`crate::Tier`]) followed by where a, b, c were computed on the compiled
+    /// path (`+spmv`: on the device, `+cpu-spmv`: on the host), e.g. `resident+spmv`; or
+    /// `cpu-fallback` for a job the CPU ran (`CUZK_ALLOW_CPU`). `None` on the CPU backend.
     pub tier: Option<String>,
 }
+
+/// [`PartitionReport::tier`] of a GPU job that the CPU ran (`CUZK_ALLOW_CPU`).
+pub(crate) const CPU_FALLBACK_TIER: &str = "cpu-fallback";
 
 /// Result of one C2 proof.
 #[derive(Clone, Debug)]
@@ -127,6 +133,7 @@ impl Engine {
     /// [`Error::NoDevice`] when `config.backend` is `Gpu` and no device is usable (and CPU
     /// fallback was not allowed).
     pub fn new(config: EngineConfig) -> Result<Arc<Engine>> {
+        config.validate()?;
         let gpu = match config.backend {
             BackendChoice::Cpu => None,
             BackendChoice::Gpu | BackendChoice::Auto => match gpu_backend(&config) {
@@ -375,7 +382,15 @@ impl Engine {
             options,
             &reporter,
             &mut timings,
-        )?;
+        )
+        // A missing parameter file's hint names a directory the caller gave (one that is not
+        // FIL_PROOFS_PARAMETER_CACHE's: that hint names the variable).
+        .map_err(|e| {
+            let from_var = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from);
+            let given = (self.config.parameter_dir.as_deref())
+                .filter(|d| from_var.as_deref() != Some(*d));
+            e.with_parameter_dir(given)
+        })?;
         reporter.report(&mut timings, None, Stage::Total, start.elapsed());
         out.timings = timings;
         Ok(out)
@@ -1036,9 +1051,16 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         };
         let (proof, srs) = self.epilogue(k, &done.msm, &mut t)?;
         self.verify(k, &srs, &proof, &inputs, &mut t)?;
+        // A GPU partition that fell back to the CPU (`CUZK_ALLOW_CPU`) ran on the CPU: its
+        // report says so, and its tier says why.
+        let fell_back = done.tier.as_deref() == Some(CPU_FALLBACK_TIER);
         let report = PartitionReport {
             partition: k,
-            backend: self.engine.backend().name(),
+            backend: if fell_back {
+                "cpu"
+            } else {
+                self.engine.backend().name()
+            },
             device: done.device,
             tier: done.tier,
         };

@@ -192,8 +192,8 @@ impl Error {
     /// This error, with `dir` as the explicitly given parameter directory of an
     /// [`Error::ParametersNotFound`] (its hint then names `dir` instead of
     /// `FIL_PROOFS_PARAMETER_CACHE`); other errors, and `dir: None`, unchanged.
-    #[cfg(any(test, feature = "internals"))]
-    pub fn with_parameter_dir(self, dir: Option<&std::path::Path>) -> Self {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn with_parameter_dir(self, dir: Option<&std::path::Path>) -> Self {
         match (self, dir) {
             (Error::ParametersNotFound { path, .. }, Some(d)) => Error::ParametersNotFound {
                 path,

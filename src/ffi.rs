@@ -250,7 +250,9 @@ pub struct CuzkOptions {
     pub workers_per_device: u32,
     /// Cap in bytes on the device memory cuzk may use on each device; 0: no cap.
     pub vram_limit_bytes: u64,
-    /// Host-memory budget in bytes for partitions synthesized at once; 0: no cap.
+    /// Host-memory budget in bytes (loaded parameters, compiled circuits and every partition in
+    /// flight); 0: the default, the host's available memory when the engine is created less
+    /// 1/16 of it (at least 4 GiB left to the rest of the machine).
     pub host_memory_limit_bytes: u64,
     /// Verify every proof before returning it (default `true`).
     pub verify: bool,

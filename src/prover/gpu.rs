@@ -1309,7 +1309,7 @@ impl GpuBackend {
                     super::check_satisfied(asg, ctx.partition)?;
                 }
                 let r = CpuBackend.compute(asg, srs, ctx)?;
-                ctx.tier = Some("cpu-fallback".into());
+                ctx.tier = Some(crate::engine::CPU_FALLBACK_TIER.into());
                 Ok(r)
             }
             Err(err) => Err(err),
