@@ -338,14 +338,19 @@ fn bad_inputs_get_typed_errors_and_nothing_panics() {
         f.sector_id,
         &f.prover_id,
     );
+    // The directory was given in the configuration: the error names it (not the variable).
     assert!(
         matches!(
-            err,
+            &err,
             cuzk::Error::ParametersNotFound {
-                given_dir: None,
+                given_dir: Some(d),
                 ..
-            }
+            } if d == &empty
         ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("the parameter directory given is"),
         "{err}"
     );
     // Parse reported once before the parameters are found missing.
