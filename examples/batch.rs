@@ -684,6 +684,7 @@ fn run_partition(
         let mut t = Timings::default();
         let mut ctx = PartitionCtx {
             partition: global,
+            part: Default::default(),
             reporter: &reporter,
             timings: &mut t,
             device: None,
@@ -696,6 +697,7 @@ fn run_partition(
     let mut timings = Timings::default();
     let mut ctx = PartitionCtx {
         partition: global,
+        part: Default::default(),
         reporter: &reporter,
         timings: &mut timings,
         device: None,
@@ -1280,6 +1282,7 @@ fn real_main() -> Result<ExitCode, Error> {
             let mut t = Timings::default();
             let mut ctx = PartitionCtx {
                 partition: 0,
+                part: Default::default(),
                 reporter: &reporter,
                 timings: &mut t,
                 device: None,

@@ -28,7 +28,7 @@
 #                 of the binaries and the script in /tmp/e2e-bin, so that it runs on across calls,
 #                 then waits as e2e-wait does;
 #   e2e-wait      waits until it has ended or $E2E_WAIT seconds (default 560) have passed, and copies
-#                 /tmp/e2e's summary, logs and each size's timeline.txt into $OUT (issue the next e2e-wait call at once: the
+#                 /tmp/e2e's summary, logs, each size's timeline.txt and whole prove.log (gzipped) into $OUT (issue the next e2e-wait call at once: the
 #                 machine goes back soon after a call; e2e-wait returns early when no driver runs).
 #                 The full run (~24 device-minutes): `E2E_STEPS="32GiB:4 64GiB:3"
 #                 scripts/device-run.sh e2e`, then `scripts/device-run.sh e2e-wait` until it says
@@ -164,6 +164,7 @@ e2e-wait)
   cp /tmp/e2e/summary.txt "$OUT/e2e-summary.txt" 2>/dev/null; cp /tmp/e2e/driver.log "$OUT/" 2>/dev/null
   for d in /tmp/e2e/*/; do n=$(basename "$d"); [ "$n" = "*" ] && continue
     [ -e "$d/timeline.txt" ] && cp "$d/timeline.txt" "$OUT/$n-timeline.txt"
+    [ -e "$d/prove.log" ] && gzip -c "$d/prove.log" > "$OUT/$n-prove.log.gz"
     for l in "$d"*.log; do [ -e "$l" ] && { echo "=== $l"; tail -n 300 "$l"; }; done > "$OUT/$n.txt"; done
   cat /tmp/e2e/summary.txt
   ;;

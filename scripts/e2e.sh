@@ -85,7 +85,7 @@ for step in "$@"; do
   else cat "$pf" > /dev/null; echo "cold proof: parameter file in the page cache (disk too slow, or no drop_caches)" | tee -a "$S"; fi
   rm -f "$L/proof.bin" "$L/bad.bin"
   a=$(date +%s)
-  RUST_LOG=warn,cuzk::prover::gpu=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
+  RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
     --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
   rc=$?
   z=$(date +%s)
@@ -94,7 +94,7 @@ for step in "$@"; do
   c0=$(grep -oE "^proof 0: .* in [0-9.]+ s" "$L/prove.log" | grep -oE "[0-9.]+ s$" | cut -d' ' -f1 | cut -d. -f1)
   echo "GPU busy (mean utilization.gpu): whole run $(busy "$a" "$z") %, steady state (from $((a + ${c0:-0}))) $(busy "$((a + ${c0:-0}))" "$z") %" | tee -a "$S"
   awk -v a="$a" -v z="$z" '$1 >= a && $1 <= z' "$E/smi.txt" > "$L/timeline.txt"
-  grep -E "proofs, |proof: |stages: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
+  grep -E "^proof [0-9]+: |proofs, |proof: |stages: |verify_seal|Maximum resident|Elapsed|error" "$L/prove.log" | tee -a "$S"
   # LOAD_BENCH=1: the warm decoding rate of this parameter file (bench params_load, ~2 min).
   if [ "${LOAD_BENCH:-0}" = 1 ] && [ -x $F/params_load ]; then
     CUZK_BENCH_PARAMS_FILE=$pf t load_bench $F/params_load --bench

@@ -71,6 +71,7 @@ pub enum Backend {
 /// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
+/// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
 /// | `CUZK_MSM_AFFINE_MIN_LIST` | *tuning*: shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -152,6 +153,30 @@ pub struct Tuning {
     /// `slots` (a witness ready for every worker). Ignored on the CPU backend (the host budget
     /// alone decides there).
     pub partitions_ahead: Option<usize>,
+    /// When a compiled partition runs its H side (SpMV, R1CS check, H step, H MSM) apart from
+    /// the other four MSMs (`CUZK_H_AHEAD`; default [`HAhead::WhileLoading`]).
+    pub h_ahead: HAhead,
+}
+
+/// When a compiled partition runs its H side ahead of its other MSMs ([`Tuning::h_ahead`]).
+///
+/// A cold proof reads the parameter file front to back: H (13 of 47 GB at 32 GiB) first, then
+/// L, A, B_G1, B_G2. Split in two, a partition whose witness is ready runs its a, b, c, R1CS
+/// check, H step and H MSM against the H section as soon as it is decoded, while the disk reads
+/// on, then waits (giving its place among the partitions in flight to the next, its witness
+/// kept) for the rest, when only the L, A, B MSMs remain (~0.5 of the ~1.9 device-seconds of a
+/// 32 GiB partition).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HAhead {
+    /// Split the partitions of a proof whose parameters are still loading; one pass otherwise.
+    #[default]
+    WhileLoading,
+    /// Split every compiled partition, parameters loaded or not (its proof is the same: the
+    /// tests check the two parts against one pass).
+    Always,
+    /// Never split: every partition waits for the whole parameter file.
+    Off,
 }
 
 /// How the GPU MSMs accumulate their buckets, G1 and G2 ([`Tuning::msm_accumulation`]).
@@ -338,6 +363,20 @@ impl EngineConfig {
         }
         if let Some(v) = env_text("CUZK_ALLOW_CPU")? {
             c.allow_cpu_fallback = parse_bool("CUZK_ALLOW_CPU", &v)?;
+        }
+        if let Some(v) = env_text("CUZK_H_AHEAD")? {
+            c.tuning.h_ahead = match v.trim().to_ascii_lowercase().as_str() {
+                "while-loading" => HAhead::WhileLoading,
+                "always" => HAhead::Always,
+                "off" => HAhead::Off,
+                _ => {
+                    return Err(bad(
+                        "CUZK_H_AHEAD",
+                        &v,
+                        "expected while-loading, always or off",
+                    ))
+                }
+            };
         }
         if let Some(v) = env_text("CUZK_GPU_SPMV")? {
             c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
@@ -553,6 +592,12 @@ impl Tuning {
     /// Sets [`Tuning::partitions_ahead`]: witnesses made ahead of the partitions the GPU runs.
     pub fn with_partitions_ahead(mut self, partitions: usize) -> Self {
         self.partitions_ahead = Some(partitions);
+        self
+    }
+
+    /// Sets [`Tuning::h_ahead`]: when a partition runs its H side ahead of its other MSMs.
+    pub fn with_h_ahead(mut self, h_ahead: HAhead) -> Self {
+        self.h_ahead = h_ahead;
         self
     }
 }

@@ -19,12 +19,12 @@ use crate::budget::{HostBudget, Permit};
 use crate::c1;
 use crate::cancel::CancelToken;
 use crate::circuit::{self, CompiledCircuit};
-use crate::config::{Backend as BackendChoice, EngineConfig, ProveOptions, Synthesis};
+use crate::config::{Backend as BackendChoice, EngineConfig, HAhead, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
 use crate::gpu::memory::hostpool::HostPool;
 use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
-use crate::prover::{self, CpuBackend, PartitionCtx, ProverBackend, PROOF_BYTES};
+use crate::prover::{self, CpuBackend, Part, PartitionCtx, ProverBackend, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Srs};
 use crate::synth::Assignment;
 
@@ -48,7 +48,12 @@ pub struct PartitionReport {
     /// `streaming`: [`crate::Tier`]) followed by where a, b, c were computed on the compiled
     /// path (`+spmv`: on the device, `+cpu-spmv`: on the host), e.g. `resident+spmv`; or
     /// `cpu-fallback` for a job the CPU ran (`CUZK_ALLOW_CPU`). `None` on the CPU backend.
+    /// For a partition whose H side ran ahead (`h_ahead`), the tier of its other MSMs.
     pub tier: Option<String>,
+    /// Whether the partition's H side (a, b, c, R1CS check, H step, H MSM) ran ahead of its
+    /// other four MSMs, before the parameters' L, A, B sections were loaded
+    /// ([`crate::HAhead`]).
+    pub h_ahead: bool,
 }
 
 /// [`PartitionReport::tier`] of a GPU job that the CPU ran (`CUZK_ALLOW_CPU`).
@@ -218,8 +223,21 @@ impl Engine {
     /// names both files) or from the digest check (names the file). A failed load is not
     /// cached: a later call tries again (e.g. after the file was fetched).
     #[cfg_attr(feature = "internals", visibility::make(pub))]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub(crate) fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
-        once_per_key(&self.params, path, "parameter", || self.read_params(path))
+        self.load_params_then(path, &mut |_| {})
+    }
+
+    /// [`Engine::load_params`], calling `on_section` after each section of the file is decoded
+    /// when this call is the one that reads it ([`Srs::load_with_vk_then`]; not when the
+    /// parameters are loaded already or another call is loading them).
+    ///
+    /// # Errors
+    /// As [`Engine::load_params`].
+    fn load_params_then(&self, path: &Path, on_section: &mut dyn FnMut(&Srs)) -> Result<Arc<Srs>> {
+        once_per_key(&self.params, path, "parameter", || {
+            self.read_params(path, on_section)
+        })
     }
 
     /// Whether the parameters at `path` are loaded (kept by this engine).
@@ -232,14 +250,14 @@ impl Engine {
         slot.is_some_and(|s| s.lock().is_ok_and(|v| v.is_some()))
     }
 
-    fn read_params(&self, path: &Path) -> Result<Srs> {
+    fn read_params(&self, path: &Path, on_section: &mut dyn FnMut(&Srs)) -> Result<Srs> {
         let t = Instant::now();
         let vk_path = path.with_extension("vk");
         if self.config.verify_production_params {
             crate::digest::check_official(path)?;
             crate::digest::check_official(&vk_path)?;
         }
-        let srs = Srs::load_with_vk(path, &vk_path)?;
+        let srs = Srs::load_with_vk_then(path, &vk_path, on_section)?;
         log::info!(
             "loaded parameters {} ({:.2} GB) in {:.2} s",
             path.display(),
@@ -830,26 +848,63 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     };
     engine.budget.add_params(reserve);
     let params: Latch<Arc<Srs>> = Latch::new();
+    // The parameters so far for the partitions' H side ([`HAhead`]): a cold load's H section
+    // as soon as it is decoded, else (warm, or a load that handed none out) the whole set;
+    // `None` if the load failed.
+    let early: Latch<Arc<Srs>> = Latch::new();
     let params_error: Mutex<Option<Error>> = Mutex::new(None);
     let mut load_timings = Timings::default();
+    // Each decoded section goes to the backend (the GPU pins it) on a thread of its own, so
+    // that the decoding does not wait for the registration.
+    let (to_prepare, prepare) = std::sync::mpsc::channel::<Srs>();
+    let to_prepare = Mutex::new(Some(to_prepare));
     std::thread::scope(|scope| -> Result<C2Output> {
+        scope.spawn(move || {
+            for so_far in prepare {
+                engine.backend().prepare_params(&so_far);
+            }
+        });
         scope.spawn(|| {
+            let tx = to_prepare.lock().ok().and_then(|mut g| g.take());
+            let mut on_section = |so_far: &Srs| {
+                if so_far.l.is_empty() {
+                    log::info!(
+                        "parameters: H section decoded ({:.2} GB): partitions may run their H side",
+                        so_far.size_bytes() as f64 / 1e9
+                    );
+                    early.set(Some(Arc::new(so_far.share())));
+                }
+                if let Some(tx) = &tx {
+                    let _ = tx.send(so_far.share());
+                }
+            };
             let r = reporter.time(&mut load_timings, None, Stage::LoadParams, || {
-                engine.load_params(params_path)
+                engine.load_params_then(params_path, &mut on_section)
             });
+            drop(tx);
             engine.budget.sub_params(reserve);
             match r {
-                Ok(srs) => params.set(Some(srs)),
+                Ok(srs) => {
+                    params.set(Some(srs.clone()));
+                    early.set(Some(srs));
+                }
                 Err(e) => {
                     if let Ok(mut g) = params_error.lock() {
                         *g = Some(e);
                     }
                     params.set(None);
+                    early.set(None);
                 }
             }
         });
         let out = prove_partitions(
-            engine, &sector, sector_id, options, reporter, timings, &params,
+            engine,
+            &sector,
+            sector_id,
+            options,
+            reporter,
+            timings,
+            (&params, &early),
         );
         // A failed parameter load is the call's error (the partitions only saw it missing).
         let load_error = params.wait().is_none();
@@ -866,7 +921,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 /// The partitions of one proof (see [`prove_shape`]): the circuit, then every partition's
 /// stages ([`ProofRun::prove_partition`]: admit, witness or synthesis, backend, epilogue,
 /// verify) on `workers` threads behind the engine's gate ([`crate::pipeline`]); `params` is
-/// set by the parameter load running beside.
+/// set by the parameter load running beside, `early` as soon as the H section is decoded.
 fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     sector: &Sector<Tree>,
@@ -874,7 +929,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     options: &ProveOptions,
     reporter: &Reporter,
     timings: &mut Timings,
-    params: &Latch<Arc<Srs>>,
+    (params, early): (&Latch<Arc<Srs>>, &Latch<Arc<Srs>>),
 ) -> Result<C2Output> {
     let proof_type = sector.proof_type;
     // The checkpoints of `options.cancel` (see [`crate::cancel`]).
@@ -910,6 +965,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
         options,
         reporter,
         params,
+        early,
         compiled,
         need,
         host_top_up,
@@ -989,6 +1045,9 @@ struct ProofRun<'a, Tree: 'static + MerkleTreeTrait> {
     reporter: &'a Reporter,
     /// The parameters, set by the load running beside ([`prove_shape`]).
     params: &'a Latch<Arc<Srs>>,
+    /// The parameters so far for the H side: the H section of a cold load as soon as it is
+    /// decoded, else the whole set ([`prove_shape`]).
+    early: &'a Latch<Arc<Srs>>,
     /// The recorded circuit (compiled and gadget witness); `None` for reference synthesis.
     compiled: Option<Arc<CompiledCircuit>>,
     /// Host bytes of one partition's permit ([`partition_host_bytes`]: 22.15 GB at 32 GiB with
@@ -1007,6 +1066,8 @@ struct Computed {
     device: Option<usize>,
     /// Allocator tier (GPU backend), e.g. `full-staging+spmv` or `cpu-fallback`.
     tier: Option<String>,
+    /// Whether the H side ran ahead of the other MSMs ([`ProofRun::h_ahead`]).
+    h_ahead: bool,
 }
 
 /// The error of a circuit whose public inputs are not the expected ones (partition `k`).
@@ -1039,7 +1100,8 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
     /// # Errors
     /// Any stage's error (the first); [`Error::Cancelled`] at a checkpoint.
     fn prove_partition(&self, k: usize) -> Result<PartitionOut> {
-        let (_pass, mut memory) = self.admit(k)?;
+        let (pass, mut memory) = self.admit(k)?;
+        let mut pass = Some(pass);
         let mut t = Timings::default();
         let inputs = self.public_inputs(k)?;
         let done = match &self.compiled {
@@ -1047,7 +1109,9 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
                 let (mut asg, srs) = self.synthesize(k, &inputs, &mut t)?;
                 self.compute(k, &mut asg, &srs, &mut t)?
             }
-            Some(cc) => self.witness_and_compute(k, cc, &inputs, &mut memory, &mut t)?,
+            Some(cc) => {
+                self.witness_and_compute(k, cc, &inputs, &mut pass, &mut memory, &mut t)?
+            }
         };
         let (proof, srs) = self.epilogue(k, &done.msm, &mut t)?;
         self.verify(k, &srs, &proof, &inputs, &mut t)?;
@@ -1063,6 +1127,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             },
             device: done.device,
             tier: done.tier,
+            h_ahead: done.h_ahead,
         };
         Ok((prover::proof_to_bytes(&proof), report, t))
     }
@@ -1144,6 +1209,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             msm,
             device: ctx.device,
             tier: ctx.tier.take(),
+            h_ahead: false,
         })
     }
 
@@ -1162,6 +1228,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         k: usize,
         cc: &Arc<CompiledCircuit>,
         inputs: &[Fr],
+        pass: &mut Option<Pass<'_>>,
         memory: &mut Permit<'_>,
         t: &mut Timings,
     ) -> Result<Computed> {
@@ -1172,7 +1239,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         w.aux = aux_buf.lend();
         let made = self.witness(k, cc, &mut w, t);
         let (r, busy) = match made {
-            Ok(()) => self.compute_compiled(k, cc, inputs, &mut w, t),
+            Ok(()) => self.compute_compiled(k, cc, inputs, pass, &mut w, t),
             Err(e) => (Err(e), false),
         };
         aux_buf.restore(std::mem::take(&mut w.aux));
@@ -1215,14 +1282,15 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
     /// Backend stage (compiled path): the witness's public inputs checked, the parameters
     /// waited for and checked against the circuit, then a, b, c, the R1CS check and the MSMs
     /// from z on the engine's backend ([`ProverBackend::compute_compiled`]; `w`'s vectors come
-    /// back into it). Also returns, error or not, whether a device copy from `w`'s buffers may
-    /// still be running (`PartitionCtx::host_buffers_busy`): they must then be neither reused
-    /// nor freed.
+    /// back into it) — in two parts when the H side runs ahead ([`Self::h_ahead`]). Also
+    /// returns, error or not, whether a device copy from `w`'s buffers may still be running
+    /// (`PartitionCtx::host_buffers_busy`): they must then be neither reused nor freed.
     fn compute_compiled(
         &self,
         k: usize,
         cc: &Arc<CompiledCircuit>,
         inputs: &[Fr],
+        pass: &mut Option<Pass<'_>>,
         w: &mut circuit::Witness,
         t: &mut Timings,
     ) -> (Result<Computed>, bool) {
@@ -1230,11 +1298,15 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             host_top_up: self.host_top_up.clone(),
             ..PartitionCtx::new(k, self.reporter, t)
         };
+        let mut ahead = false;
         let r = if w.input.get(1..) != Some(inputs) {
             Err(inputs_differ(k))
         } else {
-            self.wait_params().and_then(|srs| {
+            self.h_ahead(k, cc, pass, w, &mut ctx).and_then(|h| {
+                ahead = h.is_some();
+                let srs = self.wait_params()?;
                 srs.check_counts(&cc.shape_counts())?;
+                ctx.part = h.map_or(Part::All, Part::AfterH);
                 self.engine
                     .backend()
                     .compute_compiled(w, cc, &srs, &mut ctx)
@@ -1242,7 +1314,77 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         };
         let (device, tier) = (ctx.device, ctx.tier.take());
         let busy = ctx.host_buffers_busy;
-        (r.map(|msm| Computed { msm, device, tier }), busy)
+        let computed = |msm| Computed {
+            msm,
+            device,
+            tier,
+            h_ahead: ahead,
+        };
+        (r.map(computed), busy)
+    }
+
+    /// The H side of partition `k` ahead of the other MSMs ([`HAhead`]): when the proof's
+    /// parameters are still loading (or always, with [`HAhead::Always`]), waits for their H
+    /// section, then runs a, b, c, the R1CS check, the H step and the H MSM on the backend
+    /// ([`Part::HOnly`]) and gives up the partition's place among those in flight (`pass`: it
+    /// waits for the rest of the file now, its witness kept, and another partition may make
+    /// its witness meanwhile). Returns H's sum, or `None` when the partition runs in one pass
+    /// (parameters loaded, the load failed, an H section of the wrong size — the one pass
+    /// reports it — or the H side failed on the device: logged, and the one pass tries again).
+    ///
+    /// # Errors
+    /// [`Error::Synthesis`] (an unsatisfied witness); [`Error::Cancelled`]; any error after
+    /// which `w`'s buffers may still be in a device copy.
+    fn h_ahead(
+        &self,
+        k: usize,
+        cc: &Arc<CompiledCircuit>,
+        pass: &mut Option<Pass<'_>>,
+        w: &mut circuit::Witness,
+        ctx: &mut PartitionCtx<'_>,
+    ) -> Result<Option<blstrs::G1Projective>> {
+        let mode = self.engine.config.tuning.h_ahead;
+        if mode == HAhead::Off
+            || (mode == HAhead::WhileLoading && self.params.peek().is_some())
+        {
+            return Ok(None);
+        }
+        self.cancelled()?;
+        let Some(so_far) = self.early.wait() else {
+            return Ok(None);
+        };
+        // The whole set arrived first: one pass, unless every partition is split.
+        if mode == HAhead::WhileLoading && !so_far.l.is_empty() {
+            return Ok(None);
+        }
+        let domain = cc.layout.num_constraints().max(1).next_power_of_two();
+        if so_far.h.len() != domain - 1 {
+            return Ok(None);
+        }
+        ctx.part = Part::HOnly;
+        let r = self
+            .engine
+            .backend()
+            .compute_compiled(w, cc, &so_far, ctx);
+        ctx.part = Part::All;
+        match r {
+            Ok(m) => {
+                if so_far.l.is_empty() {
+                    log::info!("partition {k}: H side done ahead of the parameters' L, A, B");
+                }
+                drop(pass.take());
+                Ok(Some(m.h))
+            }
+            Err(e) if matches!(e, Error::Synthesis { .. } | Error::Cancelled) => Err(e),
+            Err(e) if ctx.host_buffers_busy => Err(e),
+            Err(e) => {
+                log::warn!(
+                    "partition {k}: the H side ahead of the parameters failed ({e}); one pass \
+                     after the load instead"
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// Reports the compiled path's synthesis: its witness and SpMV stages (on the CPU or the

@@ -68,7 +68,8 @@ internal_modules! {
 
 pub use cancel::CancelToken;
 pub use config::{
-    Backend, CircuitCache, EngineConfig, MsmAccumulation, ProveOptions, Synthesis, Tier, Tuning,
+    Backend, CircuitCache, EngineConfig, HAhead, MsmAccumulation, ProveOptions, Synthesis, Tier,
+    Tuning,
 };
 pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport};
 pub use error::{DeviceFault, Error, Result};

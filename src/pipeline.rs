@@ -130,6 +130,14 @@ impl<T: Clone> Latch<T> {
         self.set.notify_all();
     }
 
+    /// The value if it is set (`Some(None)`: its maker failed), without waiting.
+    pub fn peek(&self) -> Option<Option<T>> {
+        match self.value.lock() {
+            Ok(g) => g.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
     /// Waits for the value: `None` when its maker failed.
     pub fn wait(&self) -> Option<T> {
         let mut g = match self.value.lock() {

@@ -259,7 +259,7 @@ impl Srs {
     /// is empty, truncated, has trailing bytes or bad points.
     #[cfg(any(test, feature = "internals"))]
     pub fn load(path: &Path) -> Result<Srs> {
-        Srs::load_inner(path, None)
+        Srs::load_inner(path, None, &mut |_| {})
     }
 
     /// [`Srs::load`], and checks the parameters' verifying key against the separate `.vk` file
@@ -271,13 +271,36 @@ impl Srs {
     /// Those of [`Srs::load`] for `path`; then [`Error::ParametersNotFound`] naming `vk_path`
     /// when it does not exist; [`Error::ParametersInvalid`] naming `vk_path` when it is not a
     /// verifying key, and naming both files when the keys differ.
+    #[cfg(any(test, feature = "internals"))]
     pub fn load_with_vk(path: &Path, vk_path: &Path) -> Result<Srs> {
-        Srs::load_inner(path, Some(vk_path))
+        Srs::load_inner(path, Some(vk_path), &mut |_| {})
+    }
+
+    /// [`Srs::load_with_vk`], calling `on_section` on the loading thread after each of the
+    /// five sections is decoded (H, L, A, B_G1, B_G2, in file order) with the parameters so
+    /// far: the same vectors the result will hold (shared, not copied), the sections not yet
+    /// decoded empty. A cold 32 GiB load hands out H after ~13 of its 47 GB: the engine starts
+    /// the partitions' H side then ([`crate::HAhead`]). `on_section` should return quickly (it
+    /// holds up the decoding).
+    ///
+    /// # Errors
+    /// As [`Srs::load_with_vk`]; sections handed out before a later bad one stay valid points.
+    pub fn load_with_vk_then(
+        path: &Path,
+        vk_path: &Path,
+        on_section: &mut dyn FnMut(&Srs),
+    ) -> Result<Srs> {
+        Srs::load_inner(path, Some(vk_path), on_section)
     }
 
     /// [`Srs::load`]; with `vk_path`, the verifying key at the head of the file must equal the
-    /// one of that `.vk` file, which then gives [`Srs::pvk`].
-    fn load_inner(path: &Path, vk_path: Option<&Path>) -> Result<Srs> {
+    /// one of that `.vk` file, which then gives [`Srs::pvk`]. `on_section` as in
+    /// [`Srs::load_with_vk_then`].
+    fn load_inner(
+        path: &Path,
+        vk_path: Option<&Path>,
+        on_section: &mut dyn FnMut(&Srs),
+    ) -> Result<Srs> {
         let invalid = |reason: String| Error::ParametersInvalid {
             path: path.to_path_buf(),
             reason,
@@ -317,12 +340,24 @@ impl Srs {
             }
         }
         let [h, l, a, b1] = layout.g1.clone();
+        let pvk = prepare_verifying_key(file_vk.as_ref().map_or(&vk, |(_, k)| k));
+        // What the load has decoded so far, handed to `on_section` after each section.
+        let mut so_far = Srs {
+            path: path.to_path_buf(),
+            vk: vk.clone(),
+            pvk,
+            h: Arc::default(),
+            l: Arc::default(),
+            a: Arc::default(),
+            b_g1: Arc::default(),
+            b_g2: Arc::default(),
+        };
         // The sections in file order, one window at a time, with the read-ahead beside them.
         let _ = map.advise(memmap2::Advice::Sequential);
         let first = h.start;
         let decoded = AtomicUsize::new(first);
         let stop = AtomicBool::new(false);
-        let (h, l, a, b_g1, b_g2) = std::thread::scope(|scope| {
+        std::thread::scope(|scope| {
             scope.spawn(|| prefetch(&map, first, &decoded, &stop));
             let sections = (|| {
                 let t = std::time::Instant::now();
@@ -334,32 +369,42 @@ impl Srs {
                     );
                     v.map(Arc::new)
                 };
-                let h = g1("H", h)?;
-                let l = g1("L", l)?;
-                let a = g1("A", a)?;
-                let b_g1 = g1("B_G1", b1)?;
-                let b_g2 = Arc::new(decode_section::<G2Affine>(
+                so_far.h = g1("H", h)?;
+                on_section(&so_far);
+                so_far.l = g1("L", l)?;
+                on_section(&so_far);
+                so_far.a = g1("A", a)?;
+                on_section(&so_far);
+                so_far.b_g1 = g1("B_G1", b1)?;
+                on_section(&so_far);
+                so_far.b_g2 = Arc::new(decode_section::<G2Affine>(
                     &map,
                     layout.b_g2.clone(),
                     &decoded,
                 )?);
-                Ok((h, l, a, b_g1, b_g2))
+                on_section(&so_far);
+                Ok(())
             })();
             stop.store(true, Ordering::Release);
             sections
         })
         .map_err(invalid)?;
-        let pvk = prepare_verifying_key(file_vk.as_ref().map_or(&vk, |(_, k)| k));
-        Ok(Srs {
-            path: path.to_path_buf(),
-            vk,
-            pvk,
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-        })
+        Ok(so_far)
+    }
+
+    /// Another handle on the same parameters: the point vectors shared (not copied), the
+    /// verifying key prepared again (a few milliseconds).
+    pub fn share(&self) -> Srs {
+        Srs {
+            path: self.path.clone(),
+            vk: self.vk.clone(),
+            pvk: prepare_verifying_key(&self.vk),
+            h: self.h.clone(),
+            l: self.l.clone(),
+            a: self.a.clone(),
+            b_g1: self.b_g1.clone(),
+            b_g2: self.b_g2.clone(),
+        }
     }
 
     /// Checks that these parameters belong to the circuit of `asg` (sizes of every query).

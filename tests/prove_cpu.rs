@@ -512,3 +512,36 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
     assert!(out.verified);
     assert_eq!(out.proof.len(), 192);
 }
+
+/// The H side ahead of the other MSMs ([`cuzk::HAhead::Always`]: split although the parameters
+/// are loaded) gives the one pass's exact bytes for the same r and s, and the report says
+/// which ran.
+#[test]
+fn h_side_ahead_gives_the_one_pass_proof_bytes() {
+    use cuzk::{HAhead, Tuning};
+    let f = fixture();
+    let r = Fr::from(0x5151_7777u64).square();
+    let s = Fr::from(0x2222_9999u64).square();
+    let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
+    let prove = |h: HAhead| {
+        let engine = Engine::new(
+            EngineConfig::default()
+                .with_parameter_dir(&f.param_dir)
+                .with_backend(Backend::Cpu)
+                .with_tuning(Tuning::default().with_h_ahead(h)),
+        )
+        .unwrap();
+        engine
+            .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
+            .unwrap()
+    };
+    let split = prove(HAhead::Always);
+    let one = prove(HAhead::Off);
+    assert!(split.partitions.iter().all(|p| p.h_ahead));
+    assert!(one.partitions.iter().all(|p| !p.h_ahead));
+    assert_eq!(
+        split.proof, one.proof,
+        "two parts must give the one pass's bytes"
+    );
+    assert!(f.verify(&split.proof).unwrap());
+}

@@ -444,8 +444,9 @@ fn prove_with(
         let t0 = start.elapsed().as_secs_f64();
         let out = engine.prove_porep_c2(bytes, sector, &prover_id, &options)?;
         let t1 = start.elapsed().as_secs_f64();
+        let ahead = out.partitions.iter().filter(|p| p.h_ahead).count();
         eprintln!(
-            "{}: {} bytes ({} partitions) in {:.3} s",
+            "{}: {} bytes ({} partitions{}) in {:.3} s",
             if repeat > 1 {
                 format!("proof {i}")
             } else {
@@ -453,6 +454,11 @@ fn prove_with(
             },
             out.proof.len(),
             out.partitions.len(),
+            if ahead > 0 {
+                format!(", {ahead} with the H side ahead of the parameters")
+            } else {
+                String::new()
+            },
             t1 - t0
         );
         if let Ok(v) = stages.lock() {

@@ -11,7 +11,7 @@ use ff::Field;
 use group::Group;
 use rayon::prelude::*;
 
-use super::{MsmResults, PartitionCtx, ProverBackend};
+use super::{MsmResults, Part, PartitionCtx, ProverBackend};
 use crate::error::{Error, Result};
 use crate::progress::Stage;
 use crate::srs::Srs;
@@ -162,32 +162,39 @@ impl ProverBackend for CpuBackend {
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
         let p = Some(ctx.partition);
+        let part = ctx.part;
         let (a, b, c) = (
             std::mem::take(&mut asg.a),
             std::mem::take(&mut asg.b),
             std::mem::take(&mut asg.c),
         );
-        let t = Instant::now();
-        let h = crate::ntt::compute_h(a, b, c)?;
-        ctx.reporter.report(ctx.timings, p, Stage::Ntt, t.elapsed());
-        if h.len() != srs.h.len() {
-            return Err(Error::ParametersInvalid {
-                path: srs.path.clone(),
-                reason: format!(
-                    "H query has {} points, the circuit needs {}",
-                    srs.h.len(),
-                    h.len()
-                ),
-            });
-        }
-        let ni = asg.input.len();
         let rep = ctx.reporter;
         let tm = &mut *ctx.timings;
-
-        let h_sum = rep.time(tm, p, Stage::MsmH, || {
-            msm(srs.h.par_iter().zip(h.par_iter()))
-        });
-        drop(h);
+        let h_sum = match part {
+            Part::AfterH(h) => h,
+            Part::All | Part::HOnly => {
+                let t = Instant::now();
+                let h = crate::ntt::compute_h(a, b, c)?;
+                rep.report(tm, p, Stage::Ntt, t.elapsed());
+                if h.len() != srs.h.len() {
+                    return Err(Error::ParametersInvalid {
+                        path: srs.path.clone(),
+                        reason: format!(
+                            "H query has {} points, the circuit needs {}",
+                            srs.h.len(),
+                            h.len()
+                        ),
+                    });
+                }
+                rep.time(tm, p, Stage::MsmH, || {
+                    msm(srs.h.par_iter().zip(h.par_iter()))
+                })
+            }
+        };
+        if !part.rest() {
+            return Ok(MsmResults::h_only(h_sum));
+        }
+        let ni = asg.input.len();
         let l_sum = rep.time(tm, p, Stage::MsmL, || {
             msm(srs.l.par_iter().zip(asg.aux.par_iter()))
         });

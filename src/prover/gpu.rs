@@ -32,7 +32,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
 use group::Group;
 
 use super::cpu::CpuBackend;
-use super::{LentAssignment, MsmResults, PartitionCtx, ProverBackend};
+use super::{LentAssignment, MsmResults, Part, PartitionCtx, ProverBackend};
 use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
@@ -157,6 +157,9 @@ struct GpuJob {
     /// Whether a, b, c may be computed on the device (`Tuning::cpu_spmv_only` off).
     gpu_spmv: bool,
     srs: Arc<Srs>,
+    /// The MSMs to compute (`PartitionCtx::part`): with [`Part::HOnly`], `srs` may hold only
+    /// its H query (a cold load's first section), so the resident tier is not planned.
+    part: Part,
     reporter: Reporter,
     partition: usize,
     /// Host memory to take if a, b, c are computed on the host (see `PartitionCtx`).
@@ -196,8 +199,9 @@ struct GpuOutput {
 /// Runs partitions on the device the scheduler picked.
 struct GpuExecutor {
     slots: Vec<Slot>,
-    /// Parameter sets pinned so far (one entry per `.params` path; kept while the backend lives).
-    pinned: Mutex<Vec<PinnedParams>>,
+    /// Parameter vectors pinned so far (one entry per query of each `.params` path; kept while
+    /// the backend lives).
+    pinned: Mutex<Vec<PinnedQuery>>,
     /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
     stage_timeout: std::time::Duration,
 }
@@ -290,19 +294,55 @@ impl GpuBackend {
 }
 
 impl GpuExecutor {
-    /// Pins `srs`'s bases the first time a partition uses them (other workers wait for it).
-    fn pin_params(&self, srs: &Srs) -> Result<()> {
-        let mut pinned = self
-            .pinned
-            .lock()
-            .map_err(|_| Error::internal("pinned-parameters lock poisoned"))?;
-        // Keyed by the vectors themselves: parameters reloaded from the same path replace the
-        // old entry (whose pins go, and with them the last hold on the old vectors).
-        if !pinned.iter().any(|p| p.pins(srs)) {
-            pinned.retain(|p| p.path != srs.path);
-            pinned.push(PinnedParams::new(srs));
+    /// Pins `srs`'s bases the first time they are used, query by query: a cold load's
+    /// sections as they are decoded (`ProverBackend::prepare_params`), or the first partition's.
+    /// Empty queries (not decoded yet) are skipped. The registrations run outside the lock
+    /// (12.9 GB of H take ~0.7 s), so a partition whose queries are pinned does not wait for
+    /// another query's; two threads pinning the same vector share one registration (the
+    /// registry's), and only one keeps its entry.
+    fn pin_params(&self, srs: &Srs) {
+        let lock = || self.pinned.lock().unwrap_or_else(PoisonError::into_inner);
+        let missing: Vec<(usize, HeldQuery)> = {
+            let pinned = lock();
+            HeldQuery::of(srs)
+                .into_iter()
+                .enumerate()
+                .filter(|(q, v)| {
+                    !v.is_empty()
+                        && !pinned
+                            .iter()
+                            .any(|p| p.path == srs.path && p.query == *q && p.held.same(v))
+                })
+                .collect()
+        };
+        if missing.is_empty() {
+            return;
         }
-        Ok(())
+        let t = Instant::now();
+        let reg = pinned_registry();
+        let fresh: Vec<PinnedQuery> = missing
+            .into_iter()
+            .map(|(query, held)| PinnedQuery {
+                path: srs.path.clone(),
+                query,
+                _guard: held.pin(reg),
+                held,
+            })
+            .collect();
+        log::info!(
+            "parameters {}: {} queries pinned ({:.2} GB) in {:.2} s",
+            srs.path.display(),
+            fresh.len(),
+            fresh.iter().map(|p| p.held.bytes()).sum::<usize>() as f64 / 1e9,
+            t.elapsed().as_secs_f64()
+        );
+        let mut pinned = lock();
+        for f in fresh {
+            // Parameters reloaded from the same path replace the old query's entry (whose pin
+            // goes, and with it the last hold on the old vector).
+            pinned.retain(|p| !(p.path == f.path && p.query == f.query));
+            pinned.push(f);
+        }
     }
 
     fn slot(&self, ordinal: usize) -> Result<&Slot> {
@@ -324,17 +364,44 @@ impl PartitionExecutor for GpuExecutor {
             .lock()
             .map_err(|_| Error::internal("assignment lock poisoned"))?;
         let srs = &job.srs;
-        self.pin_params(srs)?;
-        // a, b, c still to compute (compiled path, first attempt or after a failed GPU SpMV).
-        let pending = job.compiled.as_ref().filter(|_| asg.a.is_empty());
-        let rows = pending.map_or(asg.num_constraints(), |cc| cc.layout.num_constraints());
-        let shape = shape_of(&asg, srs, rows)?;
-        let params_resident = slot
-            .resident
-            .lock()
-            .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
-            .unwrap_or(false);
-        let plan = plan_on(slot, &shape, &attempt.plan_options(params_resident))?;
+        self.pin_params(srs);
+        // The circuit's rows: the compiled path before a, b, c exist (or without them at all,
+        // `Part::AfterH`), else the assignment's.
+        let rows = job
+            .compiled
+            .as_ref()
+            .filter(|_| asg.a.is_empty())
+            .map_or(asg.num_constraints(), |cc| cc.layout.num_constraints());
+        // a, b, c still to compute (compiled path, first attempt or after a failed GPU SpMV;
+        // not for the MSMs after H, which need only z).
+        let pending = job
+            .compiled
+            .as_ref()
+            .filter(|_| asg.a.is_empty() && job.part.h_side());
+        let shape = shape_of(&asg, rows)?;
+        // A partial parameter set (`Part::HOnly` during a cold load) is never made resident.
+        let h_only = job.part == Part::HOnly;
+        let params_resident = !h_only
+            && slot
+                .resident
+                .lock()
+                .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
+                .unwrap_or(false);
+        let mut opts = attempt.plan_options(params_resident);
+        if h_only {
+            opts.start = opts.start.max(TierKind::FullStaging);
+        }
+        // The circuit's matrices before the plan: a plan made first could take their room for
+        // resident parameters (47.4 GB at 32 GiB), which on an 80 GB card leaves them out for
+        // good, and every later partition then runs its SpMV on the CPU (3.5 s of 16 cores and
+        // 17 GB of host memory per 32 GiB partition, measured on an H100) to save only the
+        // streaming of the bases. Reserved now, the plan fits beside them (a lower tier where
+        // both do not fit); `plan_on` still lets them go when no useful plan fits beside.
+        if let Some(cc) = pending.filter(|_| job.gpu_spmv && !params_resident) {
+            // Not held here: the slot keeps it, and `plan_on` may let it go.
+            drop(circuit_on(slot, cc)?);
+        }
+        let plan = plan_on(slot, &shape, &opts)?;
         attempt.record_tier(plan.tier.kind());
         let tier = plan.tier;
         let mut timings = Timings::default();
@@ -383,14 +450,20 @@ impl PartitionExecutor for GpuExecutor {
         }
         let tier_name = format!("{}{path}", tier.name());
         log::info!(
-            "partition {}: GPU {} worker {}, tier {tier}{path} (attempt {})",
+            "partition {}: GPU {} worker {}, tier {tier}{path}{} (attempt {})",
             job.partition,
             attempt.device,
             attempt.worker,
+            match job.part {
+                Part::All => "",
+                Part::HOnly => ", H side ahead of the parameters",
+                Part::AfterH(_) => ", MSMs after H",
+            },
             attempt.number
         );
         let mut ctx = PartitionCtx {
             partition: job.partition,
+            part: job.part,
             reporter: &job.reporter,
             timings: &mut timings,
             device: Some(attempt.device),
@@ -405,6 +478,7 @@ impl PartitionExecutor for GpuExecutor {
             &mut asg,
             spmv.as_ref().map(|r| &r.dc),
             srs,
+            job.part,
             &mut ctx,
             attempt,
             Some(self.stage_timeout),
@@ -432,15 +506,17 @@ impl PartitionExecutor for GpuExecutor {
 }
 
 /// The allocator's shape of a partition of `rows` constraints (the input constraints
-/// included) with `asg`'s witness.
-fn shape_of(asg: &Assignment, srs: &Srs, rows: usize) -> Result<PartitionShape> {
+/// included) with `asg`'s witness and densities (the A query's points: inputs and the aux of
+/// the A density; the B query's: the inputs and aux of the B densities — the sizes
+/// `Srs::check_counts` checked the parameters against).
+fn shape_of(asg: &Assignment, rows: usize) -> Result<PartitionShape> {
     let ni = asg.input.len() as u64;
     PartitionShape::from_counts(
         (rows as u64).saturating_sub(ni),
         ni,
         asg.aux.len() as u64,
-        srs.a.len() as u64,
-        srs.b_g1.len() as u64,
+        ni + asg.a_aux_density.count() as u64,
+        (asg.b_input_density.count() + asg.b_aux_density.count()) as u64,
     )
 }
 
@@ -637,51 +713,62 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
     ))
 }
 
-/// Pins the parameters' MSM bases once (one registration per vector, kept while the backend
-/// lives) so streamed passes and the resident upload copy at the link's pinned rate. The guards
-/// are declared before the vectors they pin, so they unregister before the memory can go.
-struct PinnedParams {
-    path: PathBuf,
-    _guards: Vec<crate::gpu::memory::pinned::PinGuard>,
-    g1: [Arc<Vec<G1Affine>>; 4],
-    g2: Arc<Vec<G2Affine>>,
+/// One query's vector of a parameter set (H, L, A, B_G1: G1; B_G2: G2), held by an `Arc`.
+#[derive(Clone)]
+enum HeldQuery {
+    G1(Arc<Vec<G1Affine>>),
+    G2(Arc<Vec<G2Affine>>),
 }
 
-impl PinnedParams {
-    /// Whether these are `srs`'s vectors (same allocations).
-    fn pins(&self, srs: &Srs) -> bool {
-        self.g1
-            .iter()
-            .zip([&srs.h, &srs.l, &srs.a, &srs.b_g1])
-            .all(|(a, b)| Arc::ptr_eq(a, b))
-            && Arc::ptr_eq(&self.g2, &srs.b_g2)
+impl HeldQuery {
+    /// `srs`'s five queries in file order: H, L, A, B_G1, B_G2.
+    fn of(srs: &Srs) -> [HeldQuery; 5] {
+        [
+            HeldQuery::G1(srs.h.clone()),
+            HeldQuery::G1(srs.l.clone()),
+            HeldQuery::G1(srs.a.clone()),
+            HeldQuery::G1(srs.b_g1.clone()),
+            HeldQuery::G2(srs.b_g2.clone()),
+        ]
     }
 
-    fn new(srs: &Srs) -> PinnedParams {
-        let t = Instant::now();
-        let reg = pinned_registry();
-        let g1 = [
-            srs.h.clone(),
-            srs.l.clone(),
-            srs.a.clone(),
-            srs.b_g1.clone(),
-        ];
-        let mut guards: Vec<_> = g1.iter().map(|v| reg.pin_slice(&v[..])).collect();
-        guards.push(reg.pin_slice(&srs.b_g2[..]));
-        let pinned = guards.iter().filter(|g| g.is_pinned()).count();
-        log::info!(
-            "parameters {}: {pinned}/5 base vectors pinned ({:.2} GB) in {:.2} s",
-            srs.path.display(),
-            srs.size_bytes() as f64 / 1e9,
-            t.elapsed().as_secs_f64()
-        );
-        PinnedParams {
-            path: srs.path.clone(),
-            _guards: guards,
-            g1,
-            g2: srs.b_g2.clone(),
+    /// Whether both are the same allocation.
+    fn same(&self, other: &HeldQuery) -> bool {
+        match (self, other) {
+            (HeldQuery::G1(a), HeldQuery::G1(b)) => Arc::ptr_eq(a, b),
+            (HeldQuery::G2(a), HeldQuery::G2(b)) => Arc::ptr_eq(a, b),
+            _ => false,
         }
     }
+
+    fn is_empty(&self) -> bool {
+        self.bytes() == 0
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            HeldQuery::G1(v) => std::mem::size_of_val(&v[..]),
+            HeldQuery::G2(v) => std::mem::size_of_val(&v[..]),
+        }
+    }
+
+    fn pin(&self, reg: &PinnedRegistry) -> crate::gpu::memory::pinned::PinGuard {
+        match self {
+            HeldQuery::G1(v) => reg.pin_slice(&v[..]),
+            HeldQuery::G2(v) => reg.pin_slice(&v[..]),
+        }
+    }
+}
+
+/// One query of a parameter set pinned once (one registration, kept while the backend lives)
+/// so streamed passes and the resident upload copy at the link's pinned rate. The guard is
+/// declared before the vector it pins, so it unregisters before the memory can go.
+struct PinnedQuery {
+    path: PathBuf,
+    /// 0 ..= 4: H, L, A, B_G1, B_G2.
+    query: usize,
+    _guard: crate::gpu::memory::pinned::PinGuard,
+    held: HeldQuery,
 }
 
 /// Runs one partition of `shape` on one device under `plan`, in stages:
@@ -697,6 +784,9 @@ impl PinnedParams {
 ///    resident and streamed bases ([`Bases`]); the input parts are summed here on the CPU;
 /// 6. **read-back**: the five sums go back to the caller, whose epilogue assembles the proof.
 ///
+/// `part` ([`Part`]) leaves out steps 2 to 4 and the H MSM (`AfterH`: z's aux is uploaded for
+/// the other MSMs), or the MSMs after H (`HOnly`, never on the resident tier).
+///
 /// Steps 3 to 5 run inside the device's GPU section. With `spmv` (the compiled path, a, b, c
 /// not yet computed) only z is uploaded and aux then stays on the device for the MSMs; the
 /// caller checked that the plan's working memory holds the three domain buffers and
@@ -710,6 +800,7 @@ fn run_on(
     asg: &mut Assignment,
     spmv: Option<&DeviceCircuit>,
     srs: &Srs,
+    part: Part,
     ctx: &mut PartitionCtx<'_>,
     attempt: &Attempt<'_>,
     timeout: Option<std::time::Duration>,
@@ -743,12 +834,16 @@ fn run_on(
 
     // ---- 2. Upload. `dh`: a (or h) now, h after the H step, freed after the H MSM.
     let mut dh = None;
-    let h_buf = dh.insert(dev.alloc_in::<Fr>(Some(&arena), n)?);
-    let Uploaded { bc: dbc, z: dz } = run.upload(h_buf, asg, spmv.is_some())?;
+    let Uploaded { bc: dbc, z: dz } = if part.h_side() {
+        let h_buf = dh.insert(dev.alloc_in::<Fr>(Some(&arena), n)?);
+        run.upload(h_buf, asg, spmv.is_some())?
+    } else {
+        Uploaded { bc: None, z: None }
+    };
     // The GPU section: kernels only (the uploads above overlap other workers' kernels).
     let section = attempt.enter_gpu();
     run.report(Stage::Wait, section.waited());
-    if let Some((mut db, mut dc)) = dbc {
+    if let (Some((mut db, mut dc)), Some(h_buf)) = (dbc, dh.as_mut()) {
         // ---- 3. SpMV and the R1CS check (compiled path).
         if let (Some(dcirc), Some((din, daux))) = (spmv, &dz) {
             run.spmv(dcirc, (din, daux), [&mut *h_buf, &mut db, &mut dc])?;
@@ -763,7 +858,15 @@ fn run_on(
     let _deadline = stage_deadline("msm", timeout);
     let mut ws = msm_workspace(slot, &arena)?;
     // The input parts (≤ a few hundred points) are summed on the CPU.
-    let (a_in, b1_in, b2_in) = super::cpu::input_msms(asg, srs);
+    let (a_in, b1_in, b2_in) = if part.rest() {
+        super::cpu::input_msms(asg, srs)
+    } else {
+        (
+            G1Projective::identity(),
+            G1Projective::identity(),
+            blstrs::G2Projective::identity(),
+        )
+    };
     // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B.
     let daux_kept = dz.map(|(din, daux)| {
         drop(din);
@@ -773,7 +876,7 @@ fn run_on(
         Some(r) => Bases::Resident(r),
         None => Bases::Streamed { srs, chunk },
     };
-    let sums = run.msms(&mut ws, &bases, &mut dh, daux_kept, asg)?;
+    let sums = run.msms(&mut ws, &bases, &mut dh, daux_kept, asg, part)?;
     ws.release()?;
     drop(section);
     log::info!(
@@ -986,6 +1089,9 @@ impl DeviceRun<'_> {
     /// streamed MSMs' pass buffers (two per group, the plan's pass each) are allocated for the
     /// G1 MSMs, freed, then allocated for B_G2.
     ///
+    /// `part` ([`Part`]): `HOnly` stops after the H MSM; `AfterH` skips it (no `dh`) and
+    /// uploads aux for the other four.
+    ///
     /// Returns the sums of the aux parts (A, B_G1 and B_G2 without their inputs, which the
     /// caller adds). On an error `dh` is left to the caller when the H MSM did not finish.
     ///
@@ -999,27 +1105,44 @@ impl DeviceRun<'_> {
         dh: &mut Option<DeviceBuffer<Fr>>,
         mut daux_kept: Option<DeviceBuffer<Fr>>,
         asg: &Assignment,
+        part: Part,
     ) -> Result<MsmResults> {
         let (dev, n) = (self.dev, self.n);
         let ni = asg.input.len();
         let bi = asg.b_input_density.count();
         let mut waited = std::time::Duration::ZERO;
-        let beside_h = if bases.aux_beside_h() {
+        let beside_h = if bases.aux_beside_h() && part.rest() {
             Some(self.aux_scalars(daux_kept.take(), asg)?)
         } else {
             None
         };
         let mut g1_pass = bases.pass_buffers::<G1Affine>(dev, self.arena)?;
-        let t = Instant::now();
-        let h_scalars = dh
-            .as_ref()
-            .ok_or_else(|| Error::internal("no h on the device for the H MSM"))?
-            .slice(0..n - 1)?;
-        let (h, w) =
-            bases.msm::<G1, _>(ws, dev, &mut g1_pass, &QUERY_H, 0..n - 1, h_scalars, None)?;
-        waited += w;
-        self.report(Stage::MsmH, t.elapsed());
-        drop(dh.take());
+        let h = match part {
+            Part::AfterH(h) => h,
+            Part::All | Part::HOnly => {
+                let t = Instant::now();
+                let h_scalars = dh
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("no h on the device for the H MSM"))?
+                    .slice(0..n - 1)?;
+                let (h, w) = bases.msm::<G1, _>(
+                    ws,
+                    dev,
+                    &mut g1_pass,
+                    &QUERY_H,
+                    0..n - 1,
+                    h_scalars,
+                    None,
+                )?;
+                waited += w;
+                self.report(Stage::MsmH, t.elapsed());
+                drop(dh.take());
+                h
+            }
+        };
+        if !part.rest() {
+            return Ok(MsmResults::h_only(h));
+        }
         let daux = match beside_h {
             Some(d) => d,
             None => {
@@ -1258,6 +1381,7 @@ impl GpuBackend {
             compiled: compiled.clone(),
             gpu_spmv: self.gpu_spmv,
             srs: srs.clone(),
+            part: ctx.part,
             reporter: ctx.reporter.clone(),
             partition: ctx.partition,
             host_top_up: ctx.host_top_up.clone(),
@@ -1299,7 +1423,8 @@ impl GpuBackend {
                     "partition {}: GPU failed ({err}); CPU fallback allowed: proving on the CPU",
                     ctx.partition
                 );
-                if let Some(cc) = compiled.filter(|_| asg.a.is_empty()) {
+                // The CPU backend computes the same part ([`Part::AfterH`] needs no a, b, c).
+                if let Some(cc) = compiled.filter(|_| asg.a.is_empty() && ctx.part.h_side()) {
                     job.take_host_top_up()?;
                     // In place: z stays in `asg` (the caller's, possibly a pooled buffer).
                     ctx.reporter
@@ -1329,6 +1454,10 @@ impl ProverBackend for GpuBackend {
             Some(pinned_registry().clone()),
             self.capacities.len() * self.workers_per_device as usize,
         )
+    }
+
+    fn prepare_params(&self, srs: &Srs) {
+        self.scheduler.executor().pin_params(srs);
     }
 
     fn parallel_partitions(&self) -> Option<usize> {

@@ -50,10 +50,57 @@ pub struct MsmResults {
     pub b_g2: G2Projective,
 }
 
+/// Which of a partition's MSMs one backend call computes. A cold proof's partitions run in two
+/// parts (`engine`, [`crate::HAhead`]): the H side as soon as the parameter file's H section is
+/// decoded — the file's first, 13 of its 47 GB at 32 GiB — and the other four MSMs once the rest
+/// is in, so that the device works while the disk reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Part {
+    /// All five MSMs (and, on the compiled path, a, b, c and the R1CS check first).
+    #[default]
+    All,
+    /// The H side only: a, b, c (compiled path) and the R1CS check, the H step, the H MSM. Only
+    /// the H query of the parameters is read (the others may still be empty); the returned
+    /// [`MsmResults`] holds H, the other sums are the identity.
+    HOnly,
+    /// The other four MSMs (L, A, B_G1, B_G2, which need only z), with H's sum from an earlier
+    /// [`Part::HOnly`] call on the same witness: no SpMV, no H step. The R1CS check ran in that
+    /// call; a backend that computes a, b, c again anyway (a CPU fallback) also checks them again.
+    AfterH(G1Projective),
+}
+
+impl Part {
+    /// Whether this part computes a, b, c and the H side.
+    pub fn h_side(self) -> bool {
+        !matches!(self, Part::AfterH(_))
+    }
+
+    /// Whether this part computes the L, A, B MSMs.
+    pub fn rest(self) -> bool {
+        self != Part::HOnly
+    }
+}
+
+impl MsmResults {
+    /// The results of a [`Part::HOnly`] call: `h`, and the identity for the other four.
+    pub fn h_only(h: G1Projective) -> Self {
+        use group::Group;
+        MsmResults {
+            h,
+            l: G1Projective::identity(),
+            a: G1Projective::identity(),
+            b_g1: G1Projective::identity(),
+            b_g2: G2Projective::identity(),
+        }
+    }
+}
+
 /// Per-partition context a backend reports into.
 pub struct PartitionCtx<'a> {
     /// Partition index.
     pub partition: usize,
+    /// The MSMs to compute ([`Part::All`] unless the engine splits a cold partition).
+    pub part: Part,
     /// Progress reporter (log + callback).
     pub reporter: &'a Reporter,
     /// Where stage timings are recorded.
@@ -81,6 +128,7 @@ impl<'a> PartitionCtx<'a> {
     pub fn new(partition: usize, reporter: &'a Reporter, timings: &'a mut Timings) -> Self {
         PartitionCtx {
             partition,
+            part: Part::All,
             reporter,
             timings,
             device: None,
@@ -106,8 +154,10 @@ pub trait ProverBackend: Send + Sync {
         true
     }
 
-    /// Computes the MSM results of `asg` against `srs`. The backend may take `a`, `b`, `c` out of
-    /// the assignment (they are not needed afterwards).
+    /// Computes the MSM results of `asg` against `srs`: those of `ctx.part` ([`Part`]; with
+    /// [`Part::AfterH`], `asg` needs no a, b, c and `srs` its L, A, B queries only; with
+    /// [`Part::HOnly`], `srs` its H query only). The backend may take `a`, `b`, `c` out of the
+    /// assignment (they are not needed afterwards).
     ///
     /// # Errors
     /// Device and memory errors (GPU); [`Error::InvalidInput`] for inconsistent sizes.
@@ -117,6 +167,15 @@ pub trait ProverBackend: Send + Sync {
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults>;
+
+    /// Readies the decoded queries of `srs` for this backend, during a cold load as each
+    /// section of the parameter file is decoded (`srs` then holds the sections so far; the
+    /// others are empty) and again with the whole set: the GPU backend page-locks each query
+    /// once, so that the pinning overlaps the disk instead of following it. The default (the
+    /// CPU backend): nothing.
+    fn prepare_params(&self, srs: &Srs) {
+        let _ = srs;
+    }
 
     /// How many partitions this backend runs at once (the GPU: devices × workers per device),
     /// which sizes the engine's gate of partitions in flight ([`crate::pipeline`]); `None`
@@ -163,11 +222,18 @@ pub trait ProverBackend: Send + Sync {
             ..Assignment::default()
         };
         let mut lent = LentAssignment { w, asg };
-        ctx.reporter
-            .time(ctx.timings, p, crate::progress::Stage::Spmv, || {
-                cc.evaluate_in_place(&mut lent.asg)
-            })?;
-        check_satisfied(&lent.asg, ctx.partition)?;
+        if ctx.part.h_side() {
+            ctx.reporter
+                .time(ctx.timings, p, crate::progress::Stage::Spmv, || {
+                    cc.evaluate_in_place(&mut lent.asg)
+                })?;
+            check_satisfied(&lent.asg, ctx.partition)?;
+        } else {
+            // L, A, B need z and the densities only (a, b, c stay empty).
+            lent.asg.a_aux_density = cc.a_aux_density.clone();
+            lent.asg.b_input_density = cc.b_input_density.clone();
+            lent.asg.b_aux_density = cc.b_aux_density.clone();
+        }
         self.compute(&mut lent.asg, srs, ctx)
     }
 }
