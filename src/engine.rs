@@ -50,9 +50,9 @@ pub struct PartitionReport {
     /// `cpu-fallback` for a job the CPU ran (`CUZK_ALLOW_CPU`). `None` on the CPU backend.
     /// For a partition whose H side ran ahead (`h_ahead`), the tier of its other MSMs.
     pub tier: Option<String>,
-    /// Whether the partition's H side (a, b, c, R1CS check, H step, H MSM) ran ahead of its
-    /// other four MSMs, before the parameters' L, A, B sections were loaded
-    /// ([`crate::HAhead`]).
+    /// Whether the partition's H side (a, b, c, R1CS check, H step, H MSM) ran apart from, and
+    /// before, its other four MSMs ([`crate::HAhead`]: while the parameters' L, A, B sections
+    /// were still loading, or always).
     pub h_ahead: bool,
 }
 
@@ -824,6 +824,19 @@ fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
     }
 }
 
+/// Sets its latches to `None` when dropped (a latch keeps its first value, so after a load
+/// that set them this does nothing): the guard of the parameter load, so that a panic in it
+/// fails the partitions waiting for the parameters instead of leaving them waiting.
+struct ReleaseOnDrop<'a>([&'a Latch<Arc<Srs>>; 2]);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        for latch in self.0 {
+            latch.set(None);
+        }
+    }
+}
+
 /// The proof of one sector shape (`Tree` = the sector's Merkle tree shape).
 fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
@@ -837,9 +850,10 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
     let params_path = &sector.params_path;
     // A cold proof reads its parameters (44 GiB at 32 GiB: the disk's time) while the circuit
-    // loads and the first witnesses are made, which need only the circuit; each partition
-    // waits for them before its MSMs. While they load, the host budget counts the file's size,
-    // so the partitions admitted meanwhile leave room for them.
+    // loads and the first witnesses are made, which need only the circuit; each partition runs
+    // its H side as soon as the file's first section (H) is decoded and waits for the rest
+    // before its other MSMs ([`ProofRun::h_ahead`]). While they load, the host budget counts
+    // the file's size, so the partitions admitted meanwhile leave room for them.
     let loaded = engine.params_loaded(params_path);
     let reserve = if loaded {
         0
@@ -859,12 +873,21 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let (to_prepare, prepare) = std::sync::mpsc::channel::<Srs>();
     let to_prepare = Mutex::new(Some(to_prepare));
     std::thread::scope(|scope| -> Result<C2Output> {
+        let (params, early) = (&params, &early);
         scope.spawn(move || {
             for so_far in prepare {
                 engine.backend().prepare_params(&so_far);
             }
+            // A failed load's sections were readied for nothing: the backend lets them go
+            // (the GPU's pins would otherwise hold them, unaccounted, while it lives).
+            if params.wait().is_none() {
+                engine.backend().forget_params(params_path);
+            }
         });
         scope.spawn(|| {
+            // Whatever happens here — a panic included —, the partitions waiting for the
+            // parameters are released (a latch keeps its first value: no effect after a set).
+            let _release = ReleaseOnDrop([params, early]);
             let tx = to_prepare.lock().ok().and_then(|mut g| g.take());
             let mut on_section = |so_far: &Srs| {
                 if so_far.l.is_empty() {
@@ -904,7 +927,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             options,
             reporter,
             timings,
-            (&params, &early),
+            (params, early),
         );
         // A failed parameter load is the call's error (the partitions only saw it missing).
         let load_error = params.wait().is_none();
@@ -1094,7 +1117,9 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
     }
 
     /// Partition `k`, stage by stage. The gate's pass and the memory permit are held until
-    /// it is done (the permit dropped first); a, b, c (reference path) are dropped after the
+    /// it is done (the permit dropped first), except that a partition whose H side ran ahead
+    /// of a loading parameter file gives its pass up while it waits for the rest
+    /// ([`Self::h_ahead`]); a, b, c (reference path) are dropped after the
     /// backend stage, before the epilogue.
     ///
     /// # Errors
@@ -1326,11 +1351,13 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
     /// The H side of partition `k` ahead of the other MSMs ([`HAhead`]): when the proof's
     /// parameters are still loading (or always, with [`HAhead::Always`]), waits for their H
     /// section, then runs a, b, c, the R1CS check, the H step and the H MSM on the backend
-    /// ([`Part::HOnly`]) and gives up the partition's place among those in flight (`pass`: it
-    /// waits for the rest of the file now, its witness kept, and another partition may make
-    /// its witness meanwhile). Returns H's sum, or `None` when the partition runs in one pass
-    /// (parameters loaded, the load failed, an H section of the wrong size — the one pass
-    /// reports it — or the H side failed on the device: logged, and the one pass tries again).
+    /// ([`Part::HOnly`]) and, when the parameters are still loading, gives up the partition's
+    /// place among those in flight (`pass`: it waits for the rest of the file now, its witness
+    /// kept, and another partition may make its witness meanwhile; the host budget still
+    /// counts it). Returns H's sum, or `None` when the partition runs in one pass (parameters
+    /// loaded under [`HAhead::WhileLoading`], the load failed, an H section of the wrong size —
+    /// the one pass reports it — or the H side failed on the device: logged, and the one pass
+    /// tries again). Cancellation checkpoints before and after the wait for the H section.
     ///
     /// # Errors
     /// [`Error::Synthesis`] (an unsatisfied witness); [`Error::Cancelled`]; any error after
@@ -1344,13 +1371,18 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<Option<blstrs::G1Projective>> {
         let mode = self.engine.config.tuning.h_ahead;
-        if mode == HAhead::Off
-            || (mode == HAhead::WhileLoading && self.params.peek().is_some())
-        {
+        let loaded = self.params.peek();
+        if mode == HAhead::Off || (mode == HAhead::WhileLoading && loaded.is_some()) {
             return Ok(None);
         }
         self.cancelled()?;
-        let Some(so_far) = self.early.wait() else {
+        // `Always`: the whole set once it is there, else (still loading) its H section.
+        let so_far = match loaded {
+            Some(Some(srs)) => Some(srs),
+            _ => self.early.wait(),
+        };
+        self.cancelled()?;
+        let Some(so_far) = so_far else {
             return Ok(None);
         };
         // The whole set arrived first: one pass, unless every partition is split.
@@ -1369,10 +1401,12 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         ctx.part = Part::All;
         match r {
             Ok(m) => {
-                if so_far.l.is_empty() {
+                // Waiting for the rest of the file, the partition lets the next one in; with
+                // the parameters loaded (`Always`) it goes on at once and keeps its place.
+                if self.params.peek().is_none() {
                     log::info!("partition {k}: H side done ahead of the parameters' L, A, B");
+                    drop(pass.take());
                 }
-                drop(pass.take());
                 Ok(Some(m.h))
             }
             Err(e) if matches!(e, Error::Synthesis { .. } | Error::Cancelled) => Err(e),

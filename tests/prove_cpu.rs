@@ -513,9 +513,10 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
     assert_eq!(out.proof.len(), 192);
 }
 
-/// The H side ahead of the other MSMs ([`cuzk::HAhead::Always`]: split although the parameters
-/// are loaded) gives the one pass's exact bytes for the same r and s, and the report says
-/// which ran.
+/// The H side ahead of the other MSMs ([`cuzk::HAhead::Always`]: every partition split, on a
+/// fresh engine whose parameters load cold — the H section handed out early — and again on the
+/// same engine with them loaded) gives the one pass's exact bytes for the same r and s, and the
+/// report says which ran.
 #[test]
 fn h_side_ahead_gives_the_one_pass_proof_bytes() {
     use cuzk::{HAhead, Tuning};
@@ -523,25 +524,30 @@ fn h_side_ahead_gives_the_one_pass_proof_bytes() {
     let r = Fr::from(0x5151_7777u64).square();
     let s = Fr::from(0x2222_9999u64).square();
     let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
-    let prove = |h: HAhead| {
-        let engine = Engine::new(
+    let engine = |h: HAhead| {
+        Engine::new(
             EngineConfig::default()
                 .with_parameter_dir(&f.param_dir)
                 .with_backend(Backend::Cpu)
                 .with_tuning(Tuning::default().with_h_ahead(h)),
         )
-        .unwrap();
-        engine
-            .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
+        .unwrap()
+    };
+    let prove = |e: &Engine| {
+        e.prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
             .unwrap()
     };
-    let split = prove(HAhead::Always);
-    let one = prove(HAhead::Off);
-    assert!(split.partitions.iter().all(|p| p.h_ahead));
+    let always = engine(HAhead::Always);
+    let cold = prove(&always);
+    let warm = prove(&always);
+    let one = prove(&engine(HAhead::Off));
+    for split in [&cold, &warm] {
+        assert!(split.partitions.iter().all(|p| p.h_ahead));
+        assert_eq!(
+            split.proof, one.proof,
+            "two parts must give the one pass's bytes"
+        );
+    }
     assert!(one.partitions.iter().all(|p| !p.h_ahead));
-    assert_eq!(
-        split.proof, one.proof,
-        "two parts must give the one pass's bytes"
-    );
-    assert!(f.verify(&split.proof).unwrap());
+    assert!(f.verify(&one.proof).unwrap());
 }

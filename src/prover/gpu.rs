@@ -115,6 +115,9 @@ struct Slot {
     resident: Mutex<Option<Arc<Resident>>>,
     /// The compiled circuit resident on this device, if any (one at a time).
     circuit: Mutex<Option<Arc<ResidentCircuit>>>,
+    /// Set once a plan had to let the resident circuit go (`plan_on`): the circuit is then no
+    /// longer reserved ahead of the plans on this device.
+    circuit_yielded: AtomicBool,
 }
 
 impl Slot {
@@ -265,6 +268,7 @@ impl GpuBackend {
                 alloc,
                 resident: Mutex::new(None),
                 circuit: Mutex::new(None),
+                circuit_yielded: AtomicBool::new(false),
             });
         }
         let executor = Arc::new(GpuExecutor {
@@ -330,8 +334,9 @@ impl GpuExecutor {
             })
             .collect();
         log::info!(
-            "parameters {}: {} queries pinned ({:.2} GB) in {:.2} s",
+            "parameters {}: {}/{} queries pinned ({:.2} GB) in {:.2} s",
             srs.path.display(),
+            fresh.iter().filter(|p| p._guard.is_pinned()).count(),
             fresh.len(),
             fresh.iter().map(|p| p.held.bytes()).sum::<usize>() as f64 / 1e9,
             t.elapsed().as_secs_f64()
@@ -379,16 +384,20 @@ impl PartitionExecutor for GpuExecutor {
             .as_ref()
             .filter(|_| asg.a.is_empty() && job.part.h_side());
         let shape = shape_of(&asg, rows)?;
-        // A partial parameter set (`Part::HOnly` during a cold load) is never made resident.
+        // A partial parameter set (`Part::HOnly` during a cold load: only H decoded) is never
+        // made resident.
         let h_only = job.part == Part::HOnly;
-        let params_resident = !h_only
+        let partial = h_only
+            && [srs.l.is_empty(), srs.a.is_empty(), srs.b_g1.is_empty(), srs.b_g2.is_empty()]
+                .contains(&true);
+        let params_resident = !partial
             && slot
                 .resident
                 .lock()
                 .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
                 .unwrap_or(false);
         let mut opts = attempt.plan_options(params_resident);
-        if h_only {
+        if partial {
             opts.start = opts.start.max(TierKind::FullStaging);
         }
         // The circuit's matrices before the plan: a plan made first could take their room for
@@ -397,7 +406,10 @@ impl PartitionExecutor for GpuExecutor {
         // 17 GB of host memory per 32 GiB partition, measured on an H100) to save only the
         // streaming of the bases. Reserved now, the plan fits beside them (a lower tier where
         // both do not fit); `plan_on` still lets them go when no useful plan fits beside.
-        if let Some(cc) = pending.filter(|_| job.gpu_spmv && !params_resident) {
+        // Not where a plan had to let the circuit go before (a small card, a cap): there it
+        // would be uploaded and let go again for every partition.
+        let yielded = slot.circuit_yielded.load(Ordering::Relaxed);
+        if let Some(cc) = pending.filter(|_| job.gpu_spmv && !params_resident && !yielded) {
             // Not held here: the slot keeps it, and `plan_on` may let it go.
             drop(circuit_on(slot, cc)?);
         }
@@ -659,6 +671,7 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
                 Err(_) => false,
             };
             if poor && slot.drop_circuit()? {
+                slot.circuit_yielded.store(true, Ordering::Relaxed);
                 log::info!(
                     "GPU {}: resident circuit let go to plan a 2^{} partition",
                     slot.dev.ordinal(),
@@ -1458,6 +1471,24 @@ impl ProverBackend for GpuBackend {
 
     fn prepare_params(&self, srs: &Srs) {
         self.scheduler.executor().pin_params(srs);
+    }
+
+    fn forget_params(&self, path: &std::path::Path) {
+        let mut pinned = self
+            .scheduler
+            .executor()
+            .pinned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let before = pinned.len();
+        pinned.retain(|p| p.path != path);
+        if pinned.len() < before {
+            log::info!(
+                "parameters {}: {} pinned queries let go (the load failed)",
+                path.display(),
+                before - pinned.len()
+            );
+        }
     }
 
     fn parallel_partitions(&self) -> Option<usize> {

@@ -64,8 +64,8 @@ pub enum Part {
     /// [`MsmResults`] holds H, the other sums are the identity.
     HOnly,
     /// The other four MSMs (L, A, B_G1, B_G2, which need only z), with H's sum from an earlier
-    /// [`Part::HOnly`] call on the same witness: no SpMV, no H step. The R1CS check ran in that
-    /// call; a backend that computes a, b, c again anyway (a CPU fallback) also checks them again.
+    /// [`Part::HOnly`] call on the same witness: no SpMV, no H step, no R1CS check (it ran in
+    /// that call, in front of the H MSM), on the device or, after a fallback, on the CPU.
     AfterH(G1Projective),
 }
 
@@ -175,6 +175,12 @@ pub trait ProverBackend: Send + Sync {
     /// CPU backend): nothing.
     fn prepare_params(&self, srs: &Srs) {
         let _ = srs;
+    }
+
+    /// Lets go of what [`ProverBackend::prepare_params`] readied for the parameters at `path`
+    /// (their load failed after some sections were handed out). The default: nothing.
+    fn forget_params(&self, path: &std::path::Path) {
+        let _ = path;
     }
 
     /// How many partitions this backend runs at once (the GPU: devices × workers per device),
