@@ -514,7 +514,7 @@ fn fake_srs(t: &Template, pool_log2: u32, seed: u64) -> Srs {
             .map(|i| g1[(i + 5) & (g1.len() - 1)])
             .collect(),
     };
-    let pvk = prepare_verifying_key(&vk);
+    let pvk = Arc::new(prepare_verifying_key(&vk));
     Srs {
         path: format!("synthetic-2^{}-pool-2^{pool_log2}-seed-{seed}", d.log2).into(),
         vk,

@@ -870,10 +870,10 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let mut load_timings = Timings::default();
     // Each decoded section goes to the backend (the GPU pins it) on a thread of its own, so
     // that the decoding does not wait for the registration.
-    let (to_prepare, prepare) = std::sync::mpsc::channel::<Srs>();
-    let to_prepare = Mutex::new(Some(to_prepare));
+    let (tx, prepare) = std::sync::mpsc::channel::<Srs>();
     std::thread::scope(|scope| -> Result<C2Output> {
         let (params, early) = (&params, &early);
+        let (load_timings, params_error) = (&mut load_timings, &params_error);
         scope.spawn(move || {
             for so_far in prepare {
                 engine.backend().prepare_params(&so_far);
@@ -884,24 +884,22 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 engine.backend().forget_params(params_path);
             }
         });
-        scope.spawn(|| {
+        // The sender moves in: it is dropped when the load ends, which ends the thread above.
+        scope.spawn(move || {
             // Whatever happens here — a panic included —, the partitions waiting for the
             // parameters are released (a latch keeps its first value: no effect after a set).
             let _release = ReleaseOnDrop([params, early]);
-            let tx = to_prepare.lock().ok().and_then(|mut g| g.take());
             let mut on_section = |so_far: &Srs| {
                 if so_far.l.is_empty() {
                     log::info!(
                         "parameters: H section decoded ({:.2} GB): partitions may run their H side",
                         so_far.size_bytes() as f64 / 1e9
                     );
-                    early.set(Some(Arc::new(so_far.share())));
+                    early.set(Some(Arc::new(so_far.clone())));
                 }
-                if let Some(tx) = &tx {
-                    let _ = tx.send(so_far.share());
-                }
+                let _ = tx.send(so_far.clone());
             };
-            let r = reporter.time(&mut load_timings, None, Stage::LoadParams, || {
+            let r = reporter.time(load_timings, None, Stage::LoadParams, || {
                 engine.load_params_then(params_path, &mut on_section)
             });
             drop(tx);

@@ -37,7 +37,9 @@ pub const G1_BYTES: usize = 96;
 /// Bytes of an uncompressed G2 point.
 pub const G2_BYTES: usize = 192;
 
-/// Decoded Groth16 parameters of one circuit. Cheap to share (`Arc` inside).
+/// Decoded Groth16 parameters of one circuit. Cheap to share and to clone (`Arc` inside: a
+/// clone shares the point vectors and the prepared key).
+#[derive(Clone)]
 pub struct Srs {
     /// File the parameters came from.
     pub path: PathBuf,
@@ -47,7 +49,7 @@ pub struct Srs {
     /// The verifying key prepared for pairing checks: the `.vk` file's when loaded by
     /// [`Srs::load_with_vk`] (the key filecoin-proofs' `verify_seal` uses), else the
     /// `.params` file's.
-    pub pvk: PreparedVerifyingKey<Bls12>,
+    pub pvk: Arc<PreparedVerifyingKey<Bls12>>,
     /// H query: `domain_size − 1` points.
     pub h: Arc<Vec<G1Affine>>,
     /// L query: one point per aux variable.
@@ -340,7 +342,9 @@ impl Srs {
             }
         }
         let [h, l, a, b1] = layout.g1.clone();
-        let pvk = prepare_verifying_key(file_vk.as_ref().map_or(&vk, |(_, k)| k));
+        let pvk = Arc::new(prepare_verifying_key(
+            file_vk.as_ref().map_or(&vk, |(_, k)| k),
+        ));
         // What the load has decoded so far, handed to `on_section` after each section.
         let mut so_far = Srs {
             path: path.to_path_buf(),
@@ -390,21 +394,6 @@ impl Srs {
         })
         .map_err(invalid)?;
         Ok(so_far)
-    }
-
-    /// Another handle on the same parameters: the point vectors shared (not copied), the
-    /// verifying key prepared again (a few milliseconds).
-    pub fn share(&self) -> Srs {
-        Srs {
-            path: self.path.clone(),
-            vk: self.vk.clone(),
-            pvk: prepare_verifying_key(&self.vk),
-            h: self.h.clone(),
-            l: self.l.clone(),
-            a: self.a.clone(),
-            b_g1: self.b_g1.clone(),
-            b_g2: self.b_g2.clone(),
-        }
     }
 
     /// Checks that these parameters belong to the circuit of `asg` (sizes of every query).

@@ -115,9 +115,6 @@ struct Slot {
     resident: Mutex<Option<Arc<Resident>>>,
     /// The compiled circuit resident on this device, if any (one at a time).
     circuit: Mutex<Option<Arc<ResidentCircuit>>>,
-    /// Set once a plan had to let the resident circuit go (`plan_on`): the circuit is then no
-    /// longer reserved ahead of the plans on this device.
-    circuit_yielded: AtomicBool,
 }
 
 impl Slot {
@@ -268,7 +265,6 @@ impl GpuBackend {
                 alloc,
                 resident: Mutex::new(None),
                 circuit: Mutex::new(None),
-                circuit_yielded: AtomicBool::new(false),
             });
         }
         let executor = Arc::new(GpuExecutor {
@@ -312,10 +308,10 @@ impl GpuExecutor {
                 .into_iter()
                 .enumerate()
                 .filter(|(q, v)| {
-                    !v.is_empty()
+                    v.bytes > 0
                         && !pinned
                             .iter()
-                            .any(|p| p.path == srs.path && p.query == *q && p.held.same(v))
+                            .any(|p| p.path == srs.path && p.query == *q && p.held.ptr == v.ptr)
                 })
                 .collect()
         };
@@ -329,7 +325,7 @@ impl GpuExecutor {
             .map(|(query, held)| PinnedQuery {
                 path: srs.path.clone(),
                 query,
-                _guard: held.pin(reg),
+                _guard: reg.pin(held.ptr, held.bytes),
                 held,
             })
             .collect();
@@ -338,7 +334,7 @@ impl GpuExecutor {
             srs.path.display(),
             fresh.iter().filter(|p| p._guard.is_pinned()).count(),
             fresh.len(),
-            fresh.iter().map(|p| p.held.bytes()).sum::<usize>() as f64 / 1e9,
+            fresh.iter().map(|p| p.held.bytes).sum::<usize>() as f64 / 1e9,
             t.elapsed().as_secs_f64()
         );
         let mut pinned = lock();
@@ -384,34 +380,17 @@ impl PartitionExecutor for GpuExecutor {
             .as_ref()
             .filter(|_| asg.a.is_empty() && job.part.h_side());
         let shape = shape_of(&asg, rows)?;
-        // A partial parameter set (`Part::HOnly` during a cold load: only H decoded) is never
-        // made resident.
+        // The H side's parameters (a cold load's H section) are never made resident.
         let h_only = job.part == Part::HOnly;
-        let partial = h_only
-            && [srs.l.is_empty(), srs.a.is_empty(), srs.b_g1.is_empty(), srs.b_g2.is_empty()]
-                .contains(&true);
-        let params_resident = !partial
+        let params_resident = !h_only
             && slot
                 .resident
                 .lock()
                 .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
                 .unwrap_or(false);
         let mut opts = attempt.plan_options(params_resident);
-        if partial {
+        if h_only {
             opts.start = opts.start.max(TierKind::FullStaging);
-        }
-        // The circuit's matrices before the plan: a plan made first could take their room for
-        // resident parameters (47.4 GB at 32 GiB), which on an 80 GB card leaves them out for
-        // good, and every later partition then runs its SpMV on the CPU (3.5 s of 16 cores and
-        // 17 GB of host memory per 32 GiB partition, measured on an H100) to save only the
-        // streaming of the bases. Reserved now, the plan fits beside them (a lower tier where
-        // both do not fit); `plan_on` still lets them go when no useful plan fits beside.
-        // Not where a plan had to let the circuit go before (a small card, a cap): there it
-        // would be uploaded and let go again for every partition.
-        let yielded = slot.circuit_yielded.load(Ordering::Relaxed);
-        if let Some(cc) = pending.filter(|_| job.gpu_spmv && !params_resident && !yielded) {
-            // Not held here: the slot keeps it, and `plan_on` may let it go.
-            drop(circuit_on(slot, cc)?);
         }
         let plan = plan_on(slot, &shape, &opts)?;
         attempt.record_tier(plan.tier.kind());
@@ -671,7 +650,6 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
                 Err(_) => false,
             };
             if poor && slot.drop_circuit()? {
-                slot.circuit_yielded.store(true, Ordering::Relaxed);
                 log::info!(
                     "GPU {}: resident circuit let go to plan a 2^{} partition",
                     slot.dev.ordinal(),
@@ -726,50 +704,33 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
     ))
 }
 
-/// One query's vector of a parameter set (H, L, A, B_G1: G1; B_G2: G2), held by an `Arc`.
+/// One query's vector of a parameter set (H, L, A, B_G1: G1; B_G2: G2): where its points
+/// are, and a hold on the `Arc` that owns them.
 #[derive(Clone)]
-enum HeldQuery {
-    G1(Arc<Vec<G1Affine>>),
-    G2(Arc<Vec<G2Affine>>),
+struct HeldQuery {
+    ptr: usize,
+    bytes: usize,
+    _owner: Arc<dyn std::any::Any + Send + Sync>,
 }
 
 impl HeldQuery {
+    fn new<A: Send + Sync + 'static>(v: &Arc<Vec<A>>) -> HeldQuery {
+        HeldQuery {
+            ptr: v.as_ptr() as usize,
+            bytes: std::mem::size_of_val(&v[..]),
+            _owner: v.clone(),
+        }
+    }
+
     /// `srs`'s five queries in file order: H, L, A, B_G1, B_G2.
     fn of(srs: &Srs) -> [HeldQuery; 5] {
         [
-            HeldQuery::G1(srs.h.clone()),
-            HeldQuery::G1(srs.l.clone()),
-            HeldQuery::G1(srs.a.clone()),
-            HeldQuery::G1(srs.b_g1.clone()),
-            HeldQuery::G2(srs.b_g2.clone()),
+            HeldQuery::new(&srs.h),
+            HeldQuery::new(&srs.l),
+            HeldQuery::new(&srs.a),
+            HeldQuery::new(&srs.b_g1),
+            HeldQuery::new(&srs.b_g2),
         ]
-    }
-
-    /// Whether both are the same allocation.
-    fn same(&self, other: &HeldQuery) -> bool {
-        match (self, other) {
-            (HeldQuery::G1(a), HeldQuery::G1(b)) => Arc::ptr_eq(a, b),
-            (HeldQuery::G2(a), HeldQuery::G2(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.bytes() == 0
-    }
-
-    fn bytes(&self) -> usize {
-        match self {
-            HeldQuery::G1(v) => std::mem::size_of_val(&v[..]),
-            HeldQuery::G2(v) => std::mem::size_of_val(&v[..]),
-        }
-    }
-
-    fn pin(&self, reg: &PinnedRegistry) -> crate::gpu::memory::pinned::PinGuard {
-        match self {
-            HeldQuery::G1(v) => reg.pin_slice(&v[..]),
-            HeldQuery::G2(v) => reg.pin_slice(&v[..]),
-        }
     }
 }
 

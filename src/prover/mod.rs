@@ -412,7 +412,7 @@ mod tests {
         };
         Arc::new(Srs {
             path: "toy.params".into(),
-            pvk: bellperson::groth16::prepare_verifying_key(&vk),
+            pvk: Arc::new(bellperson::groth16::prepare_verifying_key(&vk)),
             vk,
             h: g1(domain - 1, 2),
             l: g1(k.aux, 100),
