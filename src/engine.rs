@@ -890,7 +890,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             // parameters are released (a latch keeps its first value: no effect after a set).
             let _release = ReleaseOnDrop([params, early]);
             let mut on_section = |so_far: &Srs| {
-                if so_far.l.is_empty() {
+                if so_far.l.is_empty() && engine.config.tuning.h_ahead != HAhead::Off {
                     log::info!(
                         "parameters: H section decoded ({:.2} GB): partitions may run their H side",
                         so_far.size_bytes() as f64 / 1e9
