@@ -13,7 +13,8 @@
 #                 (bellperson's generator gives the same files), then make_fixture seals the sector
 #   real          the real fixtures (fixtures-gpu first when missing): GPU proof == CPU proof,
 #                 verify_seal and device memory back at baseline (gpu_prove: $PROOFS_2K / $PROOFS_8M
-#                 proofs from 8 threads, default 8 / 4), GPU SpMV == CPU SpMV (gpu_spmv)
+#                 proofs from 8 threads, default 8 / 4), GPU SpMV == CPU SpMV (gpu_spmv), then
+#                 `prove --repeat 2` on both with every partition split (CUZK_H_AHEAD=always)
 #   scale         32 GiB-shaped partitions (2^27, parameters resident): 1 worker (3 partitions) then
 #                 2 workers (4) in one process; then 1 worker under a 16 GiB cap (partial tier, 2)
 #   scale-two-workers  the two-worker scenario under a 16 GiB cap: 5 proofs of 10 partitions at
@@ -28,7 +29,8 @@
 #                 of the binaries and the script in /tmp/e2e-bin, so that it runs on across calls,
 #                 then waits as e2e-wait does;
 #   e2e-wait      waits until it has ended or $E2E_WAIT seconds (default 560) have passed, and copies
-#                 /tmp/e2e's summary, logs, each size's timeline.txt and whole prove.log (gzipped) into $OUT (issue the next e2e-wait call at once: the
+#                 /tmp/e2e's summary, logs, each size's timeline.txt and whole prove.log (gzipped;
+#                 with E2E_COLD, each extra cold proof's log and timeline too) into $OUT (issue the next e2e-wait call at once: the
 #                 machine goes back soon after a call; e2e-wait returns early when no driver runs).
 #                 The full run (~24 device-minutes): `E2E_STEPS="32GiB:4 64GiB:3"
 #                 scripts/device-run.sh e2e`, then `scripts/device-run.sh e2e-wait` until it says
@@ -113,6 +115,12 @@ real)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu
   gpu_prove_both
   CUZK_FIXTURE_DIR=/tmp/fx2 RUST_LOG=info t gpu_spmv timeout 420 $F/gpu_spmv --test-threads=1 --nocapture
+  # Every partition split (H side, then L, A, B section by section; cold, then warm): the
+  # proofs verify (verify_seal) as the one-pass ones do.
+  for sz in 2KiB 8MiB; do
+    CUZK_FIXTURE_DIR=/tmp/fx${sz:0:1} CUZK_H_AHEAD=always RUST_LOG=info t prove_split_$sz timeout 150 \
+      $F/prove --sector-size $sz --backend gpu --repeat 2
+  done
   ;;
 scale)
   RUST_LOG=warn,cuzk::prover::gpu=debug t b27_res timeout 240 $F/batch --log2 27 --reuse \
@@ -165,6 +173,7 @@ e2e-wait)
   for d in /tmp/e2e/*/; do n=$(basename "$d"); [ "$n" = "*" ] && continue
     [ -e "$d/timeline.txt" ] && cp "$d/timeline.txt" "$OUT/$n-timeline.txt"
     [ -e "$d/prove.log" ] && gzip -c "$d/prove.log" > "$OUT/$n-prove.log.gz"
+    for f in "$d"cold-*.log "$d"timeline-cold-*.txt; do [ -e "$f" ] && gzip -c "$f" > "$OUT/$n-$(basename "$f").gz"; done
     for l in "$d"*.log; do [ -e "$l" ] && { echo "=== $l"; tail -n 300 "$l"; }; done > "$OUT/$n.txt"; done
   cat /tmp/e2e/summary.txt
   ;;

@@ -10,6 +10,9 @@
 # cold-cache disk read of the parameter file measured with dd (the cold proof reads from disk
 # when the disk does ≥ 1 GB/s, else from the page cache that gen-params left: said in summary).
 #
+# E2E_COLD="off always": after a size's run, one more cold proof per mode (page cache dropped
+# again, CUZK_H_AHEAD=mode, verified the same way), its time in the summary.
+#
 # Usage: [LOAD_BENCH=1] scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
 #   unit tests of device-run.sh's `core` plus gpu_alloc) or `anchors`
 #   (ours beside SupraSeal on 2 KiB and 8 MiB; binary supraseal-anchor from bench-anchors/supraseal)
@@ -80,12 +83,14 @@ for step in "$@"; do
   pf=$(ls "$P"/*.params | head -1)
   mbs=$(dd if="$pf" of=/dev/null bs=64M count=48 iflag=direct 2>&1 | awk '/copied/ { print int($(NF-1) * ($NF ~ /GB/ ? 1000 : 1)) }')
   echo "parameter file read from disk (dd, 3 GiB, O_DIRECT): ${mbs:-?} MB/s" | tee -a "$S"
-  if [ "${mbs:-0}" -ge 1000 ] && sync && echo 3 > /proc/sys/vm/drop_caches; then
+  # Dropped unless the disk is slow (< 800 MB/s: a cold proof there measures the disk alone).
+  drop(){ [ "${mbs:-0}" -ge 800 ] && sync && echo 3 > /proc/sys/vm/drop_caches; }
+  if drop; then
     echo "cold proof: page cache dropped" | tee -a "$S"
   else cat "$pf" > /dev/null; echo "cold proof: parameter file in the page cache (disk too slow, or no drop_caches)" | tee -a "$S"; fi
   rm -f "$L/proof.bin" "$L/bad.bin"
   a=$(date +%s)
-  RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
+  RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info,cuzk::srs=debug t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
     --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
   rc=$?
   z=$(date +%s)
@@ -109,4 +114,15 @@ for step in "$@"; do
   $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/bad.bin" \
     > "$L/verify-bad.log" 2>&1
   echo "flipped byte 1000: cuzk verify exit $? (51 = rejected)" | tee -a "$S"
+  for m in ${E2E_COLD:-}; do
+    drop && echo "cold proof, CUZK_H_AHEAD=$m: page cache dropped" | tee -a "$S"
+    a=$(date +%s)
+    CUZK_H_AHEAD=$m RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info,cuzk::srs=debug t "cold-$m" \
+      timeout 300 $TV $F/cuzk prove "$C1/c1-wrapper.json" --prover-id f01000 --params "$P" --backend gpu \
+      --out "$L/proof-$m.bin"
+    z=$(date +%s)
+    echo "cold-$m: peak device memory $(peak "$a" "$z") MiB, peak host memory in use $(hpeak "$a" "$z") GiB, GPU busy $(busy "$a" "$z") %" | tee -a "$S"
+    awk -v a="$a" -v z="$z" '$1 >= a && $1 <= z' "$E/smi.txt" > "$L/timeline-cold-$m.txt"
+    grep -E "^proof [0-9]+: |proofs, |stages: |verify_seal|SpMV on the CPU|error" "$L/cold-$m.log" | head -20 | tee -a "$S"
+  done
 done

@@ -161,11 +161,11 @@ pub struct Tuning {
 /// When a compiled partition runs its H side ahead of its other MSMs ([`Tuning::h_ahead`]).
 ///
 /// A cold proof reads the parameter file front to back: H (13 of 47 GB at 32 GiB) first, then
-/// L, A, B_G1, B_G2. Split in two, a partition whose witness is ready runs its a, b, c, R1CS
-/// check, H step and H MSM against the H section as soon as it is decoded, while the disk reads
-/// on, then waits (giving its place among the partitions in flight to the next, its witness
-/// kept) for the rest, when only the L, A, B MSMs remain (~0.5 of the ~1.9 device-seconds of a
-/// 32 GiB partition).
+/// L, A, B_G1, B_G2. Split, a partition whose witness is ready runs its a, b, c, R1CS check,
+/// H step and H MSM against the H section as soon as it is decoded, while the disk reads on,
+/// gives its place among the partitions in flight to the next (its witness kept), then runs
+/// each of its L, A, B MSMs as soon as that query's section is decoded — those decoded by then
+/// in one call —, so that after the last byte only the B MSMs of the last section remain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum HAhead {

@@ -25,7 +25,7 @@ use crate::gpu::memory::hostpool::HostPool;
 use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, CpuBackend, Part, PartitionCtx, ProverBackend, PROOF_BYTES};
-use crate::srs::{porep_param_paths, Srs};
+use crate::srs::{porep_param_paths, Queries, Srs};
 use crate::synth::Assignment;
 
 /// Message of the panic armed by [`Engine::inject_panic_for_test`] (feature `test-hooks`).
@@ -54,6 +54,10 @@ pub struct PartitionReport {
     /// before, its other four MSMs ([`crate::HAhead`]: while the parameters' L, A, B sections
     /// were still loading, or always).
     pub h_ahead: bool,
+    /// Backend calls that computed the partition's MSMs: 1 in one pass; with `h_ahead`, the
+    /// H side's plus one per group of the L, A, B_G1, B_G2 sections decoded together (2 when
+    /// the file was in by the time the H side was done, up to 5 during a slow load).
+    pub parts: usize,
 }
 
 /// [`PartitionReport::tier`] of a GPU job that the CPU ran (`CUZK_ALLOW_CPU`).
@@ -129,6 +133,10 @@ pub struct Engine {
     /// One-shot switch of [`Engine::inject_panic_for_test`].
     #[cfg(feature = "test-hooks")]
     panic_next: AtomicBool,
+    /// Switch of [`Engine::pace_sections_for_test`], and the backend calls of split
+    /// partitions finished so far (what it waits for).
+    #[cfg(feature = "test-hooks")]
+    pace_sections: (AtomicBool, AtomicUsize),
 }
 
 impl Engine {
@@ -182,6 +190,8 @@ impl Engine {
             gpu,
             #[cfg(feature = "test-hooks")]
             panic_next: AtomicBool::new(false),
+            #[cfg(feature = "test-hooks")]
+            pace_sections: (AtomicBool::new(false), AtomicUsize::new(0)),
         }))
     }
 
@@ -192,6 +202,24 @@ impl Engine {
     #[doc(hidden)]
     pub fn inject_panic_for_test(&self) {
         self.panic_next.store(true, Ordering::SeqCst);
+    }
+
+    /// Testing only: a cold parameter load of this engine hands out each section after the
+    /// first only once a split partition's backend call has finished since the one before
+    /// (at most 60 s later), as a disk slower than the prover would, so that the partitions
+    /// meet the sections one at a time ([`PartitionReport::parts`]). Only with the feature
+    /// `test-hooks`.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn pace_sections_for_test(&self) {
+        self.pace_sections.0.store(true, Ordering::SeqCst);
+    }
+
+    /// [`Engine::pace_sections_for_test`]'s count: one more split partition's backend call
+    /// finished.
+    fn part_done(&self) {
+        #[cfg(feature = "test-hooks")]
+        self.pace_sections.1.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The configuration this engine was created with.
@@ -824,16 +852,45 @@ fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
     }
 }
 
+/// The parameter file's sections as a cold load decodes them (H, L, A, B_G1, B_G2, in file
+/// order): latch `i` is set to the parameters so far once the first `i + 1` sections are in
+/// (the last: the whole set), to the whole set when the load ends first (a warm proof, or
+/// [`HAhead::Off`]), to `None` if it fails. A partition split by [`ProofRun::h_ahead`] runs
+/// each of its MSMs as soon as its section's latch is set ([`ProofRun::rest_by_section`]).
+struct Sections([Latch<Arc<Srs>>; 5]);
+
+impl Sections {
+    fn new() -> Self {
+        Sections(std::array::from_fn(|_| Latch::new()))
+    }
+
+    /// Sets every latch not yet set (a latch keeps its first value).
+    fn set_all(&self, v: Option<Arc<Srs>>) {
+        for latch in &self.0 {
+            latch.set(v.clone());
+        }
+    }
+
+    /// The parameters decoded so far and which queries they hold at least (the highest latch
+    /// set); `None` before the first section, and `Some(None)` when the load failed.
+    fn now(&self) -> Option<Option<(Arc<Srs>, Queries)>> {
+        (0..5).rev().find_map(|i| {
+            self.0[i]
+                .peek()
+                .map(|v| v.map(|srs| (srs, Queries::first(i + 1))))
+        })
+    }
+}
+
 /// Sets its latches to `None` when dropped (a latch keeps its first value, so after a load
 /// that set them this does nothing): the guard of the parameter load, so that a panic in it
 /// fails the partitions waiting for the parameters instead of leaving them waiting.
-struct ReleaseOnDrop<'a>([&'a Latch<Arc<Srs>>; 2]);
+struct ReleaseOnDrop<'a>(&'a Latch<Arc<Srs>>, &'a Sections);
 
 impl Drop for ReleaseOnDrop<'_> {
     fn drop(&mut self) {
-        for latch in self.0 {
-            latch.set(None);
-        }
+        self.0.set(None);
+        self.1.set_all(None);
     }
 }
 
@@ -851,8 +908,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     let params_path = &sector.params_path;
     // A cold proof reads its parameters (44 GiB at 32 GiB: the disk's time) while the circuit
     // loads and the first witnesses are made, which need only the circuit; each partition runs
-    // its H side as soon as the file's first section (H) is decoded and waits for the rest
-    // before its other MSMs ([`ProofRun::h_ahead`]). While they load, the host budget counts
+    // its H side as soon as the file's first section (H) is decoded, then each other MSM as
+    // soon as its own section is ([`ProofRun::h_ahead`], [`ProofRun::rest_by_section`]). While they load, the host budget counts
     // the file's size, so the partitions admitted meanwhile leave room for them.
     let loaded = engine.params_loaded(params_path);
     let reserve = if loaded {
@@ -862,17 +919,15 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     };
     engine.budget.add_params(reserve);
     let params: Latch<Arc<Srs>> = Latch::new();
-    // The parameters so far for the partitions' H side ([`HAhead`]): a cold load's H section
-    // as soon as it is decoded, else (warm, or a load that handed none out) the whole set;
-    // `None` if the load failed.
-    let early: Latch<Arc<Srs>> = Latch::new();
+    // The parameters so far for the split partitions ([`HAhead`]).
+    let sections = Sections::new();
     let params_error: Mutex<Option<Error>> = Mutex::new(None);
     let mut load_timings = Timings::default();
     // Each decoded section goes to the backend (the GPU pins it) on a thread of its own, so
     // that the decoding does not wait for the registration.
     let (tx, prepare) = std::sync::mpsc::channel::<Srs>();
     std::thread::scope(|scope| -> Result<C2Output> {
-        let (params, early) = (&params, &early);
+        let (params, sections) = (&params, &sections);
         let (load_timings, params_error) = (&mut load_timings, &params_error);
         scope.spawn(move || {
             for so_far in prepare {
@@ -888,16 +943,29 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         scope.spawn(move || {
             // Whatever happens here — a panic included —, the partitions waiting for the
             // parameters are released (a latch keeps its first value: no effect after a set).
-            let _release = ReleaseOnDrop([params, early]);
+            let _release = ReleaseOnDrop(params, sections);
+            let mut decoded = 0;
+            let split = engine.config.tuning.h_ahead != HAhead::Off;
             let mut on_section = |so_far: &Srs| {
-                if so_far.l.is_empty() && engine.config.tuning.h_ahead != HAhead::Off {
-                    log::info!(
-                        "parameters: H section decoded ({:.2} GB): partitions may run their H side",
-                        so_far.size_bytes() as f64 / 1e9
-                    );
-                    early.set(Some(Arc::new(so_far.clone())));
+                if split && decoded < 5 {
+                    if decoded == 0 {
+                        log::info!(
+                            "parameters: H section decoded ({:.2} GB): partitions may run their H side",
+                            so_far.size_bytes() as f64 / 1e9
+                        );
+                    }
+                    sections.0[decoded].set(Some(Arc::new(so_far.clone())));
                 }
+                decoded += 1;
                 let _ = tx.send(so_far.clone());
+                #[cfg(feature = "test-hooks")]
+                if decoded < 5 && engine.pace_sections.0.load(Ordering::SeqCst) {
+                    let (done, t) = (&engine.pace_sections.1, Instant::now());
+                    let before = done.load(Ordering::SeqCst);
+                    while done.load(Ordering::SeqCst) == before && t.elapsed().as_secs() < 60 {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                }
             };
             let r = reporter.time(load_timings, None, Stage::LoadParams, || {
                 engine.load_params_then(params_path, &mut on_section)
@@ -907,14 +975,14 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             match r {
                 Ok(srs) => {
                     params.set(Some(srs.clone()));
-                    early.set(Some(srs));
+                    sections.set_all(Some(srs));
                 }
                 Err(e) => {
                     if let Ok(mut g) = params_error.lock() {
                         *g = Some(e);
                     }
                     params.set(None);
-                    early.set(None);
+                    sections.set_all(None);
                 }
             }
         });
@@ -925,7 +993,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             options,
             reporter,
             timings,
-            (params, early),
+            (params, sections),
         );
         // A failed parameter load is the call's error (the partitions only saw it missing).
         let load_error = params.wait().is_none();
@@ -942,7 +1010,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 /// The partitions of one proof (see [`prove_shape`]): the circuit, then every partition's
 /// stages ([`ProofRun::prove_partition`]: admit, witness or synthesis, backend, epilogue,
 /// verify) on `workers` threads behind the engine's gate ([`crate::pipeline`]); `params` is
-/// set by the parameter load running beside, `early` as soon as the H section is decoded.
+/// set by the parameter load running beside, `sections` section by section ([`Sections`]).
 fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     sector: &Sector<Tree>,
@@ -950,7 +1018,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
     options: &ProveOptions,
     reporter: &Reporter,
     timings: &mut Timings,
-    (params, early): (&Latch<Arc<Srs>>, &Latch<Arc<Srs>>),
+    (params, sections): (&Latch<Arc<Srs>>, &Sections),
 ) -> Result<C2Output> {
     let proof_type = sector.proof_type;
     // The checkpoints of `options.cancel` (see [`crate::cancel`]).
@@ -986,7 +1054,7 @@ fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
         options,
         reporter,
         params,
-        early,
+        sections,
         compiled,
         need,
         host_top_up,
@@ -1066,9 +1134,8 @@ struct ProofRun<'a, Tree: 'static + MerkleTreeTrait> {
     reporter: &'a Reporter,
     /// The parameters, set by the load running beside ([`prove_shape`]).
     params: &'a Latch<Arc<Srs>>,
-    /// The parameters so far for the H side: the H section of a cold load as soon as it is
-    /// decoded, else the whole set ([`prove_shape`]).
-    early: &'a Latch<Arc<Srs>>,
+    /// The parameters so far, section by section, for the split partitions ([`Sections`]).
+    sections: &'a Sections,
     /// The recorded circuit (compiled and gadget witness); `None` for reference synthesis.
     compiled: Option<Arc<CompiledCircuit>>,
     /// Host bytes of one partition's permit ([`partition_host_bytes`]: 22.15 GB at 32 GiB with
@@ -1089,6 +1156,8 @@ struct Computed {
     tier: Option<String>,
     /// Whether the H side ran ahead of the other MSMs ([`ProofRun::h_ahead`]).
     h_ahead: bool,
+    /// Backend calls that computed the MSMs ([`PartitionReport::parts`]).
+    parts: usize,
 }
 
 /// The error of a circuit whose public inputs are not the expected ones (partition `k`).
@@ -1151,6 +1220,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             device: done.device,
             tier: done.tier,
             h_ahead: done.h_ahead,
+            parts: done.parts,
         };
         Ok((prover::proof_to_bytes(&proof), report, t))
     }
@@ -1233,6 +1303,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             device: ctx.device,
             tier: ctx.tier.take(),
             h_ahead: false,
+            parts: 1,
         })
     }
 
@@ -1305,7 +1376,8 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
     /// Backend stage (compiled path): the witness's public inputs checked, the parameters
     /// waited for and checked against the circuit, then a, b, c, the R1CS check and the MSMs
     /// from z on the engine's backend ([`ProverBackend::compute_compiled`]; `w`'s vectors come
-    /// back into it) — in two parts when the H side runs ahead ([`Self::h_ahead`]). Also
+    /// back into it) — in parts when the H side runs ahead ([`Self::h_ahead`],
+    /// [`Self::rest_by_section`]). Also
     /// returns, error or not, whether a device copy from `w`'s buffers may still be running
     /// (`PartitionCtx::host_buffers_busy`): they must then be neither reused nor freed.
     fn compute_compiled(
@@ -1321,18 +1393,22 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             host_top_up: self.host_top_up.clone(),
             ..PartitionCtx::new(k, self.reporter, t)
         };
-        let mut ahead = false;
+        let (mut ahead, mut parts) = (false, 1);
         let r = if w.input.get(1..) != Some(inputs) {
             Err(inputs_differ(k))
         } else {
-            self.h_ahead(k, cc, pass, w, &mut ctx).and_then(|h| {
-                ahead = h.is_some();
-                let srs = self.wait_params()?;
-                srs.check_counts(&cc.shape_counts())?;
-                ctx.part = h.map_or(Part::All, Part::AfterH);
-                self.engine
-                    .backend()
-                    .compute_compiled(w, cc, &srs, &mut ctx)
+            self.h_ahead(k, cc, pass, w, &mut ctx).and_then(|h| match h {
+                Some(h) => {
+                    ahead = true;
+                    self.rest_by_section(k, cc, w, &mut ctx, h, &mut parts)
+                }
+                None => {
+                    let srs = self.wait_params()?;
+                    srs.check_counts(&cc.shape_counts())?;
+                    self.engine
+                        .backend()
+                        .compute_compiled(w, cc, &srs, &mut ctx)
+                }
             })
         };
         let (device, tier) = (ctx.device, ctx.tier.take());
@@ -1342,17 +1418,70 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             device,
             tier,
             h_ahead: ahead,
+            parts,
         };
         (r.map(computed), busy)
+    }
+
+    /// The L, A, B MSMs of partition `k` after its H side ran ahead (sum `h`): each as soon
+    /// as its section of the parameter file is decoded ([`Sections`]), those decoded by then
+    /// together in one backend call ([`Part::Rest`]; each call uploads z's aux again, 0.09 s at
+    /// 32 GiB), each call's queries checked against the circuit first. On a load that is done
+    /// (or a warm proof, [`HAhead::Always`]) that is one call for all four. Returns the five
+    /// sums (the parts added up: the one-pass results); `parts` counts the calls, the H side's
+    /// included. A cancellation checkpoint before each call.
+    ///
+    /// # Errors
+    /// The backend's; [`Error::ParametersInvalid`] for a section of the wrong size;
+    /// [`Error::Internal`] when the load failed (the caller returns the load's own error);
+    /// [`Error::Cancelled`].
+    fn rest_by_section(
+        &self,
+        k: usize,
+        cc: &Arc<CompiledCircuit>,
+        w: &mut circuit::Witness,
+        ctx: &mut PartitionCtx<'_>,
+        h: blstrs::G1Projective,
+        parts: &mut usize,
+    ) -> Result<prover::MsmResults> {
+        *parts = 1;
+        let counts = cc.shape_counts();
+        let mut sums = prover::MsmResults::h_only(h);
+        let mut left = Queries::REST;
+        while let Some(next) = left.first_index() {
+            self.cancelled()?;
+            // The next query's section, then every query decoded by now.
+            self.sections.0[next].wait();
+            let Some(Some((srs, decoded))) = self.sections.now() else {
+                return Err(Error::Internal("the parameters did not load".into()));
+            };
+            let ready = left.and(decoded);
+            if ready.is_empty() {
+                return Err(Error::internal("a parameter section was set without its queries"));
+            }
+            srs.check_counts_of(&counts, ready)?;
+            self.cancelled()?;
+            if ready != left {
+                log::debug!("partition {k}: MSMs of {ready} while the parameters load");
+            }
+            ctx.part = Part::Rest(ready);
+            let r = self.engine.backend().compute_compiled(w, cc, &srs, ctx);
+            ctx.part = Part::All;
+            sums = sums.add(&r?);
+            self.engine.part_done();
+            *parts += 1;
+            left = left.without(ready);
+        }
+        Ok(sums)
     }
 
     /// The H side of partition `k` ahead of the other MSMs ([`HAhead`]): when the proof's
     /// parameters are still loading (or always, with [`HAhead::Always`]), waits for their H
     /// section, then runs a, b, c, the R1CS check, the H step and the H MSM on the backend
     /// ([`Part::HOnly`]) and, when the parameters are still loading, gives up the partition's
-    /// place among those in flight (`pass`: it waits for the rest of the file now, its witness
-    /// kept, and another partition may make its witness meanwhile; the host budget still
-    /// counts it). Returns H's sum, or `None` when the partition runs in one pass (parameters
+    /// place among those in flight (`pass`: it waits for the other sections now
+    /// ([`Self::rest_by_section`]), its witness kept, and another partition may make its
+    /// witness meanwhile; the host budget still counts it). Returns H's sum, or `None` when the partition runs in one pass (parameters
     /// loaded under [`HAhead::WhileLoading`], the load failed, an H section of the wrong size —
     /// the one pass reports it — or the H side failed on the device: logged, and the one pass
     /// tries again). Cancellation checkpoints before and after the wait for the H section.
@@ -1377,7 +1506,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         // `Always`: the whole set once it is there, else (still loading) its H section.
         let so_far = match loaded {
             Some(Some(srs)) => Some(srs),
-            _ => self.early.wait(),
+            _ => self.sections.0[0].wait(),
         };
         self.cancelled()?;
         let Some(so_far) = so_far else {
@@ -1399,7 +1528,8 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         ctx.part = Part::All;
         match r {
             Ok(m) => {
-                // Waiting for the rest of the file, the partition lets the next one in; with
+                self.engine.part_done();
+                // Waiting for the other sections, the partition lets the next one in; with
                 // the parameters loaded (`Always`) it goes on at once and keeps its place.
                 if self.params.peek().is_none() {
                     log::info!("partition {k}: H side done ahead of the parameters' L, A, B");

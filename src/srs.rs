@@ -37,6 +37,73 @@ pub const G1_BYTES: usize = 96;
 /// Bytes of an uncompressed G2 point.
 pub const G2_BYTES: usize = 192;
 
+/// A set of the five Groth16 queries (bits in the parameter file's order: H, L, A, B_G1,
+/// B_G2). A cold load decodes them in that order ([`Srs::load_with_vk_then`]); a
+/// split partition computes each query's MSM once its section is in ([`crate::prover::Part`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Queries(u8);
+
+impl Queries {
+    /// No query.
+    pub const NONE: Queries = Queries(0);
+    /// The H query (the quotient's coefficients; `domain − 1` points).
+    pub const H: Queries = Queries(1);
+    /// The L query (one point per aux variable).
+    pub const L: Queries = Queries(1 << 1);
+    /// The A query (inputs, then the aux variables of the A density).
+    pub const A: Queries = Queries(1 << 2);
+    /// The B query in G1.
+    pub const B_G1: Queries = Queries(1 << 3);
+    /// The B query in G2.
+    pub const B_G2: Queries = Queries(1 << 4);
+    /// L, A, B_G1 and B_G2: the MSMs over z alone.
+    pub const REST: Queries = Queries(0b11110);
+    /// All five.
+    pub const ALL: Queries = Queries(0b11111);
+
+    /// The first `n` queries in file order (`n` ≥ 5: all five): what a load has decoded after
+    /// `n` sections.
+    pub fn first(n: usize) -> Queries {
+        Queries(((1u32 << n.min(5)) - 1) as u8)
+    }
+
+    /// Whether every query of `q` is in this set.
+    pub fn contains(self, q: Queries) -> bool {
+        self.0 & q.0 == q.0
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The queries in both sets.
+    pub fn and(self, q: Queries) -> Queries {
+        Queries(self.0 & q.0)
+    }
+
+    /// The queries of this set not in `q`.
+    pub fn without(self, q: Queries) -> Queries {
+        Queries(self.0 & !q.0)
+    }
+
+    /// The position in file order (0 = H … 4 = B_G2) of the first query of the set.
+    pub fn first_index(self) -> Option<usize> {
+        (!self.is_empty()).then(|| self.0.trailing_zeros() as usize)
+    }
+}
+
+impl std::fmt::Display for Queries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = ["H", "L", "A", "B_G1", "B_G2"];
+        let set: Vec<&str> = (0..5)
+            .filter(|i| self.0 & (1 << i) != 0)
+            .map(|i| names[i])
+            .collect();
+        write!(f, "{}", set.join("+"))
+    }
+}
+
 /// Decoded Groth16 parameters of one circuit. Cheap to share and to clone (`Arc` inside: a
 /// clone shares the point vectors and the prepared key).
 #[derive(Clone)]
@@ -418,17 +485,26 @@ impl Srs {
     /// # Errors
     /// As [`Srs::check_shape`].
     pub fn check_counts(&self, s: &ShapeCounts) -> Result<()> {
+        self.check_counts_of(s, Queries::ALL)
+    }
+
+    /// [`Srs::check_counts`] for the verifying key and the queries of `queries` only (those a
+    /// cold load has decoded so far; the others may be empty).
+    ///
+    /// # Errors
+    /// As [`Srs::check_counts`].
+    pub fn check_counts_of(&self, s: &ShapeCounts, queries: Queries) -> Result<()> {
         let n = s.constraints.max(1).next_power_of_two();
         let checks = [
-            ("IC (inputs)", self.vk.ic.len(), s.inputs),
-            ("H", self.h.len(), n - 1),
-            ("L (aux)", self.l.len(), s.aux),
-            ("A", self.a.len(), s.inputs + s.a_aux),
-            ("B_G1", self.b_g1.len(), s.b_inputs + s.b_aux),
-            ("B_G2", self.b_g2.len(), s.b_inputs + s.b_aux),
+            ("IC (inputs)", self.vk.ic.len(), s.inputs, Queries::NONE),
+            ("H", self.h.len(), n - 1, Queries::H),
+            ("L (aux)", self.l.len(), s.aux, Queries::L),
+            ("A", self.a.len(), s.inputs + s.a_aux, Queries::A),
+            ("B_G1", self.b_g1.len(), s.b_inputs + s.b_aux, Queries::B_G1),
+            ("B_G2", self.b_g2.len(), s.b_inputs + s.b_aux, Queries::B_G2),
         ];
-        for (name, have, want) in checks {
-            if have != want {
+        for (name, have, want, query) in checks {
+            if have != want && queries.contains(query) {
                 return Err(Error::ParametersInvalid {
                     path: self.path.clone(),
                     reason: format!(

@@ -548,6 +548,47 @@ fn h_side_ahead_gives_the_one_pass_proof_bytes() {
             "two parts must give the one pass's bytes"
         );
     }
-    assert!(one.partitions.iter().all(|p| !p.h_ahead));
+    assert!(one.partitions.iter().all(|p| !p.h_ahead && p.parts == 1));
     assert!(f.verify(&one.proof).unwrap());
+}
+
+/// A cold load slower than the prover (each section handed out only after a backend call
+/// since the one before: `Engine::pace_sections_for_test`, feature `test-hooks`): the default
+/// mode splits, each partition's L, A, B MSMs follow the sections one call each (the H side,
+/// then L, A, B_G1, B_G2: five parts for the fixture's one partition), and the bytes are still
+/// the one pass's.
+#[cfg(feature = "test-hooks")]
+#[test]
+fn sections_one_at_a_time_give_the_one_pass_proof_bytes() {
+    use cuzk::{HAhead, Tuning};
+    let f = fixture();
+    let r = Fr::from(0x5151_7777u64).square();
+    let s = Fr::from(0x2222_9999u64).square();
+    let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
+    let engine = |h: HAhead| {
+        Engine::new(
+            EngineConfig::default()
+                .with_parameter_dir(&f.param_dir)
+                .with_backend(Backend::Cpu)
+                .with_tuning(Tuning::default().with_h_ahead(h)),
+        )
+        .unwrap()
+    };
+    let one = engine(HAhead::Off)
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
+        .unwrap();
+    let slow = engine(HAhead::WhileLoading);
+    slow.pace_sections_for_test();
+    let split = slow
+        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
+        .unwrap();
+    assert_eq!(
+        split.proof, one.proof,
+        "section by section: the one pass's bytes"
+    );
+    for p in &split.partitions {
+        assert!(p.h_ahead, "partition {} not split", p.partition);
+        assert_eq!(p.parts, 5, "partition {}", p.partition);
+    }
+    assert!(f.verify(&split.proof).unwrap());
 }

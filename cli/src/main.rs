@@ -445,6 +445,12 @@ fn prove_with(
         let out = engine.prove_porep_c2(bytes, sector, &prover_id, &options)?;
         let t1 = start.elapsed().as_secs_f64();
         let ahead = out.partitions.iter().filter(|p| p.h_ahead).count();
+        let calls: usize = out
+            .partitions
+            .iter()
+            .filter(|p| p.h_ahead)
+            .map(|p| p.parts)
+            .sum();
         eprintln!(
             "{}: {} bytes ({} partitions{}) in {:.3} s",
             if repeat > 1 {
@@ -455,7 +461,10 @@ fn prove_with(
             out.proof.len(),
             out.partitions.len(),
             if ahead > 0 {
-                format!(", {ahead} with the H side ahead of the parameters")
+                format!(
+                    ", {ahead} with the H side ahead of the parameters, in {:.1} parts each",
+                    calls as f64 / ahead as f64
+                )
             } else {
                 String::new()
             },

@@ -11,7 +11,7 @@ use ff::Field;
 use group::Group;
 use rayon::prelude::*;
 
-use super::{MsmResults, Part, PartitionCtx, ProverBackend};
+use super::{MsmResults, PartitionCtx, ProverBackend, Queries};
 use crate::error::{Error, Result};
 use crate::progress::Stage;
 use crate::srs::Srs;
@@ -128,22 +128,34 @@ fn dense_pairs<'a, C: Sync>(
 pub(crate) fn input_msms(
     asg: &Assignment,
     srs: &Srs,
+    want: Queries,
 ) -> (G1Projective, G1Projective, G2Projective) {
     let ni = asg.input.len();
     let bi = asg.b_input_density.count();
-    (
-        msm(srs.a[..ni].par_iter().zip(asg.input.par_iter())),
+    let a = if want.contains(Queries::A) {
+        msm(srs.a[..ni].par_iter().zip(asg.input.par_iter()))
+    } else {
+        G1Projective::identity()
+    };
+    let b1 = if want.contains(Queries::B_G1) {
         msm(dense_pairs(
             &srs.b_g1[..bi],
             &asg.input,
             &asg.b_input_density,
-        )),
+        ))
+    } else {
+        G1Projective::identity()
+    };
+    let b2 = if want.contains(Queries::B_G2) {
         msm(dense_pairs(
             &srs.b_g2[..bi],
             &asg.input,
             &asg.b_input_density,
-        )),
-    )
+        ))
+    } else {
+        G2Projective::identity()
+    };
+    (a, b1, b2)
 }
 
 /// The CPU backend (rayon + blst). Always available.
@@ -170,52 +182,53 @@ impl ProverBackend for CpuBackend {
         );
         let rep = ctx.reporter;
         let tm = &mut *ctx.timings;
-        let h_sum = match part {
-            Part::AfterH(h) => h,
-            Part::All | Part::HOnly => {
-                let t = Instant::now();
-                let h = crate::ntt::compute_h(a, b, c)?;
-                rep.report(tm, p, Stage::Ntt, t.elapsed());
-                if h.len() != srs.h.len() {
-                    return Err(Error::ParametersInvalid {
-                        path: srs.path.clone(),
-                        reason: format!(
-                            "H query has {} points, the circuit needs {}",
-                            srs.h.len(),
-                            h.len()
-                        ),
-                    });
-                }
-                rep.time(tm, p, Stage::MsmH, || {
-                    msm(srs.h.par_iter().zip(h.par_iter()))
-                })
+        let want = part.queries();
+        let mut out = MsmResults::identity();
+        if want.contains(Queries::H) {
+            let t = Instant::now();
+            let h = crate::ntt::compute_h(a, b, c)?;
+            rep.report(tm, p, Stage::Ntt, t.elapsed());
+            if h.len() != srs.h.len() {
+                return Err(Error::ParametersInvalid {
+                    path: srs.path.clone(),
+                    reason: format!(
+                        "H query has {} points, the circuit needs {}",
+                        srs.h.len(),
+                        h.len()
+                    ),
+                });
             }
-        };
+            out.h = rep.time(tm, p, Stage::MsmH, || {
+                msm(srs.h.par_iter().zip(h.par_iter()))
+            });
+        }
         if !part.rest() {
-            return Ok(MsmResults::h_only(h_sum));
+            return Ok(out);
         }
         let ni = asg.input.len();
-        let l_sum = rep.time(tm, p, Stage::MsmL, || {
-            msm(srs.l.par_iter().zip(asg.aux.par_iter()))
-        });
-        let (a_in, b1_in, b2_in) = input_msms(asg, srs);
-        let a_sum = rep.time(tm, p, Stage::MsmA, || {
-            a_in + msm(dense_pairs(&srs.a[ni..], &asg.aux, &asg.a_aux_density))
-        });
+        if want.contains(Queries::L) {
+            out.l = rep.time(tm, p, Stage::MsmL, || {
+                msm(srs.l.par_iter().zip(asg.aux.par_iter()))
+            });
+        }
+        let (a_in, b1_in, b2_in) = input_msms(asg, srs, want);
+        if want.contains(Queries::A) {
+            out.a = rep.time(tm, p, Stage::MsmA, || {
+                a_in + msm(dense_pairs(&srs.a[ni..], &asg.aux, &asg.a_aux_density))
+            });
+        }
         let bi = asg.b_input_density.count();
-        let b_g1 = rep.time(tm, p, Stage::MsmBG1, || {
-            b1_in + msm(dense_pairs(&srs.b_g1[bi..], &asg.aux, &asg.b_aux_density))
-        });
-        let b_g2 = rep.time(tm, p, Stage::MsmBG2, || {
-            b2_in + msm(dense_pairs(&srs.b_g2[bi..], &asg.aux, &asg.b_aux_density))
-        });
-        Ok(MsmResults {
-            h: h_sum,
-            l: l_sum,
-            a: a_sum,
-            b_g1,
-            b_g2,
-        })
+        if want.contains(Queries::B_G1) {
+            out.b_g1 = rep.time(tm, p, Stage::MsmBG1, || {
+                b1_in + msm(dense_pairs(&srs.b_g1[bi..], &asg.aux, &asg.b_aux_density))
+            });
+        }
+        if want.contains(Queries::B_G2) {
+            out.b_g2 = rep.time(tm, p, Stage::MsmBG2, || {
+                b2_in + msm(dense_pairs(&srs.b_g2[bi..], &asg.aux, &asg.b_aux_density))
+            });
+        }
+        Ok(out)
     }
 }
 

@@ -32,7 +32,7 @@ use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
 use group::Group;
 
 use super::cpu::CpuBackend;
-use super::{LentAssignment, MsmResults, Part, PartitionCtx, ProverBackend};
+use super::{LentAssignment, MsmResults, Part, PartitionCtx, ProverBackend, Queries};
 use crate::circuit::{CompiledCircuit, Witness};
 use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
@@ -115,6 +115,9 @@ struct Slot {
     resident: Mutex<Option<Arc<Resident>>>,
     /// The compiled circuit resident on this device, if any (one at a time).
     circuit: Mutex<Option<Arc<ResidentCircuit>>>,
+    /// Set once a plan had to let the resident circuit go (`plan_on`): from then on the circuit
+    /// is no longer reserved ahead of the plans on this device.
+    circuit_yielded: AtomicBool,
 }
 
 impl Slot {
@@ -265,6 +268,7 @@ impl GpuBackend {
                 alloc,
                 resident: Mutex::new(None),
                 circuit: Mutex::new(None),
+                circuit_yielded: AtomicBool::new(false),
             });
         }
         let executor = Arc::new(GpuExecutor {
@@ -367,7 +371,7 @@ impl PartitionExecutor for GpuExecutor {
         let srs = &job.srs;
         self.pin_params(srs);
         // The circuit's rows: the compiled path before a, b, c exist (or without them at all,
-        // `Part::AfterH`), else the assignment's.
+        // `Part::Rest`), else the assignment's.
         let rows = job
             .compiled
             .as_ref()
@@ -380,17 +384,33 @@ impl PartitionExecutor for GpuExecutor {
             .as_ref()
             .filter(|_| asg.a.is_empty() && job.part.h_side());
         let shape = shape_of(&asg, rows)?;
-        // The H side's parameters (a cold load's H section) are never made resident.
-        let h_only = job.part == Part::HOnly;
-        let params_resident = !h_only
+        // An incomplete parameter set (a split partition during a cold load: the sections
+        // decoded so far) is never made resident.
+        let partial = job.part != Part::All
+            && [srs.h.is_empty(), srs.l.is_empty(), srs.a.is_empty(), srs.b_g1.is_empty(), srs.b_g2.is_empty()]
+                .contains(&true);
+        let params_resident = !partial
             && slot
                 .resident
                 .lock()
                 .map(|r| r.as_ref().is_some_and(|r| r.path == srs.path))
                 .unwrap_or(false);
         let mut opts = attempt.plan_options(params_resident);
-        if h_only {
+        if partial {
             opts.start = opts.start.max(TierKind::FullStaging);
+        }
+        // The circuit's matrices before the plan: a plan made first could take their room for
+        // resident parameters (47.4 GB at 32 GiB), which on an 80 GB card leaves them out for
+        // good, and every later partition then runs its SpMV on the CPU (3.5 s of 16 cores and
+        // 17 GB of host memory per 32 GiB partition, measured on an H100, BENCHMARKS.md *L2*)
+        // to save only the streaming of the bases. Reserved first, the plan fits beside them
+        // (a lower tier where both do not fit); `plan_on` still lets them go when no useful
+        // plan fits beside. Not on a device where a plan had to let the circuit go before (a
+        // small card, a cap): there it would be uploaded and let go again for every partition.
+        let yielded = slot.circuit_yielded.load(Ordering::Relaxed);
+        if let Some(cc) = pending.filter(|_| job.gpu_spmv && !params_resident && !yielded) {
+            // Not held here: the slot keeps it, and `plan_on` may let it go.
+            drop(circuit_on(slot, cc)?);
         }
         let plan = plan_on(slot, &shape, &opts)?;
         attempt.record_tier(plan.tier.kind());
@@ -448,7 +468,7 @@ impl PartitionExecutor for GpuExecutor {
             match job.part {
                 Part::All => "",
                 Part::HOnly => ", H side ahead of the parameters",
-                Part::AfterH(_) => ", MSMs after H",
+                Part::Rest(_) => ", MSMs after H as their sections arrive",
             },
             attempt.number
         );
@@ -650,6 +670,7 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
                 Err(_) => false,
             };
             if poor && slot.drop_circuit()? {
+                slot.circuit_yielded.store(true, Ordering::Relaxed);
                 log::info!(
                     "GPU {}: resident circuit let go to plan a 2^{} partition",
                     slot.dev.ordinal(),
@@ -758,8 +779,9 @@ struct PinnedQuery {
 ///    resident and streamed bases ([`Bases`]); the input parts are summed here on the CPU;
 /// 6. **read-back**: the five sums go back to the caller, whose epilogue assembles the proof.
 ///
-/// `part` ([`Part`]) leaves out steps 2 to 4 and the H MSM (`AfterH`: z's aux is uploaded for
-/// the other MSMs), or the MSMs after H (`HOnly`, never on the resident tier).
+/// `part` ([`Part`]) leaves out steps 2 to 4 and the H MSM (`Rest`: z's aux is uploaded for
+/// the set's MSMs, the others skipped), or the MSMs after H (`HOnly`). An incomplete parameter
+/// set (a cold load's sections so far) is never made resident.
 ///
 /// Steps 3 to 5 run inside the device's GPU section. With `spmv` (the compiled path, a, b, c
 /// not yet computed) only z is uploaded and aux then stays on the device for the MSMs; the
@@ -833,7 +855,7 @@ fn run_on(
     let mut ws = msm_workspace(slot, &arena)?;
     // The input parts (≤ a few hundred points) are summed on the CPU.
     let (a_in, b1_in, b2_in) = if part.rest() {
-        super::cpu::input_msms(asg, srs)
+        super::cpu::input_msms(asg, srs, part.queries())
     } else {
         (
             G1Projective::identity(),
@@ -1063,8 +1085,8 @@ impl DeviceRun<'_> {
     /// streamed MSMs' pass buffers (two per group, the plan's pass each) are allocated for the
     /// G1 MSMs, freed, then allocated for B_G2.
     ///
-    /// `part` ([`Part`]): `HOnly` stops after the H MSM; `AfterH` skips it (no `dh`) and
-    /// uploads aux for the other four.
+    /// `part` ([`Part`]): `HOnly` stops after the H MSM; `Rest` skips it (no `dh`), uploads
+    /// aux and computes only its set's MSMs (the identity for the others).
     ///
     /// Returns the sums of the aux parts (A, B_G1 and B_G2 without their inputs, which the
     /// caller adds). On an error `dh` is left to the caller when the H MSM did not finish.
@@ -1091,8 +1113,9 @@ impl DeviceRun<'_> {
             None
         };
         let mut g1_pass = bases.pass_buffers::<G1Affine>(dev, self.arena)?;
+        let want = part.queries();
         let h = match part {
-            Part::AfterH(h) => h,
+            Part::Rest(_) => G1Projective::identity(),
             Part::All | Part::HOnly => {
                 let t = Instant::now();
                 let h_scalars = dh
@@ -1141,6 +1164,9 @@ impl DeviceRun<'_> {
         ];
         let mut g1 = [G1Projective::identity(); 3];
         for (k, &(query, offset, density)) in aux_g1.iter().enumerate() {
+            if !want.contains([Queries::L, Queries::A, Queries::B_G1][k]) {
+                continue;
+            }
             let t = Instant::now();
             let (sum, w) = bases.msm::<G1, _>(
                 ws,
@@ -1156,19 +1182,23 @@ impl DeviceRun<'_> {
             self.report(query.stage, t.elapsed());
         }
         drop(g1_pass);
-        let mut g2_pass = bases.pass_buffers::<G2Affine>(dev, self.arena)?;
-        let t = Instant::now();
-        let (b_g2, w) = bases.msm::<G2, _>(
-            ws,
-            dev,
-            &mut g2_pass,
-            &QUERY_B_G2,
-            bi..,
-            daux.as_slice(),
-            Some(&asg.b_aux_density),
-        )?;
-        waited += w;
-        self.report(Stage::MsmBG2, t.elapsed());
+        let mut b_g2 = blstrs::G2Projective::identity();
+        if want.contains(Queries::B_G2) {
+            let mut g2_pass = bases.pass_buffers::<G2Affine>(dev, self.arena)?;
+            let t = Instant::now();
+            let (sum, w) = bases.msm::<G2, _>(
+                ws,
+                dev,
+                &mut g2_pass,
+                &QUERY_B_G2,
+                bi..,
+                daux.as_slice(),
+                Some(&asg.b_aux_density),
+            )?;
+            b_g2 = sum;
+            waited += w;
+            self.report(Stage::MsmBG2, t.elapsed());
+        }
         if let Bases::Streamed { .. } = bases {
             log::debug!(
                 "partition {}: {:.3} s waiting for streamed bases",
@@ -1397,7 +1427,7 @@ impl GpuBackend {
                     "partition {}: GPU failed ({err}); CPU fallback allowed: proving on the CPU",
                     ctx.partition
                 );
-                // The CPU backend computes the same part ([`Part::AfterH`] needs no a, b, c).
+                // The CPU backend computes the same part ([`Part::Rest`] needs no a, b, c).
                 if let Some(cc) = compiled.filter(|_| asg.a.is_empty() && ctx.part.h_side()) {
                     job.take_host_top_up()?;
                     // In place: z stays in `asg` (the caller's, possibly a pooled buffer).

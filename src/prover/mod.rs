@@ -29,7 +29,7 @@ use group::Curve;
 use crate::circuit::{CompiledCircuit, Witness};
 use crate::error::{Error, Result};
 use crate::progress::{Reporter, Timings};
-use crate::srs::Srs;
+use crate::srs::{Queries, Srs};
 use crate::synth::Assignment;
 
 /// Bytes of one serialized partition proof (compressed A ‖ B ‖ C: 48 + 96 + 48).
@@ -50,10 +50,10 @@ pub struct MsmResults {
     pub b_g2: G2Projective,
 }
 
-/// Which of a partition's MSMs one backend call computes. A cold proof's partitions run in two
+/// Which of a partition's MSMs one backend call computes. A cold proof's partitions run in
 /// parts (`engine`, [`crate::HAhead`]): the H side as soon as the parameter file's H section is
-/// decoded — the file's first, 13 of its 47 GB at 32 GiB — and the other four MSMs once the rest
-/// is in, so that the device works while the disk reads.
+/// decoded — the file's first, 13 of its 47 GB at 32 GiB —, then each of the other four MSMs
+/// as soon as its own section is in, so that the device works while the disk reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Part {
     /// All five MSMs (and, on the compiled path, a, b, c and the R1CS check first).
@@ -63,34 +63,65 @@ pub enum Part {
     /// the H query of the parameters is read (the others may still be empty); the returned
     /// [`MsmResults`] holds H, the other sums are the identity.
     HOnly,
-    /// The other four MSMs (L, A, B_G1, B_G2, which need only z), with H's sum from an earlier
-    /// [`Part::HOnly`] call on the same witness: no SpMV, no H step, no R1CS check (it ran in
-    /// that call, in front of the H MSM), on the device or, after a fallback, on the CPU.
-    AfterH(G1Projective),
+    /// Some of the other four MSMs (those of the set, within [`Queries::REST`]), which need
+    /// only z, after an earlier [`Part::HOnly`] call on the same witness: no SpMV, no H step,
+    /// no R1CS check (it ran in that call, in front of the H MSM), on the device or, after a
+    /// fallback, on the CPU. Only the set's queries of the parameters are read; the returned
+    /// [`MsmResults`] holds their sums and the identity for the others (H included), so that
+    /// the parts of a partition add up ([`MsmResults::add`]) to its one-pass results.
+    Rest(Queries),
 }
 
 impl Part {
     /// Whether this part computes a, b, c and the H side.
     pub fn h_side(self) -> bool {
-        !matches!(self, Part::AfterH(_))
+        !matches!(self, Part::Rest(_))
     }
 
-    /// Whether this part computes the L, A, B MSMs.
+    /// The queries whose MSMs this part computes.
+    pub fn queries(self) -> Queries {
+        match self {
+            Part::All => Queries::ALL,
+            Part::HOnly => Queries::H,
+            Part::Rest(q) => q.and(Queries::REST),
+        }
+    }
+
+    /// Whether this part computes some of the L, A, B MSMs.
     pub fn rest(self) -> bool {
-        self != Part::HOnly
+        !self.queries().and(Queries::REST).is_empty()
     }
 }
 
 impl MsmResults {
     /// The results of a [`Part::HOnly`] call: `h`, and the identity for the other four.
     pub fn h_only(h: G1Projective) -> Self {
-        use group::Group;
         MsmResults {
             h,
+            ..MsmResults::identity()
+        }
+    }
+
+    /// All five sums the identity (the results of no MSM).
+    pub fn identity() -> Self {
+        use group::Group;
+        MsmResults {
+            h: G1Projective::identity(),
             l: G1Projective::identity(),
             a: G1Projective::identity(),
             b_g1: G1Projective::identity(),
             b_g2: G2Projective::identity(),
+        }
+    }
+
+    /// The sums of both, query by query: the results of a partition computed in parts.
+    pub fn add(&self, o: &MsmResults) -> MsmResults {
+        MsmResults {
+            h: self.h + o.h,
+            l: self.l + o.l,
+            a: self.a + o.a,
+            b_g1: self.b_g1 + o.b_g1,
+            b_g2: self.b_g2 + o.b_g2,
         }
     }
 }
@@ -155,7 +186,7 @@ pub trait ProverBackend: Send + Sync {
     }
 
     /// Computes the MSM results of `asg` against `srs`: those of `ctx.part` ([`Part`]; with
-    /// [`Part::AfterH`], `asg` needs no a, b, c and `srs` its L, A, B queries only; with
+    /// [`Part::Rest`], `asg` needs no a, b, c and `srs` only the set's queries; with
     /// [`Part::HOnly`], `srs` its H query only). The backend may take `a`, `b`, `c` out of the
     /// assignment (they are not needed afterwards).
     ///
@@ -489,6 +520,78 @@ mod tests {
         assert!(buf.restore(std::mem::take(&mut w.aux)));
         drop(buf);
         assert_eq!((pool.idle_buffers(), f.register_calls()), (1, 1));
+    }
+
+    #[test]
+    fn parts_on_the_sections_so_far_add_up_to_the_one_pass_results() {
+        use crate::circuit::tests::{blank, Toy};
+        use crate::circuit::witness;
+
+        let cc = Arc::new(CompiledCircuit::compile(blank(1), 3).unwrap());
+        let make = |i: usize| {
+            Ok(Toy {
+                x: Some(5),
+                c: vec![[7, 11, 13][i]],
+            })
+        };
+        let fresh = witness::generate(&cc.layout, 0, make).unwrap();
+        let srs = toy_srs(&cc);
+        let reporter = Reporter::new(None);
+        let mut t = Timings::default();
+        let mut run = |part: Part, srs: &Arc<Srs>| {
+            let mut w = fresh.clone();
+            let mut ctx = PartitionCtx::new(0, &reporter, &mut t);
+            ctx.part = part;
+            let r = CpuBackend.compute_compiled(&mut w, &cc, srs, &mut ctx);
+            assert_eq!(w, fresh, "the witness is back");
+            r.unwrap()
+        };
+        let one = run(Part::All, &srs);
+        // A cold load's parameters after `n` sections: the later queries still empty.
+        let so_far = |n: usize| {
+            let mut s = (*srs).clone();
+            let empty = |k: usize| n <= k;
+            if empty(1) {
+                s.l = Arc::default();
+            }
+            if empty(2) {
+                s.a = Arc::default();
+            }
+            if empty(3) {
+                s.b_g1 = Arc::default();
+            }
+            if empty(4) {
+                s.b_g2 = Arc::default();
+            }
+            Arc::new(s)
+        };
+        let counts = cc.shape_counts();
+        assert!(so_far(2).check_counts_of(&counts, Queries::first(2)).is_ok());
+        assert!(so_far(2).check_counts(&counts).is_err());
+        let id = MsmResults::identity();
+        let h = run(Part::HOnly, &so_far(1));
+        assert_eq!(h, MsmResults::h_only(one.h));
+        let l = run(Part::Rest(Queries::L), &so_far(2));
+        assert_eq!(l, MsmResults { l: one.l, ..id });
+        let a_b1 = Queries::REST.without(Queries::L).without(Queries::B_G2);
+        let ab = run(Part::Rest(a_b1), &so_far(4));
+        assert_eq!(
+            ab,
+            MsmResults {
+                a: one.a,
+                b_g1: one.b_g1,
+                ..id
+            }
+        );
+        let b2 = run(Part::Rest(Queries::B_G2), &so_far(5));
+        assert_eq!(b2, MsmResults { b_g2: one.b_g2, ..id });
+        assert_eq!(h.add(&l).add(&ab).add(&b2), one);
+        assert_ne!(one.a, id.a, "the toy's sums are not the identity");
+        assert_eq!(format!("{a_b1}"), "A+B_G1");
+        assert_eq!(Queries::first(1), Queries::H);
+        assert_eq!(Queries::first(9), Queries::ALL);
+        assert_eq!(Queries::REST.first_index(), Some(1));
+        assert_eq!(Queries::NONE.first_index(), None);
     }
 
     fn density(len: usize, bit: impl Fn(usize) -> bool) -> Density {

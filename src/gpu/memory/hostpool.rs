@@ -58,6 +58,21 @@ pub const MAX_SLACK: usize = 2;
 /// Bytes of one element (`Fr`, 32).
 const ELEM: usize = std::mem::size_of::<Fr>();
 
+/// Writes every page of `vec`'s capacity once, from all cores, before it is registered. A
+/// registration of untouched memory faults in and zeroes its pages inside the driver call —
+/// seconds for the 4.2 GB of a 32 GiB witness, during which, it seems, the driver held up other
+/// threads' copies and kernels (a cold proof on an H100, whose partitions each take a fresh
+/// buffer while the earlier ones wait for the parameters: z uploads and SpMVs of 1.4–2.7 s
+/// instead of 0.1 s; BENCHMARKS.md, *L2*). Here the page faults run in parallel, outside it,
+/// and the witness later writes into pages that are already there.
+fn touch(vec: &mut Vec<Fr>) {
+    use ff::Field;
+    use rayon::prelude::*;
+    vec.spare_capacity_mut()
+        .par_chunks_mut(1 << 15)
+        .for_each(|c| c.fill(std::mem::MaybeUninit::new(Fr::ZERO)));
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -267,6 +282,9 @@ impl HostPool {
                         budget: inner.budget.as_ref().and_then(|b| b.limit()).unwrap_or(0),
                     })?;
                 inner.allocated.fetch_add(1, Ordering::Relaxed);
+                if inner.registry.is_some() {
+                    touch(&mut vec);
+                }
                 let pin = inner.pin(&vec);
                 (vec, pin)
             }
