@@ -165,7 +165,7 @@ pub struct Tuning {
 /// H step and H MSM against the H section as soon as it is decoded, while the disk reads on,
 /// gives its place among the partitions in flight to the next (its witness kept), then runs
 /// each of its L, A, B MSMs as soon as that query's section is decoded — those decoded by then
-/// in one call —, so that after the last byte only the B MSMs of the last section remain.
+/// in one call —, so that after the last byte only the B_G2 MSMs (the last section's) remain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum HAhead {
@@ -173,7 +173,7 @@ pub enum HAhead {
     #[default]
     WhileLoading,
     /// Split every compiled partition, parameters loaded or not (its proof is the same: the
-    /// tests check the two parts against one pass).
+    /// tests check the parts against one pass).
     Always,
     /// Never split: every partition waits for the whole parameter file.
     Off,

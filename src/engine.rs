@@ -48,7 +48,8 @@ pub struct PartitionReport {
     /// `streaming`: [`crate::Tier`]) followed by where a, b, c were computed on the compiled
     /// path (`+spmv`: on the device, `+cpu-spmv`: on the host), e.g. `resident+spmv`; or
     /// `cpu-fallback` for a job the CPU ran (`CUZK_ALLOW_CPU`). `None` on the CPU backend.
-    /// For a partition whose H side ran ahead (`h_ahead`), the tier of its other MSMs.
+    /// For a partition computed in parts (`h_ahead`), the tier of its last part, or
+    /// `cpu-fallback` if any part ran on the CPU.
     pub tier: Option<String>,
     /// Whether the partition's H side (a, b, c, R1CS check, H step, H MSM) ran apart from, and
     /// before, its other four MSMs ([`crate::HAhead`]: while the parameters' L, A, B sections
@@ -947,6 +948,9 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
             let mut decoded = 0;
             let split = engine.config.tuning.h_ahead != HAhead::Off;
             let mut on_section = |so_far: &Srs| {
+                // (Read before the section is handed out: a part may finish at once.)
+                #[cfg(feature = "test-hooks")]
+                let parts_before = engine.pace_sections.1.load(Ordering::SeqCst);
                 if split && decoded < 5 {
                     if decoded == 0 {
                         log::info!(
@@ -961,8 +965,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 #[cfg(feature = "test-hooks")]
                 if decoded < 5 && engine.pace_sections.0.load(Ordering::SeqCst) {
                     let (done, t) = (&engine.pace_sections.1, Instant::now());
-                    let before = done.load(Ordering::SeqCst);
-                    while done.load(Ordering::SeqCst) == before && t.elapsed().as_secs() < 60 {
+                    while done.load(Ordering::SeqCst) == parts_before && t.elapsed().as_secs() < 60
+                    {
                         std::thread::sleep(Duration::from_millis(5));
                     }
                 }
@@ -1185,8 +1189,8 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
 
     /// Partition `k`, stage by stage. The gate's pass and the memory permit are held until
     /// it is done (the permit dropped first), except that a partition whose H side ran ahead
-    /// of a loading parameter file gives its pass up while it waits for the rest
-    /// ([`Self::h_ahead`]); a, b, c (reference path) are dropped after the
+    /// of a loading parameter file gives its pass up for its other parts, which follow the
+    /// file's sections ([`Self::h_ahead`], [`Self::rest_by_section`]); a, b, c (reference path) are dropped after the
     /// backend stage, before the epilogue.
     ///
     /// # Errors
@@ -1447,6 +1451,10 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         *parts = 1;
         let counts = cc.shape_counts();
         let mut sums = prover::MsmResults::h_only(h);
+        // A part that fell back to the CPU marks the whole partition so (the report shows one
+        // tier: the last part's otherwise).
+        let fell_back = |ctx: &PartitionCtx<'_>| ctx.tier.as_deref() == Some(CPU_FALLBACK_TIER);
+        let mut any_fallback = fell_back(ctx);
         let mut left = Queries::REST;
         while let Some(next) = left.first_index() {
             self.cancelled()?;
@@ -1468,9 +1476,13 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             let r = self.engine.backend().compute_compiled(w, cc, &srs, ctx);
             ctx.part = Part::All;
             sums = sums.add(&r?);
+            any_fallback |= fell_back(ctx);
             self.engine.part_done();
             *parts += 1;
             left = left.without(ready);
+        }
+        if any_fallback {
+            ctx.tier = Some(CPU_FALLBACK_TIER.into());
         }
         Ok(sums)
     }

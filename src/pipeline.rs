@@ -11,8 +11,9 @@
 //!
 //! Steady state is then max(witness, GPU) per partition instead of their sum, and peak host
 //! memory is the parameters, the compiled circuit and `slots + ahead` witness buffers. One
-//! exception: during a cold parameter load, a partition whose H side has run waits for the rest
-//! of the file outside the gate, its witness kept (`engine`, [`crate::HAhead`]); then the host
+//! exception: during a cold parameter load, a partition whose H side has run waits for the other
+//! sections outside the gate, its witness kept, and runs its L, A, B MSMs as they arrive
+//! (`engine`, [`crate::HAhead`]); then the host
 //! budget alone bounds how many witnesses are held (all ten of a 32 GiB proof on a 128 GiB
 //! host: 93 GiB in use at the peak, BENCHMARKS.md).
 

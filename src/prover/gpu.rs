@@ -24,7 +24,7 @@
 //! current one computes ([`crate::gpu::driver::upload`]); the scalars (h, then aux) stay on the device.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -115,9 +115,10 @@ struct Slot {
     resident: Mutex<Option<Arc<Resident>>>,
     /// The compiled circuit resident on this device, if any (one at a time).
     circuit: Mutex<Option<Arc<ResidentCircuit>>>,
-    /// Set once a plan had to let the resident circuit go (`plan_on`): from then on the circuit
-    /// is no longer reserved ahead of the plans on this device.
-    circuit_yielded: AtomicBool,
+    /// The domains (bit `log2`) of the partitions for which a plan had to let the resident
+    /// circuit go (`plan_on`): for those the circuit is no longer reserved ahead of the plan on
+    /// this device (a 64 GiB partition on an 80 GB card does not stop a 32 GiB one's).
+    circuit_yielded: AtomicU64,
 }
 
 impl Slot {
@@ -160,8 +161,9 @@ struct GpuJob {
     /// Whether a, b, c may be computed on the device (`Tuning::cpu_spmv_only` off).
     gpu_spmv: bool,
     srs: Arc<Srs>,
-    /// The MSMs to compute (`PartitionCtx::part`): with [`Part::HOnly`], `srs` may hold only
-    /// its H query (a cold load's first section), so the resident tier is not planned.
+    /// The MSMs to compute (`PartitionCtx::part`). Split ([`Part::HOnly`], [`Part::Rest`]),
+    /// `srs` may hold only the sections a cold load has decoded so far; such an incomplete set
+    /// is never made resident.
     part: Part,
     reporter: Reporter,
     partition: usize,
@@ -268,7 +270,7 @@ impl GpuBackend {
                 alloc,
                 resident: Mutex::new(None),
                 circuit: Mutex::new(None),
-                circuit_yielded: AtomicBool::new(false),
+                circuit_yielded: AtomicU64::new(0),
             });
         }
         let executor = Arc::new(GpuExecutor {
@@ -386,9 +388,9 @@ impl PartitionExecutor for GpuExecutor {
         let shape = shape_of(&asg, rows)?;
         // An incomplete parameter set (a split partition during a cold load: the sections
         // decoded so far) is never made resident.
-        let partial = job.part != Part::All
-            && [srs.h.is_empty(), srs.l.is_empty(), srs.a.is_empty(), srs.b_g1.is_empty(), srs.b_g2.is_empty()]
-                .contains(&true);
+        let decoded = [&srs.h, &srs.l, &srs.a, &srs.b_g1];
+        let partial =
+            job.part != Part::All && (decoded.iter().any(|q| q.is_empty()) || srs.b_g2.is_empty());
         let params_resident = !partial
             && slot
                 .resident
@@ -405,10 +407,18 @@ impl PartitionExecutor for GpuExecutor {
         // 17 GB of host memory per 32 GiB partition, measured on an H100, BENCHMARKS.md *L2*)
         // to save only the streaming of the bases. Reserved first, the plan fits beside them
         // (a lower tier where both do not fit); `plan_on` still lets them go when no useful
-        // plan fits beside. Not on a device where a plan had to let the circuit go before (a
-        // small card, a cap): there it would be uploaded and let go again for every partition.
-        let yielded = slot.circuit_yielded.load(Ordering::Relaxed);
-        if let Some(cc) = pending.filter(|_| job.gpu_spmv && !params_resident && !yielded) {
+        // plan fits beside. For every compiled job, the L, A, B parts of a split partition
+        // included (they need no SpMV, but a resident plan of theirs would crowd the circuit
+        // out for the partitions after them). Not where a plan for this domain had to let the
+        // circuit go before (a small card, a cap): there it would be uploaded and let go again
+        // for every partition.
+        let yielded =
+            (slot.circuit_yielded.load(Ordering::Relaxed) >> shape.domain_log2.min(63)) & 1 == 1;
+        if let Some(cc) = job
+            .compiled
+            .as_ref()
+            .filter(|_| job.gpu_spmv && !params_resident && !yielded)
+        {
             // Not held here: the slot keeps it, and `plan_on` may let it go.
             drop(circuit_on(slot, cc)?);
         }
@@ -468,7 +478,7 @@ impl PartitionExecutor for GpuExecutor {
             match job.part {
                 Part::All => "",
                 Part::HOnly => ", H side ahead of the parameters",
-                Part::Rest(_) => ", MSMs after H as their sections arrive",
+                Part::Rest(_) => ", MSMs after H",
             },
             attempt.number
         );
@@ -670,7 +680,8 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
                 Err(_) => false,
             };
             if poor && slot.drop_circuit()? {
-                slot.circuit_yielded.store(true, Ordering::Relaxed);
+                slot.circuit_yielded
+                    .fetch_or(1 << shape.domain_log2.min(63), Ordering::Relaxed);
                 log::info!(
                     "GPU {}: resident circuit let go to plan a 2^{} partition",
                     slot.dev.ordinal(),
