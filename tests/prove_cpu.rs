@@ -513,42 +513,50 @@ fn a_cancelled_call_stops_at_its_next_checkpoint_and_the_engine_goes_on() {
     assert_eq!(out.proof.len(), 192);
 }
 
+/// A fresh CPU engine on the fixture's parameters (loaded cold by its first proof) whose
+/// partitions split as `h` says ([`cuzk::HAhead`]).
+fn split_engine(h: cuzk::HAhead) -> Arc<Engine> {
+    Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&fixture().param_dir)
+            .with_backend(Backend::Cpu)
+            .with_tuning(cuzk::Tuning::default().with_h_ahead(h)),
+    )
+    .unwrap()
+}
+
+/// The fixture's proof on `e` with fixed r and s: the same bytes however its MSMs are split.
+fn prove_fixed(e: &Engine) -> cuzk::C2Output {
+    let f = fixture();
+    let r = Fr::from(0x5151_7777u64).square();
+    let s = Fr::from(0x2222_9999u64).square();
+    let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
+    e.prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
+        .unwrap()
+}
+
 /// The H side ahead of the other MSMs ([`cuzk::HAhead::Always`]: every partition split, on a
 /// fresh engine whose parameters load cold — the H section handed out early — and again on the
 /// same engine with them loaded) gives the one pass's exact bytes for the same r and s, and the
 /// report says which ran.
 #[test]
 fn h_side_ahead_gives_the_one_pass_proof_bytes() {
-    use cuzk::{HAhead, Tuning};
+    use cuzk::HAhead;
     let f = fixture();
-    let r = Fr::from(0x5151_7777u64).square();
-    let s = Fr::from(0x2222_9999u64).square();
-    let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
-    let engine = |h: HAhead| {
-        Engine::new(
-            EngineConfig::default()
-                .with_parameter_dir(&f.param_dir)
-                .with_backend(Backend::Cpu)
-                .with_tuning(Tuning::default().with_h_ahead(h)),
-        )
-        .unwrap()
-    };
-    let prove = |e: &Engine| {
-        e.prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
-            .unwrap()
-    };
-    let always = engine(HAhead::Always);
-    let cold = prove(&always);
-    let warm = prove(&always);
-    let one = prove(&engine(HAhead::Off));
+    let always = split_engine(HAhead::Always);
+    let cold = prove_fixed(&always);
+    let warm = prove_fixed(&always);
+    let one = prove_fixed(&split_engine(HAhead::Off));
     for split in [&cold, &warm] {
         assert!(split.partitions.iter().all(|p| p.h_ahead));
         assert_eq!(
             split.proof, one.proof,
-            "two parts must give the one pass's bytes"
+            "the parts must give the one pass's bytes"
         );
     }
     assert!(one.partitions.iter().all(|p| !p.h_ahead && p.parts == 1));
+    // Loaded, all four L, A, B MSMs go in one call after the H side.
+    assert!(warm.partitions.iter().all(|p| p.parts == 2));
     assert!(f.verify(&one.proof).unwrap());
 }
 
@@ -560,28 +568,12 @@ fn h_side_ahead_gives_the_one_pass_proof_bytes() {
 #[cfg(feature = "test-hooks")]
 #[test]
 fn sections_one_at_a_time_give_the_one_pass_proof_bytes() {
-    use cuzk::{HAhead, Tuning};
+    use cuzk::HAhead;
     let f = fixture();
-    let r = Fr::from(0x5151_7777u64).square();
-    let s = Fr::from(0x2222_9999u64).square();
-    let opts = ProveOptions::default().with_randomness(vec![(r, s)]);
-    let engine = |h: HAhead| {
-        Engine::new(
-            EngineConfig::default()
-                .with_parameter_dir(&f.param_dir)
-                .with_backend(Backend::Cpu)
-                .with_tuning(Tuning::default().with_h_ahead(h)),
-        )
-        .unwrap()
-    };
-    let one = engine(HAhead::Off)
-        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
-        .unwrap();
-    let slow = engine(HAhead::WhileLoading);
+    let one = prove_fixed(&split_engine(HAhead::Off));
+    let slow = split_engine(HAhead::WhileLoading);
     slow.pace_sections_for_test();
-    let split = slow
-        .prove_porep_c2(&c1(), f.sector_id, &f.prover_id, &opts)
-        .unwrap();
+    let split = prove_fixed(&slow);
     assert_eq!(
         split.proof, one.proof,
         "section by section: the one pass's bytes"

@@ -453,23 +453,34 @@ mod tests {
         })
     }
 
+    /// The toy circuit's values for challenge `i` (x = 5, c = 7, 11, 13).
+    fn toy_values(i: usize) -> Result<crate::circuit::tests::Toy> {
+        Ok(crate::circuit::tests::Toy {
+            x: Some(5),
+            c: vec![[7, 11, 13][i]],
+        })
+    }
+
+    /// The toy circuit compiled (one block, three challenges), its witness and parameters of
+    /// its sizes.
+    fn toy() -> (Arc<CompiledCircuit>, Witness, Arc<Srs>) {
+        let cc = Arc::new(
+            CompiledCircuit::compile(crate::circuit::tests::blank(1), 3).unwrap(),
+        );
+        let fresh = crate::circuit::witness::generate(&cc.layout, 0, toy_values).unwrap();
+        let srs = toy_srs(&cc);
+        (cc, fresh, srs)
+    }
+
     #[test]
     fn the_compiled_path_gives_a_lent_pooled_buffer_back_on_every_outcome() {
-        use crate::circuit::tests::{blank, Toy};
         use crate::circuit::witness;
         use crate::gpu::memory::hostpool::HostPool;
         use crate::gpu::memory::pinned::{FakePinner, PinnedRegistry};
         use ff::Field;
 
-        let cc = Arc::new(CompiledCircuit::compile(blank(1), 3).unwrap());
-        let make = |i: usize| {
-            Ok(Toy {
-                x: Some(5),
-                c: vec![[7, 11, 13][i]],
-            })
-        };
-        let fresh = witness::generate(&cc.layout, 0, make).unwrap();
-        let srs = toy_srs(&cc);
+        let (cc, fresh, srs) = toy();
+        let make = toy_values;
         let reporter = Reporter::new(None);
         let mut t = Timings::default();
         let mut asg = cc.evaluate(fresh.clone()).unwrap();
@@ -524,18 +535,7 @@ mod tests {
 
     #[test]
     fn parts_on_the_sections_so_far_add_up_to_the_one_pass_results() {
-        use crate::circuit::tests::{blank, Toy};
-        use crate::circuit::witness;
-
-        let cc = Arc::new(CompiledCircuit::compile(blank(1), 3).unwrap());
-        let make = |i: usize| {
-            Ok(Toy {
-                x: Some(5),
-                c: vec![[7, 11, 13][i]],
-            })
-        };
-        let fresh = witness::generate(&cc.layout, 0, make).unwrap();
-        let srs = toy_srs(&cc);
+        let (cc, fresh, srs) = toy();
         let reporter = Reporter::new(None);
         let mut t = Timings::default();
         let mut run = |part: Part, srs: &Arc<Srs>| {
