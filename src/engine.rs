@@ -982,6 +982,8 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     sections.set_all(Some(srs));
                 }
                 Err(e) => {
+                    // Said when it happens (the call returns it once its partitions stop).
+                    log::error!("parameters {}: the load failed: {e}", params_path.display());
                     if let Ok(mut g) = params_error.lock() {
                         *g = Some(e);
                     }
@@ -1511,7 +1513,11 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
     ) -> Result<Option<blstrs::G1Projective>> {
         let mode = self.engine.config.tuning.h_ahead;
         let loaded = self.params.peek();
-        if mode == HAhead::Off || (mode == HAhead::WhileLoading && loaded.is_some()) {
+        // A failed load (`Some(None)`) goes to the one pass, which reports it at once.
+        if mode == HAhead::Off
+            || matches!(loaded, Some(None))
+            || (mode == HAhead::WhileLoading && loaded.is_some())
+        {
             return Ok(None);
         }
         self.cancelled()?;
@@ -1524,6 +1530,10 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         let Some(so_far) = so_far else {
             return Ok(None);
         };
+        // The load may have failed since the H section was handed out: no H side for nothing.
+        if matches!(self.params.peek(), Some(None)) {
+            return Ok(None);
+        }
         // The whole set arrived first: one pass, unless every partition is split.
         if mode == HAhead::WhileLoading && !so_far.l.is_empty() {
             return Ok(None);
