@@ -982,8 +982,13 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                     sections.set_all(Some(srs));
                 }
                 Err(e) => {
-                    // Said when it happens (the call returns it once its partitions stop).
-                    log::error!("parameters {}: the load failed: {e}", params_path.display());
+                    // Said when it happens; the call returns the error itself (its hint
+                    // completed with the caller's directory) once its partitions stop.
+                    log::error!(
+                        "parameters {}: the load failed (error {}); the proof stops",
+                        params_path.display(),
+                        e.code()
+                    );
                     if let Ok(mut g) = params_error.lock() {
                         *g = Some(e);
                     }
