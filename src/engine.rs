@@ -1540,7 +1540,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
             return Ok(None);
         }
         // The whole set arrived first: one pass, unless every partition is split.
-        if mode == HAhead::WhileLoading && !so_far.l.is_empty() {
+        if mode == HAhead::WhileLoading && so_far.is_complete() {
             return Ok(None);
         }
         let domain = cc.layout.num_constraints().max(1).next_power_of_two();

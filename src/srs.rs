@@ -529,6 +529,12 @@ impl Srs {
         }
     }
 
+    /// Whether all five queries are here (not a cold load's sections so far, whose later
+    /// queries are still empty).
+    pub fn is_complete(&self) -> bool {
+        ![&self.h, &self.l, &self.a, &self.b_g1].iter().any(|q| q.is_empty()) && !self.b_g2.is_empty()
+    }
+
     /// Host memory held by the decoded points, in bytes.
     pub fn size_bytes(&self) -> u64 {
         let g1 = self.h.len() + self.l.len() + self.a.len() + self.b_g1.len();

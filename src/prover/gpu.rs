@@ -388,9 +388,7 @@ impl PartitionExecutor for GpuExecutor {
         let shape = shape_of(&asg, rows)?;
         // An incomplete parameter set (a split partition during a cold load: the sections
         // decoded so far) is never made resident.
-        let decoded = [&srs.h, &srs.l, &srs.a, &srs.b_g1];
-        let partial =
-            job.part != Part::All && (decoded.iter().any(|q| q.is_empty()) || srs.b_g2.is_empty());
+        let partial = !srs.is_complete();
         let params_resident = !partial
             && slot
                 .resident
@@ -1168,14 +1166,15 @@ impl DeviceRun<'_> {
         // L, A and B_G1: the same G1 MSM over aux, each over its query from the aux part on
         // (the inputs' points come first in A and B) and, for A and B, only the aux variables
         // in the query's density.
-        let aux_g1: [(&Query<G1Affine>, usize, Option<&crate::synth::Density>); 3] = [
-            (&QUERY_L, 0, None),
-            (&QUERY_A, ni, Some(&asg.a_aux_density)),
-            (&QUERY_B_G1, bi, Some(&asg.b_aux_density)),
+        type G1Query<'q> = (Queries, &'q Query<G1Affine>, usize, Option<&'q crate::synth::Density>);
+        let aux_g1: [G1Query<'_>; 3] = [
+            (Queries::L, &QUERY_L, 0, None),
+            (Queries::A, &QUERY_A, ni, Some(&asg.a_aux_density)),
+            (Queries::B_G1, &QUERY_B_G1, bi, Some(&asg.b_aux_density)),
         ];
         let mut g1 = [G1Projective::identity(); 3];
-        for (k, &(query, offset, density)) in aux_g1.iter().enumerate() {
-            if !want.contains([Queries::L, Queries::A, Queries::B_G1][k]) {
+        for (k, &(q, query, offset, density)) in aux_g1.iter().enumerate() {
+            if !want.contains(q) {
                 continue;
             }
             let t = Instant::now();
