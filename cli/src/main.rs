@@ -86,8 +86,9 @@ struct ProveArgs {
     #[command(flatten)]
     sector: SectorArgs,
     /// Write the proof (192 bytes per partition; with --repeat, the first proof's) to this file
-    /// (default: print it in hex on stdout). Opened before proving; if writing fails at the end,
-    /// the proof is printed in hex on stdout instead.
+    /// (default: print it in hex on stdout). The path is tried before proving (a new file is not
+    /// kept, so an interrupted run leaves none); if writing fails at the end, the proof is
+    /// printed in hex on stdout instead.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Where partitions run: auto (GPU if built with CUDA and a device exists, else CPU), cpu or
@@ -346,32 +347,26 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
             BackendArg::Gpu => Backend::Gpu,
         };
     }
-    // The output file is opened (created, not truncated) before proving, so that a bad path
-    // fails now, not after minutes of proving; removed again if this call created it and fails.
-    let out_created = match &a.out {
-        Some(path) => {
-            let existed = path.exists();
-            std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(path)
-                .map_err(|e| {
-                    Error::Io(std::io::Error::new(
-                        e.kind(),
-                        format!("opening --out {}: {e}", path.display()),
-                    ))
-                })?;
-            (!existed).then(|| path.clone())
-        }
-        None => None,
-    };
-    let r = prove_with(&a, config, &bytes, &c1, sector, prover_id);
-    if r.is_err() {
-        if let Some(p) = out_created {
-            let _ = std::fs::remove_file(p);
+    // The output path is tried before proving, so that a bad path fails now, not after minutes
+    // of proving: an existing file is opened for appending (not truncated), a new one is created
+    // and removed again at once, so that an interrupted or failed run leaves no empty file.
+    if let Some(path) = &a.out {
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| {
+                Error::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("opening --out {}: {e}", path.display()),
+                ))
+            })?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
         }
     }
-    r
+    prove_with(&a, config, &bytes, &c1, sector, prover_id)
 }
 
 /// The proving part of [`prove`]: the engine, R proofs, the summary, the output.

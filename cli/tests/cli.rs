@@ -395,6 +395,43 @@ fn fixture_params() -> PathBuf {
 /// circuit), three times on one engine (`--repeat 3 --jobs 2`: the first alone, then two in
 /// flight), verify_seal accepts every proof, and rejects it with one byte flipped (exit 51).
 /// The fixture is built on first use (cuzk_dev::fixture).
+/// A `cuzk prove` killed while proving (as by Ctrl-C) leaves no `--out` file behind: the path
+/// is tried before proving without keeping a new file, and the proof is written at the end.
+#[test]
+fn an_interrupted_prove_leaves_no_out_file() {
+    use std::io::BufRead;
+    let params = fixture_params();
+    let d = tmp_dir("interrupted");
+    let c1 = gen_c1_2kib(&d, "interrupted");
+    let proof = d.join("proof.bin");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["prove", s(&c1), "--prover-id", "f01000", "--params"])
+        .args([s(&params), "--backend", "cpu", "--out", s(&proof)])
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run cuzk");
+    // The first progress line of the proof comes after the --out check.
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.contains("call: parse") {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|l| l.contains("call: parse")),
+        "no progress line: {seen:?}"
+    );
+    assert!(!proof.exists(), "--out created before the proof exists");
+    child.kill().unwrap();
+    assert!(!child.wait().unwrap().success());
+    assert!(!proof.exists(), "the killed run left {}", proof.display());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn prove_generated_2kib_on_the_cpu() {
     let params = fixture_params();
