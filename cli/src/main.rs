@@ -2,8 +2,7 @@
 //! checks the proof with filecoin-proofs' `verify_seal`; generates real-shape C1 outputs without
 //! sealing (test and bench tooling). See `cuzk --help` and `cuzk <command> --help`.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +13,8 @@ use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProveOptions};
 use cuzk_dev::{c1gen, paramgen};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::SectorId;
+
+mod out;
 
 const EXIT_CODES: &str = "\
 Exit codes: 0 success; 2 bad command line; otherwise the library's
@@ -86,9 +87,10 @@ struct ProveArgs {
     #[command(flatten)]
     sector: SectorArgs,
     /// Write the proof (192 bytes per partition; with --repeat, the first proof's) to this file
-    /// (default: print it in hex on stdout). The path is tried before proving (a new file is not
-    /// kept, so an interrupted run leaves none); if writing fails at the end, the proof is
-    /// printed in hex on stdout instead.
+    /// (default: print it in hex on stdout). The path is checked before proving without creating
+    /// anything there; the proof is written whole at the end (a new file renamed onto the path,
+    /// so an interrupted run leaves no file and never truncates one); if that fails, the proof
+    /// is printed in hex on stdout instead.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Where partitions run: auto (GPU if built with CUDA and a device exists, else CPU), cpu or
@@ -347,26 +349,13 @@ fn prove(a: ProveArgs) -> Result<(), Failure> {
             BackendArg::Gpu => Backend::Gpu,
         };
     }
-    // The output path is tried before proving, so that a bad path fails now, not after minutes
-    // of proving: an existing file is opened for appending (not truncated), a new one is created
-    // and removed again at once, so that an interrupted or failed run leaves no empty file.
-    if let Some(path) = &a.out {
-        let existed = path.exists();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|e| {
-                Error::Io(std::io::Error::new(
-                    e.kind(),
-                    format!("opening --out {}: {e}", path.display()),
-                ))
-            })?;
-        if !existed {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-    prove_with(&a, config, &bytes, &c1, sector, prover_id)
+    // The output path is checked now, not after minutes of proving (see `out`).
+    let out = a
+        .out
+        .as_deref()
+        .map(|p| out::ProofFile::check(p, &a.sector.c1))
+        .transpose()?;
+    prove_with(&a, config, &bytes, &c1, sector, prover_id, out.as_ref())
 }
 
 /// The proving part of [`prove`]: the engine, R proofs, the summary, the output.
@@ -377,6 +366,7 @@ fn prove_with(
     c1: &SealCommitPhase1Output,
     sector: u64,
     prover_id: [u8; 32],
+    out: Option<&out::ProofFile>,
 ) -> Result<(), Failure> {
     let engine = Engine::new(config)?;
     let partitions = c1.registered_proof.partitions();
@@ -518,9 +508,9 @@ fn prove_with(
         eprintln!("peak RSS {}", peak_rss_text());
     }
     let proof = &done.first().ok_or_else(|| Error::internal("no proof"))?.3;
-    match &a.out {
-        Some(path) => {
-            if let Err(e) = write_file(path, proof) {
+    match out {
+        Some(file) => {
+            if let Err(e) = file.write(proof) {
                 // Not lost: the verified proof goes to stdout instead.
                 println!("{}", hex(proof));
                 return Err(e.into());
@@ -552,18 +542,6 @@ fn verify(a: VerifyArgs) -> Result<(), Failure> {
         ))
     })?;
     verify_seal(&c1, sector, prover_id, &proof)?;
-    Ok(())
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let io = |e: std::io::Error| {
-        Error::Io(std::io::Error::new(
-            e.kind(),
-            format!("writing {}: {e}", path.display()),
-        ))
-    };
-    let mut f = std::fs::File::create(path).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
     Ok(())
 }
 

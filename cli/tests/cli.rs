@@ -391,12 +391,8 @@ fn fixture_params() -> PathBuf {
         .param_dir
 }
 
-/// A generated 2 KiB C1 output proves on the CPU with the 2 KiB fixture's parameters (the same
-/// circuit), three times on one engine (`--repeat 3 --jobs 2`: the first alone, then two in
-/// flight), verify_seal accepts every proof, and rejects it with one byte flipped (exit 51).
-/// The fixture is built on first use (cuzk_dev::fixture).
 /// A `cuzk prove` killed while proving (as by Ctrl-C) leaves no `--out` file behind: the path
-/// is tried before proving without keeping a new file, and the proof is written at the end.
+/// is checked before proving without creating anything, and the proof is written at the end.
 #[test]
 fn an_interrupted_prove_leaves_no_out_file() {
     use std::io::BufRead;
@@ -432,6 +428,10 @@ fn an_interrupted_prove_leaves_no_out_file() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A generated 2 KiB C1 output proves on the CPU with the 2 KiB fixture's parameters (the same
+/// circuit), three times on one engine (`--repeat 3 --jobs 2`: the first alone, then two in
+/// flight), verify_seal accepts every proof, and rejects it with one byte flipped (exit 51);
+/// `--out` through a symbolic link. The fixture is built on first use (cuzk_dev::fixture).
 #[test]
 fn prove_generated_2kib_on_the_cpu() {
     let params = fixture_params();
@@ -448,7 +448,10 @@ fn prove_generated_2kib_on_the_cpu() {
     ])
     .status
     .success());
+    // --out is a link to a file not yet there: the proof goes to the file, the link stays.
     let proof = d.join("proof.bin");
+    std::fs::create_dir(d.join("proofs")).unwrap();
+    std::os::unix::fs::symlink("proofs/p.bin", &proof).unwrap();
     let c1 = d.join("c1.json");
     let out = cuzk(&[
         "prove",
@@ -482,7 +485,11 @@ fn prove_generated_2kib_on_the_cpu() {
     // All three proofs of the engine checked by verify_seal, then the steady-state summary.
     assert_eq!(stderr.matches("verify_seal: OK").count(), 3, "{stderr}");
     assert!(stderr.contains("3 proofs, 2 in flight:"), "{stderr}");
-    assert_eq!(std::fs::read(&proof).unwrap().len(), 192);
+    assert_eq!(std::fs::read(d.join("proofs/p.bin")).unwrap().len(), 192);
+    assert!(std::fs::symlink_metadata(&proof)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     // The wrapper form, its SectorNum standing in for --sector-num.
     let out = cuzk(&[
         "verify",

@@ -1,0 +1,266 @@
+//! The proof file of `cuzk prove --out`: checked before proving, written at the end by a rename.
+//!
+//! The path is checked before any proving (a bad one fails at once, error 90) without creating
+//! anything at it, and the proof is written whole at the end: into a new file beside the target,
+//! then renamed onto it (POSIX `rename(2)` is atomic within a directory). So an interrupted or
+//! failed run leaves no empty file and never truncates an existing one; a symbolic link is
+//! followed (the file it names gets the proof, the link stays); a path that exists and is not a
+//! regular file (`/dev/stdout`, a pipe) is written in place at the end, as it cannot be renamed
+//! onto.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use cuzk::Error;
+
+/// Links followed at most (Linux's own limit on a path's symbolic links, `MAXSYMLINKS`).
+const MAX_LINKS: usize = 40;
+
+/// Where the proof goes, checked by [`ProofFile::check`].
+pub struct ProofFile {
+    /// The path given, for messages.
+    given: PathBuf,
+    /// The file the proof ends up in: `given` with its symbolic links followed.
+    target: PathBuf,
+    /// Whether `target` exists and is not a regular file (written in place).
+    special: bool,
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::Io(std::io::Error::new(
+        e.kind(),
+        format!("{what} --out {}: {e}", path.display()),
+    ))
+}
+
+/// `path` with its symbolic links followed (the last component's chain, dangling or not).
+fn follow_links(path: &Path) -> std::io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(_) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(p),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// A name beside `target` for the new file, unique to this process and call.
+fn temp_beside(target: &Path, n: u32) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    target.with_file_name(format!(".{name}.cuzk-{}-{n}.tmp", std::process::id()))
+}
+
+impl ProofFile {
+    /// Checks `path` before proving: an existing regular file must be writable (opened for
+    /// appending: nothing written, nothing truncated), its directory must take a new file (one is
+    /// created and removed at once); a directory, or the C1 input file `input` itself, is
+    /// refused. Nothing is left at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (exit 90) naming `path`.
+    pub fn check(path: &Path, input: &Path) -> Result<ProofFile, Error> {
+        let target = follow_links(path).map_err(|e| io_error("opening", path, e))?;
+        let meta = match std::fs::metadata(&target) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_error("opening", path, e)),
+        };
+        if meta.as_ref().is_some_and(|m| m.is_dir()) {
+            return Err(io_error(
+                "opening",
+                path,
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
+            ));
+        }
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if meta.is_some() && same(&target, input) {
+            return Err(io_error(
+                "opening",
+                path,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "it is the C1 input file (the proof would replace it)",
+                ),
+            ));
+        }
+        let special = meta.as_ref().is_some_and(|m| !m.is_file());
+        if !special {
+            if meta.is_some() {
+                OpenOptions::new()
+                    .append(true)
+                    .open(&target)
+                    .map_err(|e| io_error("opening", path, e))?;
+            }
+            let probe = temp_beside(&target, 0);
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+                .map_err(|e| io_error("opening", path, e))?;
+            let _ = std::fs::remove_file(&probe);
+        }
+        Ok(ProofFile {
+            given: path.to_path_buf(),
+            target,
+            special,
+        })
+    }
+
+    /// Writes `bytes` as the whole file: a new file beside the target, flushed to disk, then
+    /// renamed onto it (an existing file's permissions are kept); in place for a special file.
+    /// On failure the target is as it was and the new file is removed.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (exit 90) naming the given path.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
+        let io = |e| io_error("writing", &self.given, e);
+        if self.special {
+            return File::create(&self.target)
+                .and_then(|mut f| f.write_all(bytes))
+                .map_err(io);
+        }
+        let temp = temp_beside(&self.target, 1);
+        let r = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)?;
+            f.write_all(bytes)?;
+            if let Ok(m) = std::fs::metadata(&self.target) {
+                f.set_permissions(m.permissions())?;
+            }
+            f.sync_all()?;
+            std::fs::rename(&temp, &self.target)
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        r.map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cuzk-out-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn entries(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// A new path: nothing there after the check, the bytes after the write, no file beside.
+    #[test]
+    fn a_new_file_appears_only_when_written() {
+        let d = dir("new");
+        let input = d.join("c1.json");
+        std::fs::write(&input, b"{}").unwrap();
+        let f = ProofFile::check(&d.join("proof.bin"), &input).unwrap();
+        assert_eq!(entries(&d), ["c1.json"]);
+        f.write(&[7u8; 192]).unwrap();
+        assert_eq!(std::fs::read(d.join("proof.bin")).unwrap(), [7u8; 192]);
+        assert_eq!(entries(&d), ["c1.json", "proof.bin"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// An existing file is untouched by the check and replaced whole by the write; a link,
+    /// dangling or not, stays a link and its target gets the bytes.
+    #[test]
+    fn existing_files_and_links() {
+        let d = dir("links");
+        let input = d.join("c1.json");
+        std::fs::write(&input, b"{}").unwrap();
+        let old = d.join("old.bin");
+        std::fs::write(&old, b"old proof").unwrap();
+        let f = ProofFile::check(&old, &input).unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), b"old proof");
+        f.write(&[1u8; 192]).unwrap();
+        assert_eq!(std::fs::read(&old).unwrap(), [1u8; 192]);
+        std::fs::create_dir(d.join("t")).unwrap();
+        for (link, to) in [("dangling", "t/missing.bin"), ("to-old", "old.bin")] {
+            std::os::unix::fs::symlink(to, d.join(link)).unwrap();
+            let f = ProofFile::check(&d.join(link), &input).unwrap();
+            f.write(&[2u8; 192]).unwrap();
+            assert!(std::fs::symlink_metadata(d.join(link))
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(std::fs::read(d.join(to)).unwrap(), [2u8; 192]);
+        }
+        assert_eq!(entries(&d.join("t")), ["missing.bin"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A directory, a missing directory and the input file itself are refused by the check
+    /// (error 90), and nothing is created or changed.
+    #[test]
+    fn bad_paths_are_refused_and_left_alone() {
+        let d = dir("bad");
+        let input = d.join("c1.json");
+        std::fs::write(&input, b"{}").unwrap();
+        for p in [
+            d.clone(),
+            d.join("no-such-dir").join("p.bin"),
+            input.clone(),
+        ] {
+            let e = ProofFile::check(&p, &input).err().expect("refused");
+            assert_eq!(e.code(), 900, "{e}");
+            assert!(e.to_string().contains("--out"), "{e}");
+        }
+        assert_eq!(entries(&d), ["c1.json"]);
+        assert_eq!(std::fs::read(&input).unwrap(), b"{}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A failed write leaves the existing file as it was and no new file beside it: the new
+    /// file cannot be made (its name is taken by a directory), then the target's directory is
+    /// gone.
+    #[test]
+    fn a_failed_write_keeps_the_old_file() {
+        let d = dir("fail");
+        let input = d.join("c1.json");
+        std::fs::write(&input, b"{}").unwrap();
+        let old = d.join("old.bin");
+        std::fs::write(&old, b"old proof").unwrap();
+        let f = ProofFile::check(&old, &input).unwrap();
+        let taken = temp_beside(&old, 1);
+        std::fs::create_dir(&taken).unwrap();
+        assert_eq!(f.write(&[3u8; 192]).unwrap_err().code(), 900);
+        assert_eq!(std::fs::read(&old).unwrap(), b"old proof");
+        std::fs::remove_dir(&taken).unwrap();
+        assert_eq!(entries(&d), ["c1.json", "old.bin"]);
+        let sub = d.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let f = ProofFile::check(&sub.join("p.bin"), &input).unwrap();
+        std::fs::remove_dir(&sub).unwrap();
+        assert!(f.write(&[3u8; 192]).is_err());
+        assert_eq!(entries(&d), ["c1.json", "old.bin"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
