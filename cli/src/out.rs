@@ -159,11 +159,14 @@ impl ProofFile {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
+    /// A fresh directory holding a C1 input file `c1.json` (`{}`): (directory, input).
+    fn dir_with_input(name: &str) -> (PathBuf, PathBuf) {
         let d = std::env::temp_dir().join(format!("cuzk-out-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        let input = d.join("c1.json");
+        std::fs::write(&input, b"{}").unwrap();
+        (d, input)
     }
 
     fn entries(d: &Path) -> Vec<String> {
@@ -178,9 +181,7 @@ mod tests {
     /// A new path: nothing there after the check, the bytes after the write, no file beside.
     #[test]
     fn a_new_file_appears_only_when_written() {
-        let d = dir("new");
-        let input = d.join("c1.json");
-        std::fs::write(&input, b"{}").unwrap();
+        let (d, input) = dir_with_input("new");
         let f = ProofFile::check(&d.join("proof.bin"), &input).unwrap();
         assert_eq!(entries(&d), ["c1.json"]);
         f.write(&[7u8; 192]).unwrap();
@@ -193,9 +194,7 @@ mod tests {
     /// dangling or not, stays a link and its target gets the bytes.
     #[test]
     fn existing_files_and_links() {
-        let d = dir("links");
-        let input = d.join("c1.json");
-        std::fs::write(&input, b"{}").unwrap();
+        let (d, input) = dir_with_input("links");
         let old = d.join("old.bin");
         std::fs::write(&old, b"old proof").unwrap();
         let f = ProofFile::check(&old, &input).unwrap();
@@ -221,9 +220,7 @@ mod tests {
     /// (error 90), and nothing is created or changed.
     #[test]
     fn bad_paths_are_refused_and_left_alone() {
-        let d = dir("bad");
-        let input = d.join("c1.json");
-        std::fs::write(&input, b"{}").unwrap();
+        let (d, input) = dir_with_input("bad");
         for p in [
             d.clone(),
             d.join("no-such-dir").join("p.bin"),
@@ -243,9 +240,7 @@ mod tests {
     /// gone.
     #[test]
     fn a_failed_write_keeps_the_old_file() {
-        let d = dir("fail");
-        let input = d.join("c1.json");
-        std::fs::write(&input, b"{}").unwrap();
+        let (d, input) = dir_with_input("fail");
         let old = d.join("old.bin");
         std::fs::write(&old, b"old proof").unwrap();
         let f = ProofFile::check(&old, &input).unwrap();
