@@ -4,9 +4,10 @@
 //! anything at it, and the proof is written whole at the end: into a new file beside the target,
 //! then renamed onto it (POSIX `rename(2)` is atomic within a directory). So an interrupted or
 //! failed run leaves no empty file and never truncates an existing one; a symbolic link is
-//! followed (the file it names gets the proof, the link stays); a path that exists and is not a
-//! regular file (`/dev/stdout`, a pipe) is written in place at the end, as it cannot be renamed
-//! onto.
+//! followed (the file it names gets the proof, the link stays). Written in place instead, as a
+//! shell's `>` would: `/dev/stdout` (through the process's own standard output, so that `>>`
+//! appends), any other path under `/dev` or `/proc`, and a path that exists and is not a
+//! regular file (a pipe, a device).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -23,8 +24,19 @@ pub struct ProofFile {
     given: PathBuf,
     /// The file the proof ends up in: `given` with its symbolic links followed.
     target: PathBuf,
-    /// Whether `target` exists and is not a regular file (written in place).
-    special: bool,
+    /// How the proof is written.
+    how: How,
+}
+
+/// How [`ProofFile::write`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum How {
+    /// A new file beside the target, renamed onto it.
+    Rename,
+    /// The target opened for writing (truncated) and written.
+    InPlace,
+    /// The process's standard output (`/dev/stdout`, `/proc/self/fd/1`).
+    Stdout,
 }
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
@@ -54,86 +66,108 @@ fn follow_links(path: &Path) -> std::io::Result<PathBuf> {
     Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
-/// A name beside `target` for the new file, unique to this process and call.
+/// A name beside `target` for the new file, unique to this process and call (short: a target
+/// name near the file system's 255-byte limit still gets one).
 fn temp_beside(target: &Path, n: u32) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    target.with_file_name(format!(".{name}.cuzk-{}-{n}.tmp", std::process::id()))
+    target.with_file_name(format!(".cuzk-{}-{n}.tmp", std::process::id()))
+}
+
+/// An error of kind `kind` saying `what`.
+fn refused(kind: std::io::ErrorKind, what: &str) -> std::io::Error {
+    std::io::Error::new(kind, what.to_string())
 }
 
 impl ProofFile {
-    /// Checks `path` before proving: an existing regular file must be writable (opened for
-    /// appending: nothing written, nothing truncated), its directory must take a new file (one is
-    /// created and removed at once); a directory, or the C1 input file `input` itself, is
-    /// refused. Nothing is left at `path`.
+    /// Checks `path` before proving: an existing file must be writable (opened for writing
+    /// without truncation; a pipe is not opened, as that would wait for its reader), a new one's
+    /// directory must take a new file (one is created and removed at once); a path ending in
+    /// `/`, a directory, or the C1 input file `input` itself (any name of it) is refused.
+    /// Nothing is left at `path`.
     ///
     /// # Errors
     /// [`Error::Io`] (exit 90) naming `path`.
     pub fn check(path: &Path, input: &Path) -> Result<ProofFile, Error> {
-        let target = follow_links(path).map_err(|e| io_error("opening", path, e))?;
+        use std::io::ErrorKind;
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let fail = |e| io_error("opening", path, e);
+        if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            return Err(fail(refused(ErrorKind::IsADirectory, "names a directory")));
+        }
+        if path == Path::new("/dev/stdout") || path == Path::new("/proc/self/fd/1") {
+            return Ok(ProofFile {
+                given: path.to_path_buf(),
+                target: path.to_path_buf(),
+                how: How::Stdout,
+            });
+        }
+        let system = path.starts_with("/dev") || path.starts_with("/proc");
+        let target = if system {
+            path.to_path_buf()
+        } else {
+            follow_links(path).map_err(fail)?
+        };
         let meta = match std::fs::metadata(&target) {
             Ok(m) => Some(m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io_error("opening", path, e)),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(fail(e)),
         };
-        if meta.as_ref().is_some_and(|m| m.is_dir()) {
-            return Err(io_error(
-                "opening",
-                path,
-                std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
-            ));
-        }
-        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => false,
-        };
-        if meta.is_some() && same(&target, input) {
-            return Err(io_error(
-                "opening",
-                path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "it is the C1 input file (the proof would replace it)",
-                ),
-            ));
-        }
-        let special = meta.as_ref().is_some_and(|m| !m.is_file());
-        if !special {
-            if meta.is_some() {
-                OpenOptions::new()
-                    .append(true)
-                    .open(&target)
-                    .map_err(|e| io_error("opening", path, e))?;
+        if let Some(m) = &meta {
+            if m.is_dir() {
+                return Err(fail(refused(ErrorKind::IsADirectory, "is a directory")));
             }
+            let same_file =
+                std::fs::metadata(input).is_ok_and(|i| (i.dev(), i.ino()) == (m.dev(), m.ino()));
+            if same_file {
+                return Err(fail(refused(
+                    ErrorKind::InvalidInput,
+                    "it is the C1 input file (the proof would replace it)",
+                )));
+            }
+            if !m.file_type().is_fifo() {
+                OpenOptions::new().write(true).open(&target).map_err(fail)?;
+            }
+        }
+        let how = if system || meta.as_ref().is_some_and(|m| !m.is_file()) {
+            How::InPlace
+        } else {
+            How::Rename
+        };
+        if how == How::Rename {
             let probe = temp_beside(&target, 0);
             OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .open(&probe)
-                .map_err(|e| io_error("opening", path, e))?;
+                .map_err(fail)?;
             let _ = std::fs::remove_file(&probe);
         }
         Ok(ProofFile {
             given: path.to_path_buf(),
             target,
-            special,
+            how,
         })
     }
 
     /// Writes `bytes` as the whole file: a new file beside the target, flushed to disk, then
-    /// renamed onto it (an existing file's permissions are kept); in place for a special file.
-    /// On failure the target is as it was and the new file is removed.
+    /// renamed onto it (an existing file's permissions kept, and its owner where the process may
+    /// set it); in place, or to standard output, as [`ProofFile::check`] chose. On failure of
+    /// the rename route the target is as it was and the new file is removed.
     ///
     /// # Errors
     /// [`Error::Io`] (exit 90) naming the given path.
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
         let io = |e| io_error("writing", &self.given, e);
-        if self.special {
-            return File::create(&self.target)
-                .and_then(|mut f| f.write_all(bytes))
-                .map_err(io);
+        match self.how {
+            How::Stdout => {
+                let mut out = std::io::stdout().lock();
+                return out.write_all(bytes).and_then(|()| out.flush()).map_err(io);
+            }
+            How::InPlace => {
+                return File::create(&self.target)
+                    .and_then(|mut f| f.write_all(bytes))
+                    .map_err(io);
+            }
+            How::Rename => {}
         }
         let temp = temp_beside(&self.target, 1);
         let r = (|| {
@@ -143,7 +177,10 @@ impl ProofFile {
                 .open(&temp)?;
             f.write_all(bytes)?;
             if let Ok(m) = std::fs::metadata(&self.target) {
+                use std::os::unix::fs::MetadataExt;
                 f.set_permissions(m.permissions())?;
+                // Only root may give a file away: elsewhere the owner stays the caller.
+                let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
             }
             f.sync_all()?;
             std::fs::rename(&temp, &self.target)
@@ -158,6 +195,7 @@ impl ProofFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt;
 
     /// A fresh directory holding a C1 input file `c1.json` (`{}`): (directory, input).
     fn dir_with_input(name: &str) -> (PathBuf, PathBuf) {
@@ -178,7 +216,8 @@ mod tests {
         v
     }
 
-    /// A new path: nothing there after the check, the bytes after the write, no file beside.
+    /// A new path: nothing there after the check, the bytes after the write, no file beside; a
+    /// long name too; `/dev/null` written in place.
     #[test]
     fn a_new_file_appears_only_when_written() {
         let (d, input) = dir_with_input("new");
@@ -187,6 +226,21 @@ mod tests {
         f.write(&[7u8; 192]).unwrap();
         assert_eq!(std::fs::read(d.join("proof.bin")).unwrap(), [7u8; 192]);
         assert_eq!(entries(&d), ["c1.json", "proof.bin"]);
+        // A name of 250 bytes, near the file system's limit, still gets its new file beside.
+        let long = d.join("p".repeat(250));
+        ProofFile::check(&long, &input)
+            .unwrap()
+            .write(&[8u8; 192])
+            .unwrap();
+        assert_eq!(std::fs::read(&long).unwrap(), [8u8; 192]);
+        // A device is written in place, not replaced.
+        let null = ProofFile::check(Path::new("/dev/null"), &input).unwrap();
+        assert_eq!(null.how, How::InPlace);
+        null.write(&[9u8; 192]).unwrap();
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -216,21 +270,27 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    /// A directory, a missing directory and the input file itself are refused by the check
-    /// (error 90), and nothing is created or changed.
+    /// A directory, a missing directory, a path ending in `/` and the input file itself (under
+    /// another spelling, or a hard link to it) are refused by the check (error 90), and nothing
+    /// is created or changed.
     #[test]
     fn bad_paths_are_refused_and_left_alone() {
         let (d, input) = dir_with_input("bad");
-        for p in [
+        std::fs::hard_link(&input, d.join("same.json")).unwrap();
+        let refused = [
             d.clone(),
             d.join("no-such-dir").join("p.bin"),
+            d.join("new/"),
             input.clone(),
-        ] {
+            d.join(".").join("c1.json"),
+            d.join("same.json"),
+        ];
+        for p in refused {
             let e = ProofFile::check(&p, &input).err().expect("refused");
             assert_eq!(e.code(), 900, "{e}");
             assert!(e.to_string().contains("--out"), "{e}");
         }
-        assert_eq!(entries(&d), ["c1.json"]);
+        assert_eq!(entries(&d), ["c1.json", "same.json"]);
         assert_eq!(std::fs::read(&input).unwrap(), b"{}");
         std::fs::remove_dir_all(&d).unwrap();
     }
