@@ -22,7 +22,8 @@ const MAX_LINKS: usize = 40;
 pub struct ProofFile {
     /// The path given, for messages.
     given: PathBuf,
-    /// The file the proof ends up in: `given` with its symbolic links followed.
+    /// The file the proof ends up in: `given` with its symbolic links followed (under `/dev` and
+    /// `/proc`, `given` as it is).
     target: PathBuf,
     /// How the proof is written.
     how: How,
