@@ -73,11 +73,6 @@ fn temp_beside(target: &Path, n: u32) -> PathBuf {
     target.with_file_name(format!(".cuzk-{}-{n}.tmp", std::process::id()))
 }
 
-/// An error of kind `kind` saying `what`.
-fn refused(kind: std::io::ErrorKind, what: &str) -> std::io::Error {
-    std::io::Error::new(kind, what.to_string())
-}
-
 impl ProofFile {
     /// Checks `path` before proving: an existing file must be writable (opened for writing
     /// without truncation; a pipe is not opened, as that would wait for its reader), a new one's
@@ -92,7 +87,10 @@ impl ProofFile {
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
         let fail = |e| io_error("opening", path, e);
         if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
-            return Err(fail(refused(ErrorKind::IsADirectory, "names a directory")));
+            return Err(fail(std::io::Error::new(
+                ErrorKind::IsADirectory,
+                "names a directory",
+            )));
         }
         if path == Path::new("/dev/stdout") || path == Path::new("/proc/self/fd/1") {
             return Ok(ProofFile {
@@ -114,12 +112,15 @@ impl ProofFile {
         };
         if let Some(m) = &meta {
             if m.is_dir() {
-                return Err(fail(refused(ErrorKind::IsADirectory, "is a directory")));
+                return Err(fail(std::io::Error::new(
+                    ErrorKind::IsADirectory,
+                    "is a directory",
+                )));
             }
             let same_file =
                 std::fs::metadata(input).is_ok_and(|i| (i.dev(), i.ino()) == (m.dev(), m.ino()));
             if same_file {
-                return Err(fail(refused(
+                return Err(fail(std::io::Error::new(
                     ErrorKind::InvalidInput,
                     "it is the C1 input file (the proof would replace it)",
                 )));
@@ -208,6 +209,16 @@ mod tests {
         (d, input)
     }
 
+    /// [`dir_with_input`] with an existing `old.bin` ("old proof"), checked as `--out`:
+    /// (directory, input, old.bin, its ProofFile).
+    fn old_file_checked(name: &str) -> (PathBuf, PathBuf, PathBuf, ProofFile) {
+        let (d, input) = dir_with_input(name);
+        let old = d.join("old.bin");
+        std::fs::write(&old, b"old proof").unwrap();
+        let f = ProofFile::check(&old, &input).unwrap();
+        (d, input, old, f)
+    }
+
     fn entries(d: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .unwrap()
@@ -249,10 +260,7 @@ mod tests {
     /// dangling or not, stays a link and its target gets the bytes.
     #[test]
     fn existing_files_and_links() {
-        let (d, input) = dir_with_input("links");
-        let old = d.join("old.bin");
-        std::fs::write(&old, b"old proof").unwrap();
-        let f = ProofFile::check(&old, &input).unwrap();
+        let (d, input, old, f) = old_file_checked("links");
         assert_eq!(std::fs::read(&old).unwrap(), b"old proof");
         f.write(&[1u8; 192]).unwrap();
         assert_eq!(std::fs::read(&old).unwrap(), [1u8; 192]);
@@ -301,10 +309,7 @@ mod tests {
     /// gone.
     #[test]
     fn a_failed_write_keeps_the_old_file() {
-        let (d, input) = dir_with_input("fail");
-        let old = d.join("old.bin");
-        std::fs::write(&old, b"old proof").unwrap();
-        let f = ProofFile::check(&old, &input).unwrap();
+        let (d, input, old, f) = old_file_checked("fail");
         let taken = temp_beside(&old, 1);
         std::fs::create_dir(&taken).unwrap();
         assert_eq!(f.write(&[3u8; 192]).unwrap_err().code(), 900);
