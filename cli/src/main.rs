@@ -16,6 +16,15 @@ use filecoin_proofs_api::SectorId;
 
 mod out;
 
+/// `eprintln!` that never panics: progress and error lines are best effort, so a closed or full
+/// standard error (a pipe whose reader left, a full disk) cannot abort a proof.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 const EXIT_CODES: &str = "\
 Exit codes: 0 success; 2 bad command line; otherwise the library's
 status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 100:
@@ -213,11 +222,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Lib(e)) => {
             let e = e.with_parameter_dir(params.as_deref());
-            eprintln!("cuzk: error {}: {e}", e.code());
+            say!("cuzk: error {}: {e}", e.code());
             ExitCode::from(exit_status(e.code()))
         }
         Err(Failure::Rejected(m)) => {
-            eprintln!("cuzk: {m}");
+            say!("cuzk: {m}");
             ExitCode::from(exit_status(
                 Error::VerificationFailed { partition: 0 }.code(),
             ))
@@ -330,7 +339,7 @@ fn verify_seal(
             "filecoin-proofs verify_seal: REJECTED (the proof does not verify)".into(),
         ));
     }
-    eprintln!(
+    say!(
         "filecoin-proofs verify_seal: OK ({:.3} s)",
         t.elapsed().as_secs_f64()
     );
@@ -374,12 +383,12 @@ fn prove_with(
     let repeat = a.repeat as usize;
     let jobs = (a.jobs as usize).min(repeat - 1).max(1);
     if a.jobs as usize > jobs {
-        eprintln!(
+        say!(
             "note: --jobs {} with --repeat {repeat}: at most {jobs} in flight (the first proof runs alone)",
             a.jobs
         );
     }
-    eprintln!(
+    say!(
         "proving {:?}, sector {sector}, {partitions} partition(s) on {}{}; comm_r {}",
         c1.registered_proof,
         engine.backend_name(),
@@ -419,7 +428,7 @@ fn prove_with(
             let part = ev
                 .partition
                 .map_or_else(|| "call".to_string(), |p| format!("partition {p}"));
-            eprintln!(
+            say!(
                 "[{:8.2} s] {tag}{part}: {} {:.3} s",
                 start.elapsed().as_secs_f64(),
                 ev.stage.name(),
@@ -436,7 +445,7 @@ fn prove_with(
             .filter(|p| p.h_ahead)
             .map(|p| p.parts)
             .sum();
-        eprintln!(
+        say!(
             "{}: {} bytes ({} partitions{}) in {:.3} s",
             if repeat > 1 {
                 format!("proof {i}")
@@ -456,7 +465,7 @@ fn prove_with(
             t1 - t0
         );
         if let Ok(v) = stages.lock() {
-            eprintln!("{who}stages: {}", stage_line(&v));
+            say!("{who}stages: {}", stage_line(&v));
         }
         verify_seal(c1, sector, prover_id, &out.proof)?;
         if let Ok(mut d) = done.lock() {
@@ -496,7 +505,7 @@ fn prove_with(
         let first_start = rest.iter().map(|d| d.1).fold(f64::INFINITY, f64::min);
         let last_end = rest.iter().map(|d| d.2).fold(0.0, f64::max);
         let per: Vec<String> = done.iter().map(|d| format!("{:.2}", d.2 - d.1)).collect();
-        eprintln!(
+        say!(
             "{repeat} proofs, {jobs} in flight: {last_end:.2} s in all; per proof (start to end) \
              {} s; steady state (proofs 1 to {}) {:.2} s per proof; peak RSS {}",
             per.join(" "),
@@ -505,20 +514,37 @@ fn prove_with(
             peak_rss_text()
         );
     } else {
-        eprintln!("peak RSS {}", peak_rss_text());
+        say!("peak RSS {}", peak_rss_text());
     }
     let proof = &done.first().ok_or_else(|| Error::internal("no proof"))?.3;
     match out {
         Some(file) => {
             if let Err(e) = file.write(proof) {
                 // Not lost: the verified proof goes to stdout instead.
-                println!("{}", hex(proof));
+                let _ = print_proof(proof);
                 return Err(e.into());
             }
         }
-        None => println!("{}", hex(proof)),
+        None => print_proof(proof)?,
     }
     Ok(())
+}
+
+/// Writes `proof` as one line of hex to standard output.
+///
+/// # Errors
+/// [`Error::Io`] (exit 90) when standard output cannot take it (a closed pipe, a full disk).
+fn print_proof(proof: &[u8]) -> Result<(), Error> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", hex(proof))
+        .and_then(|()| out.flush())
+        .map_err(|e| {
+            Error::Io(std::io::Error::new(
+                e.kind(),
+                format!("writing the proof to standard output: {e}"),
+            ))
+        })
 }
 
 fn verify(a: VerifyArgs) -> Result<(), Failure> {
@@ -567,7 +593,7 @@ fn gen_c1(a: GenC1Args) -> Result<(), Failure> {
     let gen_s = t.elapsed().as_secs_f64();
     g.write_dir(&a.dir)
         .map_err(|e| Error::Io(std::io::Error::other(format!("{e:#}"))))?;
-    eprintln!(
+    say!(
         "{:?}, sector {}: generated in {gen_s:.2} s, written to {} in {:.2} s\n  comm_r {}\n  comm_d {}",
         registered_proof,
         a.sector_num,
@@ -599,7 +625,7 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
         device,
     )
     .map_err(|e| Error::Internal(format!("gen-params: {e:#}")))?;
-    eprintln!(
+    say!(
         "{registered_proof:?}: parameters in {:.1} s (circuit {:.1} s; {}), peak RSS {}\n  {}\n  {}\n  {}",
         t.elapsed().as_secs_f64(),
         files.compile_secs,

@@ -428,6 +428,32 @@ fn an_interrupted_prove_leaves_no_out_file() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Standard error and standard output on a full device (`/dev/full`): the progress lines that
+/// cannot be written do not stop the proof, and the proof that cannot be printed is a typed
+/// error (exit 90), not a panic (exit 101).
+#[test]
+fn a_full_stderr_and_stdout_are_errors_not_panics() {
+    let params = fixture_params();
+    let d = tmp_dir("full");
+    let c1 = gen_c1_2kib(&d, "full");
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let status = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(["prove", s(&c1), "--prover-id", "f01000", "--params"])
+        .args([s(&params), "--backend", "cpu"])
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .stdout(full())
+        .stderr(full())
+        .status()
+        .expect("run cuzk");
+    assert_eq!(status.code(), Some(90), "{status}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// A generated 2 KiB C1 output proves on the CPU with the 2 KiB fixture's parameters (the same
 /// circuit), three times on one engine (`--repeat 3 --jobs 2`: the first alone, then two in
 /// flight), verify_seal accepts every proof, and rejects it with one byte flipped (exit 51);
