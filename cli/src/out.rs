@@ -6,10 +6,11 @@
 //! failed run leaves no empty file and never truncates an existing one; a symbolic link is
 //! followed (the file it names gets the proof, the link stays). Written in place instead, as a
 //! shell's `>` would: `/dev/stdout` (through the process's own standard output, so that `>>`
-//! appends), any other path under `/dev` or `/proc`, and a path that exists and is not a
-//! regular file (a pipe, a device).
+//! appends), any other path under `/dev` or `/proc`, a path that exists and is not a
+//! regular file (a pipe, a device), and an existing file the rename could not replace (its
+//! directory takes no new file, or is sticky and neither it nor the file is the caller's).
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -65,6 +66,19 @@ fn follow_links(path: &Path) -> std::io::Result<PathBuf> {
         }
     }
     Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Whether a process of uid `me` (`None`: unknown) may rename a new file onto an existing one
+/// owned by `file_uid` in a directory of mode `dir_mode` owned by `dir_uid`: in a sticky
+/// directory (mode bit 0o1000, as `/tmp`) only the file's owner, the directory's owner or root
+/// may (POSIX `rename(2)`, EPERM).
+fn may_replace(dir_mode: u32, dir_uid: u32, file_uid: u32, me: Option<u32>) -> bool {
+    const STICKY: u32 = 0o1000;
+    match me {
+        _ if dir_mode & STICKY == 0 => true,
+        Some(me) => me == 0 || me == file_uid || me == dir_uid,
+        None => false,
+    }
 }
 
 /// A name beside `target` for the new file, unique to this process and call (short: a target
@@ -129,19 +143,36 @@ impl ProofFile {
                 OpenOptions::new().write(true).open(&target).map_err(fail)?;
             }
         }
-        let how = if system || meta.as_ref().is_some_and(|m| !m.is_file()) {
+        let mut how = if system || meta.as_ref().is_some_and(|m| !m.is_file()) {
             How::InPlace
         } else {
             How::Rename
         };
         if how == How::Rename {
             let probe = temp_beside(&target, 0);
-            OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&probe)
-                .map_err(fail)?;
-            let _ = std::fs::remove_file(&probe);
+            let made = OpenOptions::new().write(true).create_new(true).open(&probe);
+            let me = made
+                .as_ref()
+                .ok()
+                .and_then(|f| f.metadata().ok())
+                .map(|m| m.uid());
+            if made.is_ok() {
+                let _ = std::fs::remove_file(&probe);
+            }
+            match (&meta, made) {
+                // The existing file is writable (checked above), so where no new file can be
+                // made beside it, or the rename would be refused, it is written in place.
+                (Some(_), Err(_)) => how = How::InPlace,
+                (Some(m), Ok(_)) => {
+                    let dir = target.parent().filter(|p| !p.as_os_str().is_empty());
+                    let dir = std::fs::metadata(dir.unwrap_or(Path::new("."))).map_err(fail)?;
+                    if !may_replace(dir.mode(), dir.uid(), m.uid(), me) {
+                        how = How::InPlace;
+                    }
+                }
+                (None, Err(e)) => return Err(fail(e)),
+                (None, Ok(_)) => {}
+            }
         }
         Ok(ProofFile {
             given: path.to_path_buf(),
@@ -165,7 +196,20 @@ impl ProofFile {
                 return out.write_all(bytes).and_then(|()| out.flush()).map_err(io);
             }
             How::InPlace => {
-                return File::create(&self.target)
+                // Without O_CREAT where the file exists: Linux's protected_regular refuses
+                // O_CREAT on another user's file in a sticky directory, even a writable one.
+                let open = |create| {
+                    OpenOptions::new()
+                        .write(true)
+                        .truncate(true)
+                        .create(create)
+                        .open(&self.target)
+                };
+                return open(false)
+                    .or_else(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => open(true),
+                        _ => Err(e),
+                    })
                     .and_then(|mut f| f.write_all(bytes))
                     .map_err(io);
             }
@@ -323,5 +367,19 @@ mod tests {
         assert!(f.write(&[3u8; 192]).is_err());
         assert_eq!(entries(&d), ["c1.json", "old.bin"]);
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The rename is allowed as `rename(2)` allows it: anywhere outside a sticky directory; in
+    /// one (mode 0o1777, as `/tmp`), to root, the file's owner and the directory's owner only.
+    #[test]
+    fn renames_in_sticky_directories() {
+        let (plain, sticky) = (0o777, 0o1777);
+        assert!(may_replace(plain, 0, 1001, Some(1000)));
+        assert!(may_replace(plain, 0, 1001, None));
+        assert!(may_replace(sticky, 0, 1000, Some(1000)));
+        assert!(may_replace(sticky, 1000, 1001, Some(1000)));
+        assert!(may_replace(sticky, 1001, 1001, Some(0)));
+        assert!(!may_replace(sticky, 0, 1001, Some(1000)));
+        assert!(!may_replace(sticky, 0, 1001, None));
     }
 }
