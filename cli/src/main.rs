@@ -98,8 +98,9 @@ struct ProveArgs {
     /// Write the proof (192 bytes per partition; with --repeat, the first proof's) to this file
     /// (default: print it in hex on stdout). The path is checked before proving without creating
     /// anything there; the proof is written whole at the end (a new file renamed onto the path,
-    /// so an interrupted run leaves no file and never truncates one); if that fails, the proof
-    /// is printed in hex on stdout instead.
+    /// so an interrupted run leaves no file and never truncates one; an existing file that no
+    /// rename may replace, as another user's in a sticky directory, is rewritten in place at
+    /// that moment); if that fails, the proof is printed in hex on stdout instead.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Where partitions run: auto (GPU if built with CUDA and a device exists, else CPU), cpu or
