@@ -522,30 +522,13 @@ fn prove_with(
         Some(file) => {
             if let Err(e) = file.write(proof) {
                 // Not lost: the verified proof goes to stdout instead.
-                let _ = print_proof(proof);
+                let _ = out::print_hex(proof);
                 return Err(e.into());
             }
         }
-        None => print_proof(proof)?,
+        None => out::print_hex(proof)?,
     }
     Ok(())
-}
-
-/// Writes `proof` as one line of hex to standard output.
-///
-/// # Errors
-/// [`Error::Io`] (exit 90) when standard output cannot take it (a closed pipe, a full disk).
-fn print_proof(proof: &[u8]) -> Result<(), Error> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", hex(proof))
-        .and_then(|()| out.flush())
-        .map_err(|e| {
-            Error::Io(std::io::Error::new(
-                e.kind(),
-                format!("writing the proof to standard output: {e}"),
-            ))
-        })
 }
 
 fn verify(a: VerifyArgs) -> Result<(), Failure> {

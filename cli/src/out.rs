@@ -81,6 +81,25 @@ fn may_replace(dir_mode: u32, dir_uid: u32, file_uid: u32, me: Option<u32>) -> b
     }
 }
 
+/// Writes `bytes` to the process's standard output and flushes it.
+fn to_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush())
+}
+
+/// Prints `proof` as one line of hex on standard output (no `--out`, or its fallback).
+///
+/// # Errors
+/// [`Error::Io`] (exit 90) when standard output cannot take it (a closed pipe, a full disk).
+pub fn print_hex(proof: &[u8]) -> Result<(), Error> {
+    to_stdout(format!("{}\n", cuzk::c1::hex(proof)).as_bytes()).map_err(|e| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("writing the proof to standard output: {e}"),
+        ))
+    })
+}
+
 /// A name beside `target` for the new file, unique to this process and call (short: a target
 /// name near the file system's 255-byte limit still gets one).
 fn temp_beside(target: &Path, n: u32) -> PathBuf {
@@ -151,11 +170,6 @@ impl ProofFile {
         if how == How::Rename {
             let probe = temp_beside(&target, 0);
             let made = OpenOptions::new().write(true).create_new(true).open(&probe);
-            let me = made
-                .as_ref()
-                .ok()
-                .and_then(|f| f.metadata().ok())
-                .map(|m| m.uid());
             if made.is_ok() {
                 let _ = std::fs::remove_file(&probe);
             }
@@ -163,7 +177,9 @@ impl ProofFile {
                 // The existing file is writable (checked above), so where no new file can be
                 // made beside it, or the rename would be refused, it is written in place.
                 (Some(_), Err(_)) => how = How::InPlace,
-                (Some(m), Ok(_)) => {
+                (Some(m), Ok(made)) => {
+                    // The new file is the caller's: its owner is the uid the rename runs as.
+                    let me = made.metadata().ok().map(|p| p.uid());
                     let dir = target.parent().filter(|p| !p.as_os_str().is_empty());
                     let dir = std::fs::metadata(dir.unwrap_or(Path::new("."))).map_err(fail)?;
                     if !may_replace(dir.mode(), dir.uid(), m.uid(), me) {
@@ -191,10 +207,7 @@ impl ProofFile {
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
         let io = |e| io_error("writing", &self.given, e);
         match self.how {
-            How::Stdout => {
-                let mut out = std::io::stdout().lock();
-                return out.write_all(bytes).and_then(|()| out.flush()).map_err(io);
-            }
+            How::Stdout => return to_stdout(bytes).map_err(io),
             How::InPlace => {
                 // Without O_CREAT where the file exists: Linux's protected_regular refuses
                 // O_CREAT on another user's file in a sticky directory, even a writable one.
