@@ -1,6 +1,7 @@
 //! Groth16 parameters (the SRS): locating the `.params` file of a PoRep circuit, checking its
-//! header and length, and decoding it once (memory-mapped, read ahead, points decoded in parallel
-//! in file order) into a handle that every partition and every later call shares.
+//! header and length, and decoding it once (read by one thread into reused 64 MiB buffers, points
+//! decoded in parallel in file order) into a handle that every partition and every later call
+//! shares.
 //!
 //! File layout (bellperson's, all integers big-endian, points uncompressed):
 //!
@@ -18,8 +19,9 @@
 
 use std::fs::File;
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, OnceLock};
 
 #[cfg(any(test, feature = "internals"))]
@@ -155,13 +157,12 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Reads the section headers of `bytes` and checks that the file is exactly as long as they
-    /// say (neither truncated nor with trailing bytes).
+    /// Reads the section headers of `file` (`total` bytes long) and checks that the file is
+    /// exactly as long as they say (neither truncated nor with trailing bytes).
     ///
     /// # Errors
-    /// A human-readable reason naming the section and the byte counts.
-    pub fn parse(bytes: &[u8]) -> std::result::Result<Layout, String> {
-        let total = bytes.len();
+    /// A human-readable reason naming the section and the byte counts, or the read error.
+    pub fn read(file: &File, total: usize) -> std::result::Result<Layout, String> {
         if total == 0 {
             return Err("file is empty (0 bytes)".into());
         }
@@ -177,8 +178,10 @@ impl Layout {
                     "truncated in the {name} header: needs {need_hdr} bytes, file has {total}"
                 ));
             }
-            let n = u32::from_be_bytes(bytes[start + fixed..need_hdr].try_into().expect("4 bytes"))
-                as usize;
+            let mut hdr = [0u8; 4];
+            file.read_exact_at(&mut hdr, (start + fixed) as u64)
+                .map_err(|e| format!("cannot read the {name} header: {e}"))?;
+            let n = u32::from_be_bytes(hdr) as usize;
             let end = need_hdr
                 .checked_add(n.checked_mul(elem).ok_or("section length overflows")?)
                 .ok_or("section length overflows")?;
@@ -210,13 +213,14 @@ impl Layout {
     }
 }
 
-/// Bytes of the file decoded per parallel step: large enough that 16 threads each decode tens of
-/// thousands of points per step, small enough that the read-ahead below stays a few steps ahead
-/// of the decoders (64 MiB: 0.7 M G1 or 0.35 M G2 points; ~55 ms of a 1.2 GB/s disk).
-const WINDOW_BYTES: usize = 64 << 20;
+/// Bytes of the file read and decoded per step: large enough that 16 threads each decode tens of
+/// thousands of points per step, small enough that the reader stays a few steps ahead of the
+/// decoders in little memory. 64 MiB rounded down to whole G2 points, which are whole G1
+/// points too (0.7 M G1 or 0.35 M G2 points; ~50 ms of a 1.3 GB/s disk).
+const WINDOW_BYTES: usize = (64 << 20) / G2_BYTES * G2_BYTES;
 
-/// Steps of read-ahead: the prefetch thread asks the kernel for the bytes of at most this many
-/// windows past the one being decoded (256 MiB in flight keeps a disk queue full).
+/// Windows the reader may hold read ahead of the one being decoded (256 MiB). With the one it
+/// reads into and the one being decoded, the load holds `WINDOWS_AHEAD + 2` buffers.
 const WINDOWS_AHEAD: usize = 4;
 
 /// One uncompressed curve point of a `.params` section: its size and its decoding (on-curve
@@ -262,82 +266,144 @@ impl FilePoint for G2Affine {
     }
 }
 
-/// Decodes the points of `map[range]` into a vector of exactly `range.len() / P::BYTES` points,
-/// window by window in file order: each window's points are decoded by the rayon pool and
-/// written in place into the vector's spare capacity (an indexed `par_extend`: no per-thread
-/// lists, no sequential concatenation, the output's pages first touched by the decoders).
-/// The first bad point's reason is kept; decoding stops after its window.
+/// One window of a parameter file as the reader hands it over: `buf[..len]` holds the bytes at
+/// file offset `at`. `buf` is one of the load's reused buffers ([`WINDOW_BYTES`] long).
+struct Window {
+    at: usize,
+    len: usize,
+    buf: Vec<u8>,
+}
+
+/// The reader thread of a load: reads `sections` (byte ranges, in file order) window by window
+/// with `pread` into buffers taken from `free` (at most `WINDOWS_AHEAD + 2`, allocated on first
+/// need) and sends them, in order, to `full`, which holds at most [`WINDOWS_AHEAD`] of them.
+/// Before each read it asks the kernel for the window after it (`POSIX_FADV_WILLNEED`), so the
+/// disk has two windows to fetch while this thread copies one out of the page cache.
+/// A read error is sent in place of the window (then the thread ends); it also ends when the
+/// decoders hang up (a bad point, or done).
 ///
-/// `decoded` is advanced to the file offset decoded so far (read by the prefetch thread).
+/// Plain reads, not a memory map: a file truncated while it is read gives an error here, not a
+/// `SIGBUS`, and the process never maps the 47 GB file of a 32 GiB sector beside its decoded copy.
+fn read_windows(
+    file: &File,
+    sections: &[Range<usize>],
+    full: SyncSender<std::io::Result<Window>>,
+    free: Receiver<Vec<u8>>,
+) {
+    let mut made = 0;
+    let windows = sections.iter().flat_map(|r| {
+        r.clone()
+            .step_by(WINDOW_BYTES)
+            .map(move |at| (at, WINDOW_BYTES.min(r.end - at)))
+    });
+    let mut windows = windows.peekable();
+    while let Some((at, len)) = windows.next() {
+        let mut buf = match free.try_recv() {
+            Ok(buf) => buf,
+            Err(_) if made < WINDOWS_AHEAD + 2 => {
+                made += 1;
+                vec![0u8; WINDOW_BYTES]
+            }
+            Err(_) => match free.recv() {
+                Ok(buf) => buf,
+                Err(_) => return,
+            },
+        };
+        if let Some(&(next, next_len)) = windows.peek() {
+            advise(file, next, next_len, Advice::WillNeed);
+        }
+        let read = file
+            .read_exact_at(&mut buf[..len], at as u64)
+            .map(|()| Window { at, len, buf });
+        let failed = read.is_err();
+        if full.send(read).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// Read-ahead advice for a file range (`posix_fadvise`).
+#[derive(Clone, Copy)]
+enum Advice {
+    /// The file is read front to back: a larger kernel read-ahead.
+    Sequential,
+    /// The range will be read soon: start reading it now.
+    WillNeed,
+}
+
+/// Gives the kernel `advice` for `file[at..at + len]` (`len` 0: to the end). Advice is only a
+/// hint: its error is ignored (the reads then wait for the disk); off Linux, none is given.
+#[cfg(target_os = "linux")]
+fn advise(file: &File, at: usize, len: usize, advice: Advice) {
+    use std::os::fd::AsRawFd;
+    let advice = match advice {
+        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
+    };
+    // SAFETY: `posix_fadvise` reads no memory of ours; the descriptor is open (borrowed from
+    // `file` for the call), and the kernel checks the offsets.
+    let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), at as i64, len as i64, advice) };
+}
+
+/// [`advise`] off Linux: no advice.
+#[cfg(not(target_os = "linux"))]
+fn advise(_file: &File, _at: usize, _len: usize, _advice: Advice) {}
+
+/// Decodes the points of the section at file bytes `range` into a vector of exactly
+/// `range.len() / P::BYTES` points, from the windows the reader sends on `windows` (in file
+/// order): each window's points are decoded by the rayon pool and written in place into the
+/// vector's spare capacity (an indexed `par_extend`: no per-thread lists, no sequential
+/// concatenation, the output's pages first touched by the decoders); its buffer then goes back
+/// to the reader on `free`. The first bad point's reason is kept; decoding stops after its
+/// window.
 fn decode_section<P: FilePoint>(
-    map: &memmap2::Mmap,
     range: Range<usize>,
-    decoded: &AtomicUsize,
+    windows: &Receiver<std::io::Result<Window>>,
+    free: &Sender<Vec<u8>>,
 ) -> std::result::Result<Vec<P>, String> {
     let n = range.len() / P::BYTES;
     let mut out: Vec<P> = Vec::with_capacity(n);
     let bad: OnceLock<&'static str> = OnceLock::new();
-    let step = (WINDOW_BYTES / P::BYTES) * P::BYTES;
     let mut at = range.start;
     while at < range.end {
-        let end = (at + step).min(range.end);
-        out.par_extend(map[at..end].par_chunks_exact(P::BYTES).map(|c| {
+        let w = match windows.recv() {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(format!(
+                    "the file ended before byte {} while it was read (truncated during the load?)",
+                    at + WINDOW_BYTES.min(range.end - at)
+                ))
+            }
+            Ok(Err(e)) => return Err(format!("cannot read at byte {at}: {e}")),
+            Err(_) => return Err("the parameter reader stopped early".into()),
+        };
+        debug_assert_eq!((w.at, w.len), (at, WINDOW_BYTES.min(range.end - at)));
+        out.par_extend(w.buf[..w.len].par_chunks_exact(P::BYTES).map(|c| {
             P::decode(c).unwrap_or_else(|reason| {
                 let _ = bad.set(reason);
                 P::placeholder()
             })
         }));
-        decoded.store(end, Ordering::Release);
-        release_window(map, at, end - at);
+        at += w.len;
+        let _ = free.send(w.buf);
         if let Some(reason) = bad.get() {
             return Err((*reason).to_string());
         }
-        at = end;
     }
     debug_assert_eq!(out.len(), n);
     Ok(out)
 }
 
-/// Unmaps the decoded window `map[at..at + len]` from the process (`madvise(MADV_DONTNEED)`):
-/// its file pages stay in the page cache (a later load still finds them) but are no longer
-/// mapped, so the process's resident set does not grow by the whole 47 GB file of a 32 GiB
-/// sector beside its decoded copy, and the kernel reclaims those pages cheaply (no page-table
-/// walk) when the proof's other buffers need the memory during the load.
-fn release_window(map: &memmap2::Mmap, at: usize, len: usize) {
-    // SAFETY: the mapping is a read-only shared mapping of a file (`Mmap::map`): after
-    // MADV_DONTNEED a later access faults the same bytes back in from the file, so no slice of
-    // it (the layout parse and verifying key above read only its head, before decoding) sees
-    // other contents; nothing reads this window again. Advice is a hint: its error is ignored.
-    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, len) };
-}
-
-/// Read-ahead for a file decoded front to back: asks the kernel (`madvise(MADV_WILLNEED)`) for
-/// each window of `map[from..]` once the decoders are within [`WINDOWS_AHEAD`] windows of it, so
-/// the disk reads ahead of the decoders instead of each page fault waiting for it. Runs on its
-/// own thread (the call can block while the request queue is full); returns when the end is
-/// reached or `stop` is set. Advice is only a hint: an error leaves the faults to read the file.
-fn prefetch(map: &memmap2::Mmap, from: usize, decoded: &AtomicUsize, stop: &AtomicBool) {
-    let mut next = from;
-    while next < map.len() && !stop.load(Ordering::Acquire) {
-        if next >= decoded.load(Ordering::Acquire) + WINDOWS_AHEAD * WINDOW_BYTES {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            continue;
-        }
-        let len = WINDOW_BYTES.min(map.len() - next);
-        let _ = map.advise_range(memmap2::Advice::WillNeed, next, len);
-        next += len;
-    }
-}
-
 impl Srs {
-    /// Loads and decodes a `.params` file: mmap, header/length check ([`Layout::parse`]), then
-    /// the sections in file order, 64 MiB windows decoded in parallel straight into their
-    /// vectors (on-curve checked; subgroup checks skipped, as filecoin-proofs does for cached
-    /// parameters) while a prefetch thread keeps the kernel reading a few windows ahead: a cold
-    /// load runs at the disk's speed when the cores keep up. Each decoded window is unmapped at
-    /// once (`madvise(MADV_DONTNEED)`; its pages stay in the page cache): the file is never
-    /// mapped whole beside its decoded copy. Warm, 0.44 GB/s on 2 cores (the `params_load`
-    /// bench; 0.32 GB/s before the windows).
+    /// Loads and decodes a `.params` file: header/length check ([`Layout::read`]), then the
+    /// sections in file order, 64 MiB windows read by a reader thread a few windows ahead of the
+    /// decoders ([`WINDOWS_AHEAD`]; plain `pread`s with kernel read-ahead advice) and decoded in
+    /// parallel straight into their vectors (on-curve checked; subgroup checks skipped, as
+    /// filecoin-proofs does for cached parameters): a cold load runs at the disk's speed when
+    /// the cores keep up, and holds 384 MiB of file bytes at most. Cold at 32 GiB on 16 cores,
+    /// 1.10 GB/s against 0.96 GB/s for the memory-mapped loader it replaced (BENCHMARKS.md,
+    /// *W2*); warm, 0.49 GB/s on 2 cores against its 0.58 (the `params_load` bench: the copy out
+    /// of the page cache takes one of the two cores).
     ///
     /// # Errors
     /// [`Error::ParametersNotFound`] if the file does not exist; [`Error::ParametersInvalid`] if it
@@ -404,13 +470,12 @@ impl Srs {
         if len == 0 {
             return Err(invalid("file is empty (0 bytes)".into()));
         }
-        // SAFETY: the mapping is read-only and dropped before returning; parameter files are not
-        // modified while in use (filecoin-proofs writes them once, atomically, under a lock).
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| invalid(format!("cannot mmap: {e}")))?;
-        let bytes: &[u8] = &map;
-        let layout = Layout::parse(bytes).map_err(invalid)?;
-        let vk = VerifyingKey::<Bls12>::read(&bytes[layout.vk.clone()])
+        let total = usize::try_from(len).map_err(|_| invalid(format!("{len} bytes: too large")))?;
+        let layout = Layout::read(&file, total).map_err(invalid)?;
+        let mut vk_bytes = vec![0u8; layout.vk.len()];
+        file.read_exact_at(&mut vk_bytes, layout.vk.start as u64)
+            .map_err(|e| invalid(format!("cannot read the verifying key: {e}")))?;
+        let vk = VerifyingKey::<Bls12>::read(&vk_bytes[..])
             .map_err(|e| invalid(format!("bad verifying key: {e}")))?;
         let file_vk = vk_path
             .map(|p| read_vk_file(p).map(|k| (p, k)))
@@ -439,41 +504,36 @@ impl Srs {
             b_g1: Arc::default(),
             b_g2: Arc::default(),
         };
-        // The sections in file order, one window at a time, with the read-ahead beside them.
-        let _ = map.advise(memmap2::Advice::Sequential);
-        let first = h.start;
-        let decoded = AtomicUsize::new(first);
-        let stop = AtomicBool::new(false);
+        // The sections in file order, one window at a time, read by a thread ahead of the
+        // decoders.
+        advise(&file, 0, 0, Advice::Sequential);
+        let sections = [h.clone(), l.clone(), a.clone(), b1.clone(), layout.b_g2.clone()];
+        let (full_tx, full) = sync_channel(WINDOWS_AHEAD);
+        let (free, free_rx) = channel();
         std::thread::scope(|scope| {
-            scope.spawn(|| prefetch(&map, first, &decoded, &stop));
-            let sections = (|| {
-                let t = std::time::Instant::now();
-                let g1 = |name: &str, r: Range<usize>| {
-                    let v = decode_section::<G1Affine>(&map, r, &decoded);
-                    log::debug!(
-                        "parameters: {name} decoded, {:.1} s since the first",
-                        t.elapsed().as_secs_f64()
-                    );
-                    v.map(Arc::new)
-                };
-                so_far.h = g1("H", h)?;
-                on_section(&so_far);
-                so_far.l = g1("L", l)?;
-                on_section(&so_far);
-                so_far.a = g1("A", a)?;
-                on_section(&so_far);
-                so_far.b_g1 = g1("B_G1", b1)?;
-                on_section(&so_far);
-                so_far.b_g2 = Arc::new(decode_section::<G2Affine>(
-                    &map,
-                    layout.b_g2.clone(),
-                    &decoded,
-                )?);
-                on_section(&so_far);
-                Ok(())
-            })();
-            stop.store(true, Ordering::Release);
-            sections
+            scope.spawn(|| read_windows(&file, &sections, full_tx, free_rx));
+            // `full` and `free` are dropped when this returns: a reader still running ends then.
+            let (full, free) = (full, free);
+            let t = std::time::Instant::now();
+            let g1 = |name: &str, r: Range<usize>| {
+                let v = decode_section::<G1Affine>(r, &full, &free);
+                log::debug!(
+                    "parameters: {name} decoded, {:.1} s since the first",
+                    t.elapsed().as_secs_f64()
+                );
+                v.map(Arc::new)
+            };
+            so_far.h = g1("H", h)?;
+            on_section(&so_far);
+            so_far.l = g1("L", l)?;
+            on_section(&so_far);
+            so_far.a = g1("A", a)?;
+            on_section(&so_far);
+            so_far.b_g1 = g1("B_G1", b1)?;
+            on_section(&so_far);
+            so_far.b_g2 = Arc::new(decode_section::<G2Affine>(layout.b_g2.clone(), &full, &free)?);
+            on_section(&so_far);
+            Ok(())
         })
         .map_err(invalid)?;
         Ok(so_far)

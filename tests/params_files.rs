@@ -157,3 +157,44 @@ fn multi_window_sections_load_exactly() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// A file truncated while it is being loaded (after its H section is decoded, before the reader
+/// reaches the end of L) is a typed error (201) naming the early end, not a crash: the loader
+/// reads the file, it does not map it (a mapped page past a new end is a `SIGBUS`).
+#[test]
+fn a_file_truncated_during_the_load_is_an_error_not_a_crash() {
+    use cuzk_dev::fixture::write_tiled_fake_params;
+    let path = tmp("shrinks");
+    // L: 5 M G1 points = 480 MB, more than the reader holds ahead of the decoders (6 windows of
+    // 64 MiB), so at least its last window is read after the truncation.
+    write_tiled_fake_params(&path, [1000, 5_000_000, 1001, 1002, 1003]).unwrap();
+    let vk = Parameters::<Bls12>::read(File::open(&path).unwrap(), false)
+        .unwrap()
+        .vk;
+    let vk_path = path.with_extension("vk");
+    let mut bytes = Vec::new();
+    vk.write(&mut bytes).unwrap();
+    std::fs::write(&vk_path, bytes).unwrap();
+    // vk: 3 G1 + 3 G2 + u32 + 2 IC points; then H (u32 + 1000 points) and L's u32.
+    let l_start = 3 * 96 + 3 * 192 + 4 + 2 * 96 + 4 + 1000 * 96 + 4;
+    let new_len = (l_start + 100 * 96) as u64;
+    let mut sections = 0;
+    let e = Srs::load_with_vk_then(&path, &vk_path, &mut |_| {
+        sections += 1;
+        if sections == 1 {
+            File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(new_len)
+                .unwrap();
+        }
+    })
+    .unwrap_err();
+    assert_eq!(sections, 1, "only H was handed out");
+    assert_eq!(e.code(), 201, "{e}");
+    assert!(e.to_string().contains("truncated during the load"), "{e}");
+    assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&vk_path);
+}

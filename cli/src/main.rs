@@ -129,7 +129,7 @@ struct VerifyArgs {
 
 #[derive(Args)]
 struct GenC1Args {
-    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB (proof type StackedDrg<size>V1_1).
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB (proof type `StackedDrg<size>V1_1`).
     #[arg(long)]
     sector_size: String,
     /// Generator seed (any text): the same seed, sector number and prover id give the same files.
