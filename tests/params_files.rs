@@ -3,9 +3,9 @@
 //! typed errors naming the files. Small synthetic files (`cuzk_dev::fixture::write_fake_params`).
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use bellperson::groth16::Parameters;
+use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::Bls12;
 use cuzk::srs::{read_vk_file, Srs};
 use cuzk::Error;
@@ -73,14 +73,17 @@ fn params_and_vk(name: &str, vk_ic: usize) -> (PathBuf, PathBuf) {
     write_fake_params(&params, 2, [3, 4, 5, 6, 7]).unwrap();
     let other = params.with_file_name("other.params");
     write_fake_params(&other, vk_ic, [1, 1, 1, 1, 1]).unwrap();
-    let vk = Parameters::<Bls12>::read(File::open(&other).unwrap(), false)
-        .unwrap()
-        .vk;
     let vk_path = params.with_extension("vk");
+    write_vk_of(&other, &vk_path);
+    (params, vk_path)
+}
+
+/// Writes the verifying key at the head of the `.params` file `params` to the `.vk` file `to`.
+fn write_vk_of(params: &Path, to: &Path) {
+    let vk = VerifyingKey::<Bls12>::read(File::open(params).unwrap()).unwrap();
     let mut bytes = Vec::new();
     vk.write(&mut bytes).unwrap();
-    std::fs::write(&vk_path, bytes).unwrap();
-    (params, vk_path)
+    std::fs::write(to, bytes).unwrap();
 }
 
 #[test]
@@ -168,13 +171,8 @@ fn a_file_truncated_during_the_load_is_an_error_not_a_crash() {
     // L: 5 M G1 points = 480 MB, more than the reader holds ahead of the decoders (6 windows of
     // 64 MiB), so at least its last window is read after the truncation.
     write_tiled_fake_params(&path, [1000, 5_000_000, 1001, 1002, 1003]).unwrap();
-    let vk = Parameters::<Bls12>::read(File::open(&path).unwrap(), false)
-        .unwrap()
-        .vk;
     let vk_path = path.with_extension("vk");
-    let mut bytes = Vec::new();
-    vk.write(&mut bytes).unwrap();
-    std::fs::write(&vk_path, bytes).unwrap();
+    write_vk_of(&path, &vk_path);
     // vk: 3 G1 + 3 G2 + u32 + 2 IC points; then H (u32 + 1000 points) and L's u32.
     let l_start = 3 * 96 + 3 * 192 + 4 + 2 * 96 + 4 + 1000 * 96 + 4;
     let new_len = (l_start + 100 * 96) as u64;
