@@ -397,7 +397,7 @@ fn decode_section<P: FilePoint>(
 impl Srs {
     /// Loads and decodes a `.params` file: header/length check ([`Layout::read`]), then the
     /// sections in file order, 64 MiB windows read by a reader thread a few windows ahead of the
-    /// decoders ([`WINDOWS_AHEAD`]; plain `pread`s with kernel read-ahead advice) and decoded in
+    /// decoders (four; plain `pread`s with kernel read-ahead advice) and decoded in
     /// parallel straight into their vectors (on-curve checked; subgroup checks skipped, as
     /// filecoin-proofs does for cached parameters): a cold load runs at the disk's speed when
     /// the cores keep up, and holds 384 MiB of file bytes at most. Cold at 32 GiB on 16 cores,
