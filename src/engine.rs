@@ -1612,8 +1612,9 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         Ok((proof, srs))
     }
 
-    /// Verify stage (unless [`ProveOptions::verify`] is off): `proof` against `inputs` with the
-    /// parameters' prepared verifying key, reported as [`Stage::Verify`].
+    /// Verify stage: the proof's points in their prime-order subgroups (always: three subgroup
+    /// checks, [`in_subgroups`]), then (unless [`ProveOptions::verify`] is off) `proof` against
+    /// `inputs` with the parameters' prepared verifying key, reported as [`Stage::Verify`].
     ///
     /// # Errors
     /// [`Error::VerificationFailed`]: the proof is not returned.
@@ -1625,6 +1626,13 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         inputs: &[Fr],
         t: &mut Timings,
     ) -> Result<()> {
+        if !in_subgroups(proof) {
+            log::error!(
+                "partition {k}: a proof point is outside its prime-order subgroup (a parameter \
+                 point outside it? the loader does not check subgroups)"
+            );
+            return Err(Error::VerificationFailed { partition: k });
+        }
         if self.options.verify {
             let ok = self.reporter.time(t, Some(k), Stage::Verify, || {
                 verify_proof(&srs.pvk, proof, inputs)
@@ -1635,6 +1643,15 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         }
         Ok(())
     }
+}
+
+/// Whether the points of `proof` lie in their prime-order subgroups (A and C in G1, B in G2).
+/// The Groth16 pairing check (`verify_proof`) does not see a torsion component — the pairing
+/// kills it — so a parameter file with a point outside the subgroup (decoded without subgroup
+/// checks, as filecoin-proofs reads cached parameters) would give a proof that passes it, while
+/// `verify_seal` reads the proof bytes with subgroup checks and rejects them.
+fn in_subgroups(proof: &Proof<Bls12>) -> bool {
+    bool::from(proof.a.is_torsion_free() & proof.b.is_torsion_free() & proof.c.is_torsion_free())
 }
 
 /// Proves with a process-wide engine configured from the environment
@@ -1662,6 +1679,32 @@ pub fn prove_porep_c2(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A proof of subgroup points passes [`in_subgroups`]; one whose A or C is the curve point
+    /// with x = 4 (on y² = x³ + 4, outside the order-r subgroup, as all but a 2^-126 share of
+    /// the curve's points) does not, though bellperson's `verify_proof` cannot tell (the pairing
+    /// removes the torsion component).
+    #[test]
+    fn proof_points_outside_their_subgroups_are_refused() {
+        use group::prime::PrimeCurveAffine;
+        let good = Proof::<Bls12> {
+            a: blstrs::G1Affine::generator(),
+            b: blstrs::G2Affine::generator(),
+            c: blstrs::G1Affine::generator(),
+        };
+        assert!(in_subgroups(&good));
+        use ff::Field;
+        let x = blstrs::Fp::from(4u64);
+        let y = (x.square() * x + blstrs::Fp::from(4u64)).sqrt().unwrap();
+        let mut bytes = [0u8; 96];
+        bytes[..48].copy_from_slice(&x.to_bytes_be());
+        bytes[48..].copy_from_slice(&y.to_bytes_be());
+        let t = blstrs::G1Affine::from_uncompressed_unchecked(&bytes).unwrap();
+        assert!(bool::from(t.is_on_curve()) && !bool::from(t.is_identity()));
+        assert!(!bool::from(t.is_torsion_free()));
+        assert!(!in_subgroups(&Proof { a: t, ..good.clone() }));
+        assert!(!in_subgroups(&Proof { c: t, ..good }));
+    }
 
     #[test]
     fn partition_estimates_count_a_b_c_only_when_they_are_on_the_host() {

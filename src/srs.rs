@@ -223,6 +223,12 @@ const WINDOW_BYTES: usize = (64 << 20) / G2_BYTES * G2_BYTES;
 /// reads into and the one being decoded, the load holds `WINDOWS_AHEAD + 2` buffers.
 const WINDOWS_AHEAD: usize = 4;
 
+/// Flag bits of a point's first byte that an uncompressed encoding must leave clear (the ZCash
+/// serialization BLS12-381 libraries share: 0x80 compressed, 0x20 the sort flag of y; 0x40, the
+/// point at infinity, is left to the decoding). blst reads a point with 0x80 set as compressed,
+/// rebuilding y from x: a flipped bit there would pass the on-curve check.
+const FLAGS_NOT_UNCOMPRESSED: u8 = 0x80 | 0x20;
+
 /// One uncompressed curve point of a `.params` section: its size and its decoding (on-curve
 /// checked, subgroup check skipped, the identity refused).
 trait FilePoint: Sized + Copy + Send + Sync {
@@ -241,6 +247,9 @@ impl FilePoint for G1Affine {
     }
     fn decode(bytes: &[u8]) -> std::result::Result<Self, &'static str> {
         let repr: &[u8; G1_BYTES] = bytes.try_into().expect("chunks_exact");
+        if repr[0] & FLAGS_NOT_UNCOMPRESSED != 0 {
+            return Err("a G1 point has its compression or sort flag set");
+        }
         let p: Option<G1Affine> = G1Affine::from_uncompressed_unchecked(repr).into();
         match p {
             Some(p) if !bool::from(p.is_identity()) => Ok(p),
@@ -257,6 +266,9 @@ impl FilePoint for G2Affine {
     }
     fn decode(bytes: &[u8]) -> std::result::Result<Self, &'static str> {
         let repr: &[u8; G2_BYTES] = bytes.try_into().expect("chunks_exact");
+        if repr[0] & FLAGS_NOT_UNCOMPRESSED != 0 {
+            return Err("a G2 point has its compression or sort flag set");
+        }
         let p: Option<G2Affine> = G2Affine::from_uncompressed_unchecked(repr).into();
         match p {
             Some(p) if !bool::from(p.is_identity()) => Ok(p),
@@ -362,7 +374,13 @@ fn decode_section<P: FilePoint>(
     free: &Sender<Vec<u8>>,
 ) -> std::result::Result<Vec<P>, String> {
     let n = range.len() / P::BYTES;
-    let mut out: Vec<P> = Vec::with_capacity(n);
+    let mut out: Vec<P> = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| {
+        format!(
+            "{n} points ({} bytes decoded) do not fit in host memory",
+            n * std::mem::size_of::<P>()
+        )
+    })?;
     let bad: OnceLock<&'static str> = OnceLock::new();
     let mut at = range.start;
     while at < range.end {
@@ -456,17 +474,7 @@ impl Srs {
             path: path.to_path_buf(),
             reason,
         };
-        let file = File::open(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::ParametersNotFound {
-                path: path.to_path_buf(),
-                given_dir: None,
-            },
-            _ => invalid(format!("cannot open: {e}")),
-        })?;
-        let len = file
-            .metadata()
-            .map_err(|e| invalid(format!("cannot stat: {e}")))?
-            .len();
+        let (file, len) = open_regular(path)?;
         if len == 0 {
             return Err(invalid("file is empty (0 bytes)".into()));
         }
@@ -636,6 +644,40 @@ pub struct ShapeCounts {
     pub b_aux: usize,
 }
 
+/// Largest `.vk` file read: 16 MiB (a verifying key of ~170,000 public inputs; PoRep's have
+/// 328 and take 32 KB).
+const MAX_VK_BYTES: u64 = 16 << 20;
+
+/// Opens the parameter or verifying-key file `path` for reading and returns it with its length,
+/// after checking (symbolic links followed) that it is a regular file: a FIFO would block the
+/// open until a writer came, a device or `/proc` file has no meaningful length.
+///
+/// # Errors
+/// [`Error::ParametersNotFound`] if it does not exist; [`Error::ParametersInvalid`] naming it if
+/// it is not a regular file or cannot be opened.
+fn open_regular(path: &Path) -> Result<(File, u64)> {
+    let invalid = |reason: String| Error::ParametersInvalid {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let not_found = |e: std::io::Error, what: &str| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::ParametersNotFound {
+            path: path.to_path_buf(),
+            given_dir: None,
+        },
+        _ => invalid(format!("cannot {what}: {e}")),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| not_found(e, "stat"))?;
+    if !meta.is_file() {
+        return Err(invalid(format!(
+            "not a regular file ({:?})",
+            meta.file_type()
+        )));
+    }
+    let file = File::open(path).map_err(|e| not_found(e, "open"))?;
+    Ok((file, meta.len()))
+}
+
 /// Reads a verifying-key file (`.vk`: bellperson's `VerifyingKey::write` format, as
 /// filecoin-proofs stores it next to the `.params` file).
 ///
@@ -647,13 +689,15 @@ pub fn read_vk_file(path: &Path) -> Result<VerifyingKey<Bls12>> {
         path: path.to_path_buf(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::ParametersNotFound {
-            path: path.to_path_buf(),
-            given_dir: None,
-        },
-        _ => invalid(format!("cannot read: {e}")),
-    })?;
+    let (file, len) = open_regular(path)?;
+    if len > MAX_VK_BYTES {
+        return Err(invalid(format!(
+            "{len} bytes: not a verifying key (at most {MAX_VK_BYTES} bytes)"
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_VK_BYTES + 1), &mut bytes)
+        .map_err(|e| invalid(format!("cannot read: {e}")))?;
     let mut rest: &[u8] = &bytes;
     let vk = VerifyingKey::<Bls12>::read(&mut rest)
         .map_err(|e| invalid(format!("not a verifying key: {e}")))?;

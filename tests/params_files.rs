@@ -196,3 +196,73 @@ fn a_file_truncated_during_the_load_is_an_error_not_a_crash() {
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_file(&vk_path);
 }
+
+/// A point whose compression (0x80) or sort (0x20) flag is set is not an uncompressed point:
+/// error 201 naming it (blst would read a 0x80 point as compressed, rebuilding y from x).
+#[test]
+fn points_with_compression_or_sort_flags_are_refused() {
+    let path = tmp("flags");
+    write_fake_params(&path, 2, [3, 4, 5, 6, 7]).unwrap();
+    let full = std::fs::read(&path).unwrap();
+    // vk: 3 G1 + 3 G2 + u32 + 2 IC points; then H's u32.
+    let h_start = 3 * 96 + 3 * 192 + 4 + 2 * 96 + 4;
+    for (at, flag, want) in [
+        (
+            h_start + 96,
+            0x80,
+            "a G1 point has its compression or sort flag set",
+        ),
+        (
+            h_start + 2 * 96,
+            0x20,
+            "a G1 point has its compression or sort flag set",
+        ),
+        (
+            full.len() - 192,
+            0x80,
+            "a G2 point has its compression or sort flag set",
+        ),
+    ] {
+        let mut bad = full.clone();
+        bad[at] |= flag;
+        std::fs::write(&path, &bad).unwrap();
+        let e = Srs::load(&path).unwrap_err();
+        assert_eq!(e.code(), 201, "{e}");
+        assert!(e.to_string().contains(want), "{e}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A `.params` or `.vk` path that is not a regular file (a directory, a FIFO — whose open
+/// would wait for a writer —, a device) and a `.vk` file too large to be a verifying key are
+/// error 201 at once.
+#[test]
+fn files_that_are_not_regular_or_too_large_are_refused() {
+    let (params, vk) = params_and_vk("irregular", 2);
+    let dir = params.parent().unwrap();
+    let fifo = dir.join("fifo.params");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for odd in [dir.to_path_buf(), fifo.clone(), PathBuf::from("/dev/zero")] {
+        let e = Srs::load(&odd).unwrap_err();
+        assert_eq!(e.code(), 201, "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = Srs::load_with_vk(&params, &odd).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+    // A sparse 17 MiB .vk file.
+    File::options()
+        .write(true)
+        .open(&vk)
+        .unwrap()
+        .set_len(17 << 20)
+        .unwrap();
+    let e = Srs::load_with_vk(&params, &vk).unwrap_err();
+    assert_eq!(e.code(), 201, "{e}");
+    assert!(e.to_string().contains("not a verifying key"), "{e}");
+    let _ = std::fs::remove_file(&fifo);
+}
