@@ -669,10 +669,18 @@ fn open_regular(path: &Path) -> Result<(File, u64)> {
     };
     let meta = std::fs::metadata(path).map_err(|e| not_found(e, "stat"))?;
     if !meta.is_file() {
-        return Err(invalid(format!(
-            "not a regular file ({:?})",
-            meta.file_type()
-        )));
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "a socket or other special file"
+        };
+        return Err(invalid(format!("not a regular file: {kind}")));
     }
     let file = File::open(path).map_err(|e| not_found(e, "open"))?;
     Ok((file, meta.len()))
