@@ -470,10 +470,7 @@ impl Srs {
         vk_path: Option<&Path>,
         on_section: &mut dyn FnMut(&Srs),
     ) -> Result<Srs> {
-        let invalid = |reason: String| Error::ParametersInvalid {
-            path: path.to_path_buf(),
-            reason,
-        };
+        let invalid = invalid_at(path);
         let (file, len) = open_regular(path)?;
         if len == 0 {
             return Err(invalid("file is empty (0 bytes)".into()));
@@ -644,6 +641,14 @@ pub struct ShapeCounts {
     pub b_aux: usize,
 }
 
+/// The [`Error::ParametersInvalid`] of the file at `path`, for a reason.
+fn invalid_at(path: &Path) -> impl Fn(String) -> Error + Copy + '_ {
+    move |reason| Error::ParametersInvalid {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
 /// Largest `.vk` file read: 16 MiB (a verifying key of ~170,000 public inputs; PoRep's have
 /// 328 and take 32 KB).
 const MAX_VK_BYTES: u64 = 16 << 20;
@@ -656,10 +661,7 @@ const MAX_VK_BYTES: u64 = 16 << 20;
 /// [`Error::ParametersNotFound`] if it does not exist; [`Error::ParametersInvalid`] naming it if
 /// it is not a regular file or cannot be opened.
 fn open_regular(path: &Path) -> Result<(File, u64)> {
-    let invalid = |reason: String| Error::ParametersInvalid {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let invalid = invalid_at(path);
     let not_found = |e: std::io::Error, what: &str| match e.kind() {
         std::io::ErrorKind::NotFound => Error::ParametersNotFound {
             path: path.to_path_buf(),
@@ -693,10 +695,7 @@ fn open_regular(path: &Path) -> Result<(File, u64)> {
 /// [`Error::ParametersNotFound`] if the file does not exist; [`Error::ParametersInvalid`] naming
 /// it if it cannot be read, is not a verifying key, or has trailing bytes.
 pub fn read_vk_file(path: &Path) -> Result<VerifyingKey<Bls12>> {
-    let invalid = |reason: String| Error::ParametersInvalid {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let invalid = invalid_at(path);
     let (file, len) = open_regular(path)?;
     if len > MAX_VK_BYTES {
         return Err(invalid(format!(
