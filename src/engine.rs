@@ -984,9 +984,15 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
                 Err(e) => {
                     // Said when it happens; the call returns the error itself (its hint
                     // completed with the caller's directory) once its partitions stop.
+                    // Names the file at fault: the `.params` or its `.vk`.
+                    let at_fault = match &e {
+                        Error::ParametersNotFound { path, .. }
+                        | Error::ParametersInvalid { path, .. } => path.as_path(),
+                        _ => params_path,
+                    };
                     log::error!(
                         "parameters {}: the load failed (error {}); the proof stops",
-                        params_path.display(),
+                        at_fault.display(),
                         e.code()
                     );
                     if let Ok(mut g) = params_error.lock() {
