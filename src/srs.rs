@@ -472,9 +472,6 @@ impl Srs {
     ) -> Result<Srs> {
         let invalid = invalid_at(path);
         let (file, len) = open_regular(path)?;
-        if len == 0 {
-            return Err(invalid("file is empty (0 bytes)".into()));
-        }
         let total = usize::try_from(len).map_err(|_| invalid(format!("{len} bytes: too large")))?;
         let layout = Layout::read(&file, total).map_err(invalid)?;
         let mut vk_bytes = vec![0u8; layout.vk.len()];
