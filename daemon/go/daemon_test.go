@@ -1,9 +1,10 @@
 // Package daemontest drives `cuzk serve` with a Go gRPC client generated from
 // daemon/proto/cuzk/v1/proving.proto (the wire contract of Curio's cuzk client): the 2 KiB
 // fixture proved through the daemon and checked by `cuzk verify` (filecoin-proofs' verify_seal),
-// priority order, cancellation, a caller that gives up, bad input, status and metrics, and a
-// graceful shutdown on SIGTERM. Three real proofs (~35 s each on 2 CPU cores); the queued jobs
-// of the order test are ones the engine refuses at once when they start.
+// a reused request id with other content (a new job), priority order, cancellation, a caller
+// that gives up, bad input, status and metrics, and a graceful shutdown on SIGTERM. Three real
+// proofs (~35 s each on 2 CPU cores); the queued jobs of the order test and the other-content
+// jobs are ones the engine refuses at once when they start.
 //
 // Builds offline in GOPATH mode against Debian's Go packages (see daemon/go/README.md):
 //
@@ -12,6 +13,7 @@ package daemontest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -243,6 +245,89 @@ func TestProveThroughUnixSocketVerifiesWithFilecoinProofs(t *testing.T) {
 	bad[100] ^= 1
 	if c := verify(t, bad); c != 51 {
 		t.Fatalf("a flipped byte: cuzk verify exit %d, want 51", c)
+	}
+}
+
+// otherTicket is the fixture's C1 output with one bit of its ticket flipped: valid JSON for the
+// daemon's checks, refused by the engine at once (its replica id no longer fits).
+func otherTicket(t *testing.T) []byte {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(fx.c1, &m); err != nil {
+		t.Fatal(err)
+	}
+	var ticket []int
+	if err := json.Unmarshal(m["ticket"], &ticket); err != nil || len(ticket) != 32 {
+		t.Fatalf("the fixture's ticket: %v %v", ticket, err)
+	}
+	ticket[0] ^= 1
+	m["ticket"], _ = json.Marshal(ticket)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A request id reused with other content (Curio's ids repeat: porep-<miner>-<sector> when a
+// sector is sealed again, one id per WindowPoSt deadline): the same content attaches to the
+// proved job, another miner, sector or C1 output is a new job with its own id and its own
+// result — the engine's refusal, at once (the fixture's replica id fits one miner, sector and
+// ticket) —, never the first job's proof.
+func TestReusedRequestIDWithOtherContentIsANewJob(t *testing.T) {
+	c := ctx(t)
+	id := fmt.Sprintf("porep-%d-%d", fx.actorID, fx.sectorID)
+	// Proved here, or attached to the job of TestProveThroughUnixSocket.
+	resp, err := unixCli.Prove(c, &ProveRequest{Submit: porep(id, Priority_NORMAL)})
+	if err != nil {
+		t.Fatalf("Prove: %v\n%s", err, logTail)
+	}
+	first := resp.Result
+	if first.JobId != id || first.Status != AwaitProofResponse_COMPLETED || verify(t, first.Proof) != 0 {
+		t.Fatalf("first job: %q %v, %d bytes: %s", first.JobId, first.Status, len(first.Proof), first.ErrorMessage)
+	}
+	// The same content (another priority): the same job and proof, nothing proved again.
+	resp, err = tcpCli.Prove(c, &ProveRequest{Submit: porep(id, Priority_HIGH)})
+	if err != nil || resp.Result.JobId != id || !bytes.Equal(resp.Result.Proof, first.Proof) {
+		t.Fatalf("same content: %v %v", resp, err)
+	}
+	if n := strings.Count(logTail.String(), "job "+id+": started"); n != 1 {
+		t.Fatalf("job %s started %d times\n%s", id, n, logTail)
+	}
+	// Issue 45's case through Prove (what Curio calls): another miner gets the engine's answer
+	// for its own request, not the completed job's proof.
+	_, err = unixCli.Prove(c, &ProveRequest{Submit: wrongMiner(id, Priority_NORMAL)})
+	if s := status.Convert(err); s.Code() != codes.InvalidArgument || !strings.HasPrefix(s.Message(), "cuzk error 101") {
+		t.Fatalf("Prove with another miner: %v", err)
+	}
+	sector := porep(id, Priority_NORMAL)
+	sector.SectorNumber++
+	sector.VanillaProof = wrap(fx.c1, sector.SectorNumber, 2048)
+	ticket := porep(id, Priority_NORMAL)
+	ticket.VanillaProof = wrap(otherTicket(t), fx.sectorID, 2048)
+	seen := map[string]bool{id: true}
+	for _, o := range []struct {
+		name string
+		req  *SubmitProofRequest
+	}{{"miner", wrongMiner(id, Priority_NORMAL)}, {"sector", sector}, {"c1", ticket}} {
+		s, err := tcpCli.SubmitProof(c, o.req)
+		if err != nil {
+			t.Fatalf("%s: %v", o.name, err)
+		}
+		if !strings.HasPrefix(s.JobId, id+"#") || seen[s.JobId] {
+			t.Fatalf("%s: job id %q: not a new job of its own", o.name, s.JobId)
+		}
+		seen[s.JobId] = true
+		a, err := tcpCli.AwaitProof(c, &AwaitProofRequest{JobId: s.JobId})
+		if err != nil || a.JobId != s.JobId || a.Status != AwaitProofResponse_FAILED || len(a.Proof) != 0 ||
+			!strings.HasPrefix(a.ErrorMessage, "cuzk error 101") {
+			t.Fatalf("%s: %v %v", o.name, a, err)
+		}
+	}
+	// The bare request id still names the first job.
+	a, err := tcpCli.AwaitProof(c, &AwaitProofRequest{JobId: id})
+	if err != nil || a.JobId != id || a.Status != AwaitProofResponse_COMPLETED || !bytes.Equal(a.Proof, first.Proof) {
+		t.Fatalf("AwaitProof %s: %v %v", id, a, err)
 	}
 }
 

@@ -254,9 +254,17 @@ type SubmitProofRequest struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
-	// Caller's key of the job; it becomes the job id. Submitting a request_id whose job is queued,
-	// running or completed (and still kept) attaches to that job instead of proving again; after
-	// a failure or cancellation it starts a new job. Empty: the daemon makes an id.
+	// Caller's key of the job (empty: the daemon makes a job id). A request attaches to an earlier
+	// job of the same request_id that is queued, running or completed (and still kept) only when
+	// everything the proof depends on is equal: proof_kind, registered_proof, sector size,
+	// sector_number, miner_id, randomness, partition_index, the commitments and the bytes of
+	// vanilla_proof and vanilla_proofs (the daemon compares a SHA-256 over them; priority is not
+	// compared). With any of them different it is a new job, never the earlier job's result: a
+	// request_id need not be unique per input (Curio's "porep-<miner>-<sector>" repeats when a
+	// sector is sealed again, and every partition of a WindowPoSt deadline shares one).
+	// The job id is the request_id, unless a queued, running or completed job holds that id
+	// already: then it is "<request_id>#<n>". A failed, cancelled or timed-out job is not attached
+	// to; a new job takes its id.
 	RequestId string    `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	ProofKind ProofKind `protobuf:"varint,2,opt,name=proof_kind,json=proofKind,proto3,enum=cuzk.v1.ProofKind" json:"proof_kind,omitempty"`
 	// Sector size in bytes (e.g. 34359738368); 0: taken from registered_proof. Must agree with
@@ -421,6 +429,8 @@ type SubmitProofResponse struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
+	// The job's id, for AwaitProof and CancelProof: the request_id, or "<request_id>#<n>" for a
+	// new job whose request_id another job holds (see SubmitProofRequest.request_id).
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Queued jobs that start before this one (0: next, or already running or done).
 	QueuePosition uint32 `protobuf:"varint,2,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
@@ -486,6 +496,10 @@ type AwaitProofRequest struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
+	// A job id as SubmitProof answered it. Job ids are unique among the jobs kept, so it names one
+	// job even when several were submitted under one request_id: the bare request_id names the job
+	// that holds it (the first submitted under it, or a later one that took it after that one
+	// failed, was cancelled, timed out or was no longer kept), never a "<request_id>#<n>" job.
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// How long to wait, in milliseconds; 0 waits until the job ends. When it expires the answer
 	// is TIMEOUT and the job goes on.
@@ -543,6 +557,7 @@ type AwaitProofResponse struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
+	// The id of the job this answer is about.
 	JobId  string                    `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Status AwaitProofResponse_Status `protobuf:"varint,2,opt,name=status,proto3,enum=cuzk.v1.AwaitProofResponse_Status" json:"status,omitempty"`
 	// Groth16 proof bytes, as filecoin-proofs' seal_commit_phase2 returns them.
@@ -753,6 +768,7 @@ type CancelProofRequest struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
+	// A job id, as in AwaitProofRequest.
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 }
 

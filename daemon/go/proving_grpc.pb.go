@@ -17,21 +17,24 @@ const _ = grpc.SupportPackageIsVersion7
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type ProvingEngineClient interface {
-	// Accepts a proof job and answers at once with its job id (the request_id when one is given)
-	// and its place in the queue. Bad requests are refused here with INVALID_ARGUMENT, proof kinds
+	// Accepts a proof job, or attaches to an earlier job of the same request_id and content (see
+	// SubmitProofRequest.request_id), and answers at once with its job id and its place in the
+	// queue. Bad requests are refused here with INVALID_ARGUMENT, proof kinds
 	// cuzk does not prove with UNIMPLEMENTED, a full queue with RESOURCE_EXHAUSTED and a daemon
 	// that is shutting down with UNAVAILABLE.
 	SubmitProof(ctx context.Context, in *SubmitProofRequest, opts ...grpc.CallOption) (*SubmitProofResponse, error)
 	// Waits for a job to end (or for timeout_ms) and returns its outcome in-band: COMPLETED with
 	// the proof, FAILED with the error, CANCELLED, or TIMEOUT. NOT_FOUND for an unknown job id.
+	// Takes a job id as SubmitProof answered it (see AwaitProofRequest.job_id).
 	AwaitProof(ctx context.Context, in *AwaitProofRequest, opts ...grpc.CallOption) (*AwaitProofResponse, error)
-	// SubmitProof and AwaitProof in one call (what Curio uses). A job that fails answers the
+	// SubmitProof and AwaitProof in one call (what Curio uses); result.job_id is the job's id. A job that fails answers the
 	// gRPC status of its error (INVALID_ARGUMENT for bad input, RESOURCE_EXHAUSTED for memory,
 	// UNAVAILABLE for devices, ...), the message starting "cuzk error N:". If the caller goes
 	// away (deadline, cancel, disconnect) before the end, the job is cancelled.
 	Prove(ctx context.Context, in *ProveRequest, opts ...grpc.CallOption) (*ProveResponse, error)
 	// Cancels a queued job (it never starts) or a running one (its result is discarded; it is
-	// reported CANCELLED at once). NOT_FOUND for an unknown job id.
+	// reported CANCELLED at once). NOT_FOUND for an unknown job id. Takes a job id, as AwaitProof
+	// does: it cancels that job only, never another job submitted under the same request_id.
 	CancelProof(ctx context.Context, in *CancelProofRequest, opts ...grpc.CallOption) (*CancelProofResponse, error)
 	// Queue, devices, loaded parameters, host memory and counters.
 	GetStatus(ctx context.Context, in *GetStatusRequest, opts ...grpc.CallOption) (*GetStatusResponse, error)
@@ -128,21 +131,24 @@ func (c *provingEngineClient) EvictSRS(ctx context.Context, in *EvictSrsRequest,
 // All implementations must embed UnimplementedProvingEngineServer
 // for forward compatibility
 type ProvingEngineServer interface {
-	// Accepts a proof job and answers at once with its job id (the request_id when one is given)
-	// and its place in the queue. Bad requests are refused here with INVALID_ARGUMENT, proof kinds
+	// Accepts a proof job, or attaches to an earlier job of the same request_id and content (see
+	// SubmitProofRequest.request_id), and answers at once with its job id and its place in the
+	// queue. Bad requests are refused here with INVALID_ARGUMENT, proof kinds
 	// cuzk does not prove with UNIMPLEMENTED, a full queue with RESOURCE_EXHAUSTED and a daemon
 	// that is shutting down with UNAVAILABLE.
 	SubmitProof(context.Context, *SubmitProofRequest) (*SubmitProofResponse, error)
 	// Waits for a job to end (or for timeout_ms) and returns its outcome in-band: COMPLETED with
 	// the proof, FAILED with the error, CANCELLED, or TIMEOUT. NOT_FOUND for an unknown job id.
+	// Takes a job id as SubmitProof answered it (see AwaitProofRequest.job_id).
 	AwaitProof(context.Context, *AwaitProofRequest) (*AwaitProofResponse, error)
-	// SubmitProof and AwaitProof in one call (what Curio uses). A job that fails answers the
+	// SubmitProof and AwaitProof in one call (what Curio uses); result.job_id is the job's id. A job that fails answers the
 	// gRPC status of its error (INVALID_ARGUMENT for bad input, RESOURCE_EXHAUSTED for memory,
 	// UNAVAILABLE for devices, ...), the message starting "cuzk error N:". If the caller goes
 	// away (deadline, cancel, disconnect) before the end, the job is cancelled.
 	Prove(context.Context, *ProveRequest) (*ProveResponse, error)
 	// Cancels a queued job (it never starts) or a running one (its result is discarded; it is
-	// reported CANCELLED at once). NOT_FOUND for an unknown job id.
+	// reported CANCELLED at once). NOT_FOUND for an unknown job id. Takes a job id, as AwaitProof
+	// does: it cancels that job only, never another job submitted under the same request_id.
 	CancelProof(context.Context, *CancelProofRequest) (*CancelProofResponse, error)
 	// Queue, devices, loaded parameters, host memory and counters.
 	GetStatus(context.Context, *GetStatusRequest) (*GetStatusResponse, error)

@@ -73,6 +73,65 @@ pub struct PorepJob {
     pub registered_proof: RegisteredSealProof,
 }
 
+/// What a request's proof depends on, as one value: two requests with equal keys are due the same
+/// proof, so a resubmitted request (same `request_id`, equal key) may attach to the earlier job;
+/// with another key it must not (see [`crate::scheduler::Scheduler::submit`]).
+///
+/// It is the SHA-256 of a canonical encoding of every field of a `SubmitProofRequest` but
+/// `request_id` and `priority`: proof kind, registered proof, sector size (the proof type's when
+/// the request leaves it 0), sector number, miner id, partition index, randomness, the three
+/// commitments, and the bytes of `vanilla_proof` and of each `vanilla_proofs` entry. Integers are
+/// fixed-width little-endian and every byte string is preceded by its length, so distinct field
+/// values never encode alike. The C1 output is hashed as sent: the same C1 output in another JSON
+/// layout is another key (a new job that proves the same thing, never a wrong proof).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentKey([u8; 32]);
+
+impl ContentKey {
+    /// The key of `req`, whose proof type `proof` [`check_fields`] read. Hashes the whole
+    /// request (~50 MB for a 32 GiB C1 output): call it off the async runtime.
+    pub fn of(req: &proto::SubmitProofRequest, proof: RegisteredSealProof) -> ContentKey {
+        use sha2::Digest as _;
+        let mut h = sha2::Sha256::new();
+        let bytes = |h: &mut sha2::Sha256, b: &[u8]| {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
+        };
+        // Names the encoding, so that a changed encoding never equals this one.
+        bytes(&mut h, b"cuzk.v1.SubmitProofRequest content key 1");
+        h.update(req.proof_kind.to_le_bytes());
+        h.update(req.registered_proof.to_le_bytes());
+        h.update(u64::from(proof.sector_size()).to_le_bytes());
+        h.update(req.sector_number.to_le_bytes());
+        h.update(req.miner_id.to_le_bytes());
+        h.update(req.partition_index.to_le_bytes());
+        for b in [
+            &req.randomness,
+            &req.comm_r_old,
+            &req.comm_r_new,
+            &req.comm_d_new,
+            &req.vanilla_proof,
+        ] {
+            bytes(&mut h, b);
+        }
+        h.update((req.vanilla_proofs.len() as u64).to_le_bytes());
+        for b in &req.vanilla_proofs {
+            bytes(&mut h, b);
+        }
+        ContentKey(h.finalize().into())
+    }
+}
+
+impl std::fmt::Debug for ContentKey {
+    /// The first 8 bytes in hex (enough to tell keys apart in a log line).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in &self.0[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
 /// The `RegisteredSealProof` of a numeric value as filecoin's actors (and Curio's
 /// `abi.RegisteredSealProof`) number them: 0..4 StackedDrg V1 (2 KiB, 8 MiB, 512 MiB, 32 GiB,
 /// 64 GiB), 5..9 V1_1, 10..14 V1_1 synthetic PoRep, 15..19 V1_2 non-interactive PoRep.
@@ -341,6 +400,67 @@ mod tests {
             assert_eq!(e.code(), tonic::Code::InvalidArgument);
             assert!(e.to_string().contains(needle), "{e} / {needle}");
         }
+    }
+
+    #[test]
+    fn content_keys_differ_by_every_field_the_proof_depends_on() {
+        let p = RegisteredSealProof::StackedDrg2KiBV1_1;
+        let base = proto::SubmitProofRequest {
+            request_id: "porep-1000-7".into(),
+            proof_kind: proto::ProofKind::PorepSealCommit as i32,
+            sector_size: 2048,
+            registered_proof: 5,
+            priority: proto::Priority::Normal as i32,
+            vanilla_proof: wrapper(7, 2048, "StackedDrg2KiBV1_1"),
+            sector_number: 7,
+            miner_id: 1000,
+            ..Default::default()
+        };
+        let key = ContentKey::of(&base, p);
+        // Not part of what is proved: the caller's key, the queue order, an implied size.
+        type Edit = fn(&mut proto::SubmitProofRequest);
+        let same: [Edit; 3] = [
+            |r| r.request_id = "other".into(),
+            |r| r.priority = proto::Priority::Critical as i32,
+            |r| r.sector_size = 0,
+        ];
+        for edit in same {
+            let mut r = base.clone();
+            edit(&mut r);
+            assert_eq!(ContentKey::of(&r, p), key, "{r:?}");
+        }
+        let other: [(&str, Edit); 13] = [
+            ("kind", |r| r.proof_kind = 2),
+            ("proof type", |r| r.registered_proof = 0),
+            ("sector", |r| r.sector_number = 8),
+            ("miner", |r| r.miner_id = 1001),
+            ("partition", |r| r.partition_index = 1),
+            ("randomness", |r| r.randomness = vec![1; 32]),
+            ("comm_r_old", |r| r.comm_r_old = vec![1; 32]),
+            ("comm_r_new", |r| r.comm_r_new = vec![1; 32]),
+            ("comm_d_new", |r| r.comm_d_new = vec![1; 32]),
+            ("c1", |r| r.vanilla_proof.push(b' ')),
+            ("vanilla_proofs", |r| r.vanilla_proofs = vec![vec![1]]),
+            // The same bytes split otherwise between two byte fields.
+            ("split a", |r| r.comm_r_new = vec![1, 2]),
+            ("split b", |r| {
+                r.comm_r_new = vec![1];
+                r.comm_d_new = vec![2];
+            }),
+        ];
+        let mut seen = vec![key];
+        for (name, edit) in other {
+            let mut r = base.clone();
+            edit(&mut r);
+            let k = ContentKey::of(&r, p);
+            assert!(!seen.contains(&k), "{name}: {k:?} equals an earlier key");
+            seen.push(k);
+        }
+        // Another proof type of another size: the size is part of the key too.
+        assert_ne!(
+            ContentKey::of(&base, RegisteredSealProof::StackedDrg8MiBV1_1),
+            key
+        );
     }
 
     #[test]

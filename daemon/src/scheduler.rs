@@ -4,8 +4,14 @@
 //! priority) and are proved by `jobs` dedicated worker threads (the engine's calls block; they
 //! never run on the async runtime). Every accepted job ends in exactly one outcome — completed,
 //! failed, cancelled or timed out — which its waiters see through a `watch` channel; a finished
-//! job is kept for `retain` so a late `AwaitProof` (or a resubmission of its request id) still
+//! job is kept for `retain` so a late `AwaitProof` (or a resubmission of its request) still
 //! gets it.
+//!
+//! Request ids are not unique per input (Curio's `porep-<miner>-<sector>` repeats when a sector is
+//! sealed again; every partition of a WindowPoSt deadline shares one id), so a request attaches to
+//! an earlier job of its request id only when their [`ContentKey`]s are equal; otherwise it is a
+//! new job with an id of its own (see [`Scheduler::submit`]). Job ids are unique among the jobs
+//! kept: `AwaitProof` and `CancelProof` look a job up by its id, never by its request id.
 //!
 //! Cancellation: a queued job is removed and never starts. A running job is reported CANCELLED
 //! (or TIMEOUT, or UNAVAILABLE at the end of a shutdown's grace period) at once, and its engine
@@ -25,7 +31,7 @@ use tokio::sync::watch;
 
 use crate::error::DaemonError;
 use crate::prover::{JobTimings, Prover};
-use crate::request::{circuit_id, PorepJob, Priority};
+use crate::request::{circuit_id, ContentKey, PorepJob, Priority};
 
 /// Settings of the queue.
 #[derive(Clone, Debug)]
@@ -95,8 +101,14 @@ pub enum JobState {
 
 /// One accepted job.
 pub struct Job {
-    /// Job id (the request id when one was given).
+    /// Job id: the request id, `<request id>#<n>` when a job that may still answer (queued,
+    /// running or completed) held the request id at submission, or `cuzk-job-<n>` for a request
+    /// without one.
     pub id: String,
+    /// The request id it was submitted under (empty: none given).
+    pub request_id: String,
+    /// What its proof depends on; a request attaches to it only with an equal key.
+    pub key: ContentKey,
     /// Priority.
     pub priority: Priority,
     /// Circuit id of its proof type (`porep-32g`, ...).
@@ -115,6 +127,15 @@ pub struct Job {
 }
 
 impl Job {
+    /// Whether a new request may attach to it: it is queued or running, or it completed (a
+    /// failed, cancelled or timed-out job is proved again by a new job).
+    fn answers(&self) -> bool {
+        match self.state() {
+            JobState::Queued | JobState::Running(_) => true,
+            JobState::Done(o) => matches!(*o, Outcome::Completed { .. }),
+        }
+    }
+
     /// The job's state now.
     pub fn state(&self) -> JobState {
         self.state.borrow().clone()
@@ -166,6 +187,7 @@ impl PartialOrd for Entry {
 
 #[derive(Default)]
 struct State {
+    /// Jobs by job id (unique): queued, running, and finished ones not yet pruned.
     jobs: HashMap<String, Arc<Job>>,
     /// Queued jobs (a cancelled one stays until popped and is skipped then).
     queue: BinaryHeap<Entry>,
@@ -175,10 +197,10 @@ struct State {
     running: usize,
     /// Running jobs (not yet ended) by id.
     running_jobs: Vec<String>,
-    /// Finished jobs in the order they ended, for pruning.
-    finished: VecDeque<(Instant, String)>,
+    /// Finished jobs (id, sequence number) in the order they ended, for pruning.
+    finished: VecDeque<(Instant, String, u64)>,
     next_seq: u64,
-    /// Ids made for requests without one.
+    /// Numbers of the ids the daemon makes (`cuzk-job-<n>`, `<request id>#<n>`).
     next_auto: u64,
     accepting: bool,
     stopping: bool,
@@ -295,8 +317,14 @@ impl Scheduler {
         self.inner.started.elapsed()
     }
 
-    /// Accepts a job, or attaches to the job of the same request id when that one is queued,
-    /// running or completed (a retry of a request). Returns the job and its queue position.
+    /// Accepts a job, or attaches to an earlier job of the same request id and an equal content
+    /// `key` (a retry of the same request) when that job is queued, running or completed.
+    /// Returns the job and its queue position.
+    ///
+    /// A request id with other content is a new job, never the earlier job's result. Its id is
+    /// the request id, unless a queued, running or completed job holds that id: then it is
+    /// `<request id>#<n>`, so that every job kept has an id of its own (a failed, cancelled or
+    /// timed-out job holding the request id is replaced, as a retry of it would be).
     ///
     /// # Errors
     /// [`DaemonError::ShuttingDown`] once [`Scheduler::shutdown`] began;
@@ -304,6 +332,7 @@ impl Scheduler {
     pub fn submit(
         &self,
         request_id: &str,
+        key: ContentKey,
         priority: Priority,
         job: PorepJob,
         cancel_with_caller: bool,
@@ -314,16 +343,16 @@ impl Scheduler {
         }
         self.prune(&mut st);
         if !request_id.is_empty() {
-            if let Some(j) = st.jobs.get(request_id) {
-                let reuse = match j.state() {
-                    JobState::Queued | JobState::Running(_) => true,
-                    JobState::Done(o) => matches!(*o, Outcome::Completed { .. }),
-                };
-                if reuse {
-                    let j = j.clone();
-                    let pos = position(&st, &j);
-                    return Ok((j, pos));
-                }
+            // At most one job of a request id and key answers: a request attaches to it, or
+            // (when none does) becomes one.
+            let same = st
+                .jobs
+                .values()
+                .find(|j| j.request_id == request_id && j.key == key && j.answers())
+                .cloned();
+            if let Some(j) = same {
+                let pos = position(&st, &j);
+                return Ok((j, pos));
             }
         }
         if st.pending >= self.inner.cfg.max_queue {
@@ -333,13 +362,14 @@ impl Scheduler {
             });
         }
         let id = if request_id.is_empty() {
-            loop {
-                st.next_auto += 1;
-                let id = format!("cuzk-job-{}", st.next_auto);
-                if !st.jobs.contains_key(&id) {
-                    break id;
-                }
-            }
+            self.new_id(&mut st, "cuzk-job-")
+        } else if st.jobs.get(request_id).is_some_and(|j| j.answers()) {
+            let id = self.new_id(&mut st, &format!("{request_id}#"));
+            log::info!(
+                "request {request_id}: other content ({key:?}) than job {request_id}: a new job, \
+                 {id}"
+            );
+            id
         } else {
             request_id.to_string()
         };
@@ -348,6 +378,8 @@ impl Scheduler {
         let (tx, _) = watch::channel(JobState::Queued);
         let job = Arc::new(Job {
             id: id.clone(),
+            request_id: request_id.to_string(),
+            key,
             priority,
             circuit: circuit_id(job.registered_proof),
             accepted: Instant::now(),
@@ -370,6 +402,17 @@ impl Scheduler {
             self.arm_timeout(&job, t);
         }
         Ok((job, pos))
+    }
+
+    /// A job id `<prefix><n>` that no kept job has, `n` counting up over the daemon's life.
+    fn new_id(&self, st: &mut State, prefix: &str) -> String {
+        loop {
+            st.next_auto += 1;
+            let id = format!("{prefix}{}", st.next_auto);
+            if !st.jobs.contains_key(&id) {
+                return id;
+            }
+        }
     }
 
     /// Ends `job` with TIMEOUT `t` after its acceptance, unless it ended before.
@@ -485,26 +528,24 @@ impl Scheduler {
             }
         }
         job.state.send_replace(JobState::Done(Arc::new(outcome)));
-        st.finished.push_back((Instant::now(), job.id.clone()));
+        st.finished
+            .push_back((Instant::now(), job.id.clone(), job.seq));
         self.inner.wake.notify_all();
     }
 
     /// Forgets finished jobs older than `retain`.
     fn prune(&self, st: &mut State) {
         let retain = self.inner.cfg.retain;
-        while let Some((at, _)) = st.finished.front() {
+        while let Some((at, _, _)) = st.finished.front() {
             if at.elapsed() < retain {
                 break;
             }
-            let Some((_, id)) = st.finished.pop_front() else {
+            let Some((_, id, seq)) = st.finished.pop_front() else {
                 break;
             };
-            // Only if the map still names a finished job (a newer job may have taken the id).
-            if st
-                .jobs
-                .get(&id)
-                .is_some_and(|j| matches!(j.state(), JobState::Done(_)))
-            {
+            // Only if the map still names this job: a newer job may have taken its id (after it
+            // failed), and is kept for its own `retain`.
+            if st.jobs.get(&id).is_some_and(|j| j.seq == seq) {
                 st.jobs.remove(&id);
             }
         }

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use crate::error::DaemonError;
 use crate::proto::{self, await_proof_response::Status as WireStatus};
 use crate::prover::JobTimings;
-use crate::request::{self, PorepJob, Priority};
+use crate::request::{self, ContentKey, PorepJob, Priority};
 use crate::scheduler::{ms, Job, Outcome, Scheduler};
 
 /// The gRPC service.
@@ -32,6 +32,13 @@ impl ProvingService {
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         let (priority, proof) = request::check_fields(&req)?;
+        // Reading and hashing ~50 MB is blocking work: not on the runtime's threads.
+        let (key, req) = tokio::task::spawn_blocking(move || {
+            request::check_c1(&req.vanilla_proof, req.sector_number, proof)
+                .map(|()| (ContentKey::of(&req, proof), req))
+        })
+        .await
+        .map_err(|e| DaemonError::Internal(format!("C1 check task: {e}")))??;
         let proto::SubmitProofRequest {
             request_id,
             vanilla_proof,
@@ -39,25 +46,19 @@ impl ProvingService {
             miner_id,
             ..
         } = req;
-        // Reading ~50 MB of JSON is blocking work: not on the runtime's threads.
-        let c1 = tokio::task::spawn_blocking(move || {
-            request::check_c1(&vanilla_proof, sector_number, proof).map(|()| vanilla_proof)
-        })
-        .await
-        .map_err(|e| DaemonError::Internal(format!("C1 check task: {e}")))??;
         let job = PorepJob {
-            c1,
+            c1: vanilla_proof,
             sector_number,
             miner_id,
             prover_id: cuzk::c1::prover_id_from_actor_id(miner_id),
             registered_proof: proof,
         };
-        let (job, pos) = self
-            .scheduler
-            .submit(&request_id, priority, job, cancel_with_caller)?;
+        let (job, pos) =
+            self.scheduler
+                .submit(&request_id, key, priority, job, cancel_with_caller)?;
         log::info!(
             "job {}: accepted ({proof:?}, sector {sector_number}, miner f0{miner_id}, {:?}, \
-             position {pos})",
+             content {key:?}, position {pos})",
             job.id,
             priority
         );

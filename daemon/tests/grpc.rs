@@ -1,6 +1,6 @@
 //! The daemon through a real gRPC client (tonic), with a scripted fake prover: priority order,
 //! cancellation, a caller that goes away, timeouts, bad input, a full queue, error codes,
-//! idempotent request ids, status, metrics and graceful shutdown.
+//! request ids (attached to only by the same content), status, metrics and graceful shutdown.
 
 mod common;
 
@@ -587,16 +587,22 @@ async fn a_full_queue_refuses_and_request_ids_are_idempotent() {
         .unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted);
     assert!(e.message().contains("2 jobs pending"), "{}", e.message());
-    // Resubmitting a queued or running request id attaches to its job (no new job, no error
+    // Resubmitting a queued or running request attaches to its job (no new job, no error
     // though the queue is full).
-    for (id, pos) in [("a", 0), ("c", 1)] {
+    for (sector, id, pos) in [(1, "a", 0), (3, "c", 1)] {
         let r = c
-            .submit_proof(request(9, Priority::Normal, id))
+            .submit_proof(request(sector, Priority::Normal, id))
             .await
             .unwrap()
             .into_inner();
         assert_eq!((r.job_id.as_str(), r.queue_position), (id, pos));
     }
+    // The same request id with other content is a new job: refused by the full queue.
+    let e = c
+        .submit_proof(request(9, Priority::Normal, "c"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
     p.release_all();
     for id in ["a", "b", "c"] {
         assert_eq!(
@@ -616,6 +622,173 @@ async fn a_full_queue_refuses_and_request_ids_are_idempotent() {
         .unwrap();
     assert_eq!(r.proof, fake_proof(1));
     assert_eq!(p.started(), vec![1, 2, 3]);
+    d.shutdown().await;
+}
+
+/// `Prove` through the client, expecting an answer (not a gRPC error).
+async fn prove_ok(
+    c: &mut proto::proving_engine_client::ProvingEngineClient<tonic::transport::Channel>,
+    r: proto::SubmitProofRequest,
+) -> proto::AwaitProofResponse {
+    c.prove(proto::ProveRequest { submit: Some(r) })
+        .await
+        .expect("prove")
+        .into_inner()
+        .result
+        .expect("result")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_attaches_only_to_a_job_of_the_same_content() {
+    let p = FakeProver::new();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    const ID: &str = "porep-1000-1";
+    let base = request(1, Priority::Normal, ID);
+    let first = c.submit_proof(base.clone()).await.unwrap().into_inner();
+    assert_eq!(first.job_id, ID);
+    assert_eq!(p.wait_started(1), vec![1]);
+    // The same content (priority and an implied sector size are not content): the same job.
+    let mut same = base.clone();
+    same.priority = Priority::Critical as i32;
+    same.sector_size = 0;
+    for r in [base.clone(), same] {
+        let a = c.submit_proof(r).await.unwrap().into_inner();
+        assert_eq!((a.job_id.as_str(), a.queue_position), (ID, 0));
+    }
+    // Other content under the same request id: each is a new job, with an id of its own.
+    let edit = |f: fn(&mut proto::SubmitProofRequest)| {
+        let mut r = base.clone();
+        f(&mut r);
+        r
+    };
+    let others = [
+        ("miner", edit(|r| r.miner_id = MINER + 1)),
+        ("sector", request(2, Priority::Normal, ID)),
+        // Still the C1 output of sector 1 (JSON allows the space), but other bytes.
+        ("c1", edit(|r| r.vanilla_proof.push(b' '))),
+        ("randomness", edit(|r| r.randomness = vec![7; 32])),
+    ];
+    let mut jobs = vec![(ID.to_string(), base.clone())];
+    for (name, r) in others {
+        let a = c.submit_proof(r.clone()).await.unwrap().into_inner();
+        assert!(
+            a.job_id.starts_with(&format!("{ID}#")),
+            "{name}: {}",
+            a.job_id
+        );
+        assert!(
+            jobs.iter().all(|(id, _)| *id != a.job_id),
+            "{name}: {} twice",
+            a.job_id
+        );
+        jobs.push((a.job_id, r));
+    }
+    // Each is found again by its own content.
+    for (id, r) in &jobs {
+        let a = c.submit_proof(r.clone()).await.unwrap().into_inner();
+        assert_eq!(&a.job_id, id);
+    }
+    // Several live jobs of one request id: CancelProof by a job id ends that job only.
+    let (cancelled, _) = jobs.pop().unwrap();
+    let r = c
+        .cancel_proof(proto::CancelProofRequest {
+            job_id: cancelled.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!r.was_running);
+    let a = await_job(&mut c, &cancelled).await;
+    assert_eq!(a.status, JobStatus::Cancelled as i32, "{a:?}");
+    p.release_all();
+    // AwaitProof by job id: each job's own proof; the bare request id is the first job's id.
+    let mut proofs = Vec::new();
+    for (id, r) in &jobs {
+        let a = await_job(&mut c, id).await;
+        assert_eq!(a.status, JobStatus::Completed as i32, "{id}: {a:?}");
+        assert_eq!(&a.job_id, id);
+        let want = fake_proof_of(r.sector_number, r.miner_id, &r.vanilla_proof);
+        assert_eq!(a.proof, want, "{id}");
+        assert!(!proofs.contains(&a.proof), "{id}: another job's proof");
+        proofs.push(a.proof);
+    }
+    assert_eq!(proofs[0], fake_proof(1));
+    // One engine call per job that was not cancelled: the attached requests started nothing.
+    assert_eq!(p.started(), vec![1, 1, 2, 1]);
+    d.shutdown().await;
+}
+
+/// The case of issue 45: a completed request id, then the same id with another miner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_request_id_with_another_miner_is_proved_again() {
+    let p = FakeProver::new();
+    p.release_all();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let first = prove_ok(&mut c, request(1, Priority::Normal, "porep-x")).await;
+    assert_eq!(first.status, JobStatus::Completed as i32);
+    assert_eq!(first.job_id, "porep-x");
+    assert_eq!(first.proof, fake_proof(1));
+    let mut other = request(1, Priority::Normal, "porep-x");
+    other.miner_id = 1001;
+    let second = prove_ok(&mut c, other.clone()).await;
+    assert_eq!(second.status, JobStatus::Completed as i32);
+    assert!(
+        second.job_id.starts_with("porep-x#"),
+        "{}: not a new job",
+        second.job_id
+    );
+    assert_eq!(second.proof, fake_proof_of(1, 1001, &other.vanilla_proof));
+    assert_ne!(second.proof, first.proof);
+    // Retrying either request: its own completed job, not a third proof.
+    let again = prove_ok(&mut c, other).await;
+    assert_eq!(
+        (&again.job_id, &again.proof),
+        (&second.job_id, &second.proof)
+    );
+    let again = prove_ok(&mut c, request(1, Priority::Normal, "porep-x")).await;
+    assert_eq!(
+        (again.job_id.as_str(), &again.proof),
+        ("porep-x", &first.proof)
+    );
+    assert_eq!(p.started(), vec![1, 1]);
+    assert_eq!(await_job(&mut c, "porep-x").await.proof, first.proof);
+    assert_eq!(await_job(&mut c, &second.job_id).await.proof, second.proof);
+    d.shutdown().await;
+}
+
+/// A failed job's id goes to the next job of its request id, which is then kept for a whole
+/// `retain` of its own (not pruned with the failed one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_job_s_id_goes_to_the_next_job_for_a_full_retain() {
+    let p = FakeProver::new();
+    p.release_all();
+    let cfg = SchedulerConfig {
+        jobs: 1,
+        retain: Duration::from_millis(1500),
+        ..SchedulerConfig::default()
+    };
+    let d = daemon(&p, cfg).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let id = c
+        .submit_proof(request(SECTOR_OOM, Priority::Normal, "f"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    assert_eq!(id, "f");
+    assert_eq!(
+        await_job(&mut c, "f").await.status,
+        JobStatus::Failed as i32
+    );
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let r = prove_ok(&mut c, request(5, Priority::Normal, "f")).await;
+    assert_eq!((r.job_id.as_str(), &r.proof), ("f", &fake_proof(5)));
+    // Past the failed job's retain, within the new one's.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let r = await_job(&mut c, "f").await;
+    assert_eq!(r.proof, fake_proof(5), "{r:?}");
     d.shutdown().await;
 }
 

@@ -20,7 +20,7 @@ pub const SECTOR_BAD_INPUT: u64 = 901;
 pub const SECTOR_PANIC: u64 = 902;
 
 /// A prover whose jobs block until the test releases their sector number, and record the
-/// order they start in. Its "proof" is 192 bytes of the sector number's low byte.
+/// order they start in. Its "proof" ([`fake_proof_of`]) tells sector, miner and C1 output apart.
 #[derive(Default)]
 pub struct FakeProver {
     state: Mutex<FakeState>,
@@ -96,9 +96,22 @@ impl FakeProver {
     }
 }
 
-/// The fake proof of `sector`.
+/// The fake proof of [`request`]`(sector, ..)`.
 pub fn fake_proof(sector: u64) -> Vec<u8> {
-    vec![sector as u8; 192]
+    fake_proof_of(sector, MINER, &fake_c1(sector))
+}
+
+/// The fake proof of a sector, miner and C1 output: 192 bytes of the sector number's low byte,
+/// the first 8 replaced by the miner id and the next 8 by a hash of the C1 output.
+pub fn fake_proof_of(sector: u64, miner: u64, c1: &[u8]) -> Vec<u8> {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same on every run.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    c1.hash(&mut h);
+    let mut p = vec![sector as u8; 192];
+    p[..8].copy_from_slice(&miner.to_le_bytes());
+    p[8..16].copy_from_slice(&h.finish().to_le_bytes());
+    p
 }
 
 impl Prover for FakeProver {
@@ -144,7 +157,7 @@ impl Prover for FakeProver {
                     .entries
                     .push((Some(0), cuzk::Stage::MsmH, Duration::from_millis(30)));
                 Ok(ProofOutput {
-                    proof: fake_proof(s),
+                    proof: fake_proof_of(s, job.miner_id, &job.c1),
                     timings,
                 })
             }
@@ -184,6 +197,9 @@ pub fn fake_c1(sector: u64) -> Vec<u8> {
     format!(r#"{{"SectorNum":{sector},"Phase1Out":"{b64}","SectorSize":2048}}"#).into_bytes()
 }
 
+/// The miner id of [`request`].
+pub const MINER: u64 = 1000;
+
 /// A 2 KiB PoRep request as Curio builds it.
 pub fn request(sector: u64, priority: proto::Priority, request_id: &str) -> SubmitProofRequest {
     SubmitProofRequest {
@@ -194,7 +210,7 @@ pub fn request(sector: u64, priority: proto::Priority, request_id: &str) -> Subm
         priority: priority as i32,
         vanilla_proof: fake_c1(sector),
         sector_number: sector,
-        miner_id: 1000,
+        miner_id: MINER,
         ..Default::default()
     }
 }
