@@ -786,11 +786,14 @@ fn stage_slice(
 }
 
 /// Plans one partition on `slot` ([`DeviceAllocator::plan`]). While other partitions of this
-/// process hold working memory on the device (it comes back when they finish), a tier whose
-/// H step would run on the CPU is no option and "nothing fits" means "not now": the partition
-/// waits for their reservations to drop (re-planning on every release, at least every
-/// 200 ms) — on a small card two workers take turns for the memory-heavy stages instead of
-/// each falling to a tier that runs the H step on the CPU (tens of seconds at 2^27). Only with
+/// process hold working memory on the device (it comes back when they finish), a tier below
+/// the one the device would give once that memory is back is no option, nor one whose H step
+/// would run on the CPU, and "nothing fits" means "not now": the partition waits for their
+/// reservations to drop (re-planning on every release, at least every 200 ms) — on a small
+/// card two workers take turns for the memory-heavy stages instead of each falling to a tier
+/// that runs the H step on the CPU (tens of seconds at 2^27), and on an 80 GB card for the
+/// resident parameters instead of both streaming their bases (the device's kernels run one
+/// partition at a time anyway, `CUZK_GPU_SECTIONS`). Only with
 /// nothing but what stays on the device reserved (the resident parameters and circuit) may the
 /// plan be `Streaming` (the card can never hold more; logged as a warning), or fail with
 /// [`Error::OutOfDeviceMemory`].
@@ -833,10 +836,18 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
             }
             return r;
         }
-        let waiting = PlanOptions {
+        let mut waiting = PlanOptions {
             gpu_h_step: true,
             ..*opts
         };
+        // No tier below what the device gives once the others' working memory is back.
+        let held = slot
+            .alloc
+            .reserved_bytes()
+            .saturating_sub(slot.kept_bytes()?);
+        if let Some(best) = slot.alloc.tier_if_freed(shape, &waiting, held)? {
+            waiting.worst = best;
+        }
         match slot
             .alloc
             .plan_wait(shape, &waiting, std::time::Duration::from_millis(200))

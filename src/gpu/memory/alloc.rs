@@ -747,6 +747,11 @@ pub struct PlanOptions {
     /// device memory: their memory comes back, and waiting for it beats an H step on the CPU
     /// (tens of seconds at 2^27 against a fraction of one).
     pub gpu_h_step: bool,
+    /// Worst tier to accept (default `Streaming`: any). A partition waiting while other
+    /// partitions hold device memory takes no tier below the one the device would give it
+    /// once that memory is back ([`DeviceAllocator::tier_if_freed`]): on an 80 GB card one
+    /// partition at a time with the parameters resident beats two streaming their bases.
+    pub worst: TierKind,
 }
 
 impl Default for PlanOptions {
@@ -755,6 +760,7 @@ impl Default for PlanOptions {
             start: TierKind::Resident,
             params_resident: false,
             gpu_h_step: false,
+            worst: TierKind::Streaming,
         }
     }
 }
@@ -984,6 +990,63 @@ impl DeviceAllocator {
         Ok(self.insert_locked(&mut l, bytes, label))
     }
 
+    /// The best tier from `opts.start` down to `opts.worst` (`Streaming` skipped with
+    /// `opts.gpu_h_step`) that fits in `avail` bytes, with its bytes.
+    fn choose(&self, shape: &PartitionShape, opts: &PlanOptions, avail: u64) -> Option<(Tier, u64)> {
+        let lim = &self.limits;
+        TierKind::ALL
+            .into_iter()
+            .filter(|k| {
+                *k >= opts.start
+                    && *k <= opts.worst
+                    && !(opts.gpu_h_step && *k == TierKind::Streaming)
+            })
+            .find_map(|kind| match kind {
+                TierKind::Partial => shape.partial_fit(avail, lim).map(|points| {
+                    (
+                        Tier::Partial {
+                            pass_points: points,
+                        },
+                        shape.partial_bytes(points, lim),
+                    )
+                }),
+                TierKind::Streaming => streaming_fit(shape, avail, lim).map(|points| {
+                    (
+                        Tier::Streaming {
+                            chunk_points: points,
+                            chunk_bytes: shape.msm_bytes(kind, points, lim),
+                        },
+                        shape.streaming_bytes(points, lim),
+                    )
+                }),
+                _ => {
+                    let needed = shape.tier_bytes_with(kind, opts.params_resident, lim);
+                    let tier = match kind {
+                        TierKind::Resident => Tier::Resident,
+                        _ => Tier::FullStaging,
+                    };
+                    (needed <= avail).then_some((tier, needed))
+                }
+            })
+    }
+
+    /// The tier [`Self::plan`] would choose now if `freed` more bytes were available (the
+    /// working memory other partitions hold and will give back), without reserving anything;
+    /// `None` when none would fit.
+    ///
+    /// # Errors
+    /// The [`MemInfo`] error.
+    pub fn tier_if_freed(
+        &self,
+        shape: &PartitionShape,
+        opts: &PlanOptions,
+        freed: u64,
+    ) -> Result<Option<TierKind>> {
+        let l = lock(&self.shared.ledger);
+        let avail = self.snapshot_locked(&l)?.available.saturating_add(freed);
+        Ok(self.choose(shape, opts, avail).map(|(t, _)| t.kind()))
+    }
+
     fn plan_locked(
         &self,
         l: &mut Ledger,
@@ -992,43 +1055,7 @@ impl DeviceAllocator {
     ) -> Result<Plan> {
         let snap = self.snapshot_locked(l)?;
         let avail = snap.available;
-        for kind in TierKind::ALL
-            .into_iter()
-            .filter(|k| *k >= opts.start && !(opts.gpu_h_step && *k == TierKind::Streaming))
-        {
-            let lim = &self.limits;
-            let (tier, needed) = if kind == TierKind::Partial {
-                let Some(points) = shape.partial_fit(avail, lim) else {
-                    continue;
-                };
-                (
-                    Tier::Partial {
-                        pass_points: points,
-                    },
-                    shape.partial_bytes(points, lim),
-                )
-            } else if kind == TierKind::Streaming {
-                let Some(points) = streaming_fit(shape, avail, lim) else {
-                    continue;
-                };
-                (
-                    Tier::Streaming {
-                        chunk_points: points,
-                        chunk_bytes: shape.msm_bytes(kind, points, lim),
-                    },
-                    shape.streaming_bytes(points, lim),
-                )
-            } else {
-                let needed = shape.tier_bytes_with(kind, opts.params_resident, lim);
-                if needed > avail {
-                    continue;
-                }
-                let tier = match kind {
-                    TierKind::Resident => Tier::Resident,
-                    _ => Tier::FullStaging,
-                };
-                (tier, needed)
-            };
+        if let Some((tier, needed)) = self.choose(shape, opts, avail) {
             let params_bytes = if tier == Tier::Resident && !opts.params_resident {
                 shape.params_bytes()
             } else {
@@ -2015,5 +2042,30 @@ mod tests {
         ));
         drop(first);
         assert_eq!(a.plan(&s, &waiting).unwrap().tier.kind(), TierKind::Partial);
+
+        // An 80 GB card (80,550 MiB free) with the circuit kept: one partition with the
+        // parameters resident fits; while another holds full staging, the next waits for the
+        // resident tier instead of taking full staging too
+        let (_m, a) = card(80_550 * MIB);
+        let _circuit = a.reserve(6_840 * MIB, "circuit").unwrap();
+        let o = PlanOptions::default();
+        let other = a.plan(&s, &PlanOptions { start: TierKind::FullStaging, ..o }).unwrap();
+        assert_eq!(other.tier, Tier::FullStaging);
+        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::FullStaging);
+        let best = a.tier_if_freed(&s, &o, other.work.bytes()).unwrap();
+        assert_eq!(best, Some(TierKind::Resident));
+        let waiting = PlanOptions {
+            gpu_h_step: true,
+            worst: TierKind::Resident,
+            ..o
+        };
+        assert!(matches!(
+            a.plan(&s, &waiting),
+            Err(Error::OutOfDeviceMemory { .. })
+        ));
+        drop(other);
+        let p = a.plan(&s, &waiting).unwrap();
+        assert_eq!(p.tier, Tier::Resident);
+        assert!(p.params.is_some());
     }
 }
