@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cuzk::{Backend, Engine, EngineConfig, HAhead, ProveOptions, Tuning};
-use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 
 fn gpu_present() -> bool {
     common::gpu_device().is_some()
@@ -33,15 +33,24 @@ fn fixture_size() -> FixtureSize {
     }
 }
 
-#[test]
-fn gpu_proof_on_every_spmv_path_equals_cpu_proof() {
+/// A test's start: `None` without a GPU; else the serial guard, the fixture size and the
+/// fixture (made if missing).
+fn start() -> Option<(std::sync::MutexGuard<'static, ()>, FixtureSize, Fixture)> {
     if !gpu_present() {
-        return;
+        return None;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let _ = env_logger::builder().is_test(true).try_init();
     let size = fixture_size();
     let f = ensure_fixture(&default_fixture_dir_for(size), size).unwrap();
+    Some((serial, size, f))
+}
+
+#[test]
+fn gpu_proof_on_every_spmv_path_equals_cpu_proof() {
+    let Some((_serial, size, f)) = start() else {
+        return;
+    };
     let c1 = f.read_c1().unwrap();
     let cfg = |backend| {
         EngineConfig::from_env()
@@ -81,13 +90,9 @@ fn gpu_proof_on_every_spmv_path_equals_cpu_proof() {
 
 #[test]
 fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
-    if !gpu_present() {
+    let Some((_serial, size, f)) = start() else {
         return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = env_logger::builder().is_test(true).try_init();
-    let size = fixture_size();
-    let f = ensure_fixture(&default_fixture_dir_for(size), size).unwrap();
+    };
     println!(
         "fixture size {size} ({:?}) in {}",
         f.registered_proof,

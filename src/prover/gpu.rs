@@ -1056,7 +1056,8 @@ fn run_on(
             run.spmv_h_shared(sp.matrices, (din, daux), h_buf, &mut dbc)?;
         }
         (Some(HBuffers::Two(mut dbc)), Some(h_buf), _, _) => {
-            run.h_step_shared(h_buf, &mut dbc, &asg.c)?;
+            let c = &asg.c;
+            run.h_step_shared(h_buf, &mut dbc, |bc| stage_slice(&stream, bc, c))?;
         }
         _ => {}
     }
@@ -1316,8 +1317,7 @@ impl DeviceRun<'_> {
     /// [`HLayout::Two`]): a = A·z into `dh`, b = B·z into `dbc`, the R1CS check with c = C·z
     /// computed block by block ([`CircuitOnDevice::check_blockwise`]; reported with the SpMV as
     /// [`Stage::Spmv`]), then the H step with c = C·z computed again into `dbc` once b is
-    /// consumed ([`ntt::h_step_shared`]; reported as [`Stage::Ntt`]). h's n coefficients end
-    /// in `dh`; `dbc`'s bytes are noted freed.
+    /// consumed ([`Self::h_step_shared`]).
     ///
     /// # Errors
     /// As [`Self::spmv`] and [`Self::h_step`].
@@ -1355,6 +1355,27 @@ impl DeviceRun<'_> {
             return Err(super::unsatisfied(self.partition, j, rows));
         }
         drop(deadline);
+        let stream = self.stream;
+        self.h_step_shared(dh, dbc, |bc| {
+            circuit.evaluate(stream, Matrix::C, input, aux, bc)
+        })?;
+        self.drop_circuit((circuit, noted));
+        Ok(())
+    }
+
+    /// The H stage on two domain buffers (in the GPU section, [`HLayout::Two`]): a in `dh` and
+    /// b in `dbc`, then `fill_c` writes c into `dbc` once b is consumed (the GPU SpMV's C·z, or
+    /// c staged from the host; [`ntt::h_step_shared`]). h's n coefficients end in `dh`; `dbc`'s
+    /// bytes are noted freed; reported as [`Stage::Ntt`].
+    ///
+    /// # Errors
+    /// Driver errors; a stage timeout (`"ntt"`); `fill_c`'s errors.
+    fn h_step_shared(
+        &mut self,
+        dh: &mut DeviceBuffer<Fr>,
+        dbc: &mut DeviceBuffer<Fr>,
+        fill_c: impl FnOnce(&mut device::DeviceSliceMut<'_, Fr>) -> Result<()>,
+    ) -> Result<()> {
         let _deadline = stage_deadline("ntt", self.timeout);
         let t = Instant::now();
         let stream = self.stream;
@@ -1362,34 +1383,8 @@ impl DeviceRun<'_> {
             stream,
             &mut dh.as_mut_slice(),
             &mut dbc.as_mut_slice(),
-            |bc| circuit.evaluate(stream, Matrix::C, input, aux, bc),
+            fill_c,
         )?;
-        stream.synchronize()?;
-        self.report(Stage::Ntt, t.elapsed());
-        self.drop_circuit((circuit, noted));
-        self.work.note_freed(32 * self.n as u64);
-        Ok(())
-    }
-
-    /// The H stage on two domain buffers with a, b, c from the host (in the GPU section,
-    /// [`HLayout::Two`]): a in `dh` and b in `dbc` (staged by [`Self::upload`]), c staged into
-    /// `dbc` once b is consumed ([`ntt::h_step_shared`]). h's n coefficients end in `dh`;
-    /// reported as [`Stage::Ntt`].
-    ///
-    /// # Errors
-    /// Driver errors; a stage timeout (`"ntt"`).
-    fn h_step_shared(
-        &mut self,
-        dh: &mut DeviceBuffer<Fr>,
-        dbc: &mut DeviceBuffer<Fr>,
-        c: &[Fr],
-    ) -> Result<()> {
-        let _deadline = stage_deadline("ntt", self.timeout);
-        let t = Instant::now();
-        let stream = self.stream;
-        ntt::h_step_shared(stream, &mut dh.as_mut_slice(), &mut dbc.as_mut_slice(), |bc| {
-            stage_slice(stream, bc, c)
-        })?;
         stream.synchronize()?;
         self.report(Stage::Ntt, t.elapsed());
         self.work.note_freed(32 * self.n as u64);
