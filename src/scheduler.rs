@@ -275,7 +275,6 @@ impl<'a> Attempt<'a> {
         PlanOptions {
             start: self.start_tier,
             params_resident,
-            ..PlanOptions::default()
         }
     }
 
