@@ -262,9 +262,9 @@ type SubmitProofRequest struct {
 	// compared). With any of them different it is a new job, never the earlier job's result: a
 	// request_id need not be unique per input (Curio's "porep-<miner>-<sector>" repeats when a
 	// sector is sealed again, and every partition of a WindowPoSt deadline shares one).
-	// The job id is the request_id, unless a queued, running or completed job holds that id
-	// already: then it is "<request_id>#<n>". A failed, cancelled or timed-out job is not attached
-	// to; a new job takes its id.
+	// The job id is the request_id, unless that id was given to a job before: then it is
+	// "<request_id>#<n>". A job id names one job in the daemon's life. A failed, cancelled or
+	// timed-out job is not attached to; its retry is a new job with an id of its own.
 	RequestId string    `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	ProofKind ProofKind `protobuf:"varint,2,opt,name=proof_kind,json=proofKind,proto3,enum=cuzk.v1.ProofKind" json:"proof_kind,omitempty"`
 	// Sector size in bytes (e.g. 34359738368); 0: taken from registered_proof. Must agree with
@@ -497,9 +497,9 @@ type AwaitProofRequest struct {
 	unknownFields protoimpl.UnknownFields
 
 	// A job id as SubmitProof answered it. Job ids are unique among the jobs kept, so it names one
-	// job even when several were submitted under one request_id: the bare request_id names the job
-	// that holds it (the first submitted under it, or a later one that took it after that one
-	// failed, was cancelled, timed out or was no longer kept), never a "<request_id>#<n>" job.
+	// job even when several were submitted under one request_id: the bare request_id names the
+	// first job submitted under it, never a "<request_id>#<n>" job, and no id is ever given to a
+	// second job.
 	JobId string `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// How long to wait, in milliseconds; 0 waits until the job ends. When it expires the answer
 	// is TIMEOUT and the job goes on.

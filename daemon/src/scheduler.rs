@@ -20,7 +20,7 @@
 //! partitions not yet started never start. The worker is busy, and the status counts the job as
 //! in progress, until the call has returned; its result (if it finished anyway) is discarded.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -101,9 +101,8 @@ pub enum JobState {
 
 /// One accepted job.
 pub struct Job {
-    /// Job id: the request id, `<request id>#<n>` when a job that may still answer (queued,
-    /// running or completed) held the request id at submission, or `cuzk-job-<n>` for a request
-    /// without one.
+    /// Job id: the request id, `<request id>#<n>` when that id was given to a job before, or
+    /// `cuzk-job-<n>` for a request without one. Never given to another job.
     pub id: String,
     /// The request id it was submitted under (empty: none given).
     pub request_id: String,
@@ -189,6 +188,9 @@ impl PartialOrd for Entry {
 struct State {
     /// Jobs by job id (unique): queued, running, and finished ones not yet pruned.
     jobs: HashMap<String, Arc<Job>>,
+    /// Every job id handed out in the daemon's life: an id names one job only, so a late
+    /// `AwaitProof` never gets the proof of a later job that took a finished job's id.
+    issued: HashSet<String>,
     /// Queued jobs (a cancelled one stays until popped and is skipped then).
     queue: BinaryHeap<Entry>,
     /// Jobs queued and not cancelled.
@@ -322,9 +324,9 @@ impl Scheduler {
     /// Returns the job and its queue position.
     ///
     /// A request id with other content is a new job, never the earlier job's result. Its id is
-    /// the request id, unless a queued, running or completed job holds that id: then it is
-    /// `<request id>#<n>`, so that every job kept has an id of its own (a failed, cancelled or
-    /// timed-out job holding the request id is replaced, as a retry of it would be).
+    /// the request id, unless that id was given to a job before: then it is `<request id>#<n>`,
+    /// so that a job id names one job in the daemon's life (a late `AwaitProof` never gets a
+    /// later job's proof).
     ///
     /// # Errors
     /// [`DaemonError::ShuttingDown`] once [`Scheduler::shutdown`] began;
@@ -363,7 +365,7 @@ impl Scheduler {
         }
         let id = if request_id.is_empty() {
             self.new_id(&mut st, "cuzk-job-")
-        } else if st.jobs.get(request_id).is_some_and(|j| j.answers()) {
+        } else if st.issued.contains(request_id) {
             let id = self.new_id(&mut st, &format!("{request_id}#"));
             log::info!(
                 "request {request_id}: other content ({key:?}) than job {request_id}: a new job, \
@@ -373,6 +375,7 @@ impl Scheduler {
         } else {
             request_id.to_string()
         };
+        st.issued.insert(id.clone());
         let seq = st.next_seq;
         st.next_seq += 1;
         let (tx, _) = watch::channel(JobState::Queued);
@@ -390,8 +393,6 @@ impl Scheduler {
             callers: Mutex::new(0),
             cancel: cuzk::CancelToken::new(),
         });
-        // A replaced (failed or cancelled) job of the same id leaves the finished list when
-        // pruned; the map now names the new one.
         st.jobs.insert(id.clone(), job.clone());
         st.queue.push(Entry { priority, seq, id });
         st.pending += 1;
@@ -409,7 +410,7 @@ impl Scheduler {
         loop {
             st.next_auto += 1;
             let id = format!("{prefix}{}", st.next_auto);
-            if !st.jobs.contains_key(&id) {
+            if !st.issued.contains(&id) {
                 return id;
             }
         }

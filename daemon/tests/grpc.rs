@@ -761,7 +761,7 @@ async fn a_completed_request_id_with_another_miner_is_proved_again() {
 /// A failed job's id goes to the next job of its request id, which is then kept for a whole
 /// `retain` of its own (not pruned with the failed one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_job_s_id_goes_to_the_next_job_for_a_full_retain() {
+async fn a_failed_job_s_id_is_never_given_to_another_job() {
     let p = FakeProver::new();
     p.release_all();
     let cfg = SchedulerConfig {
@@ -784,11 +784,22 @@ async fn a_failed_job_s_id_goes_to_the_next_job_for_a_full_retain() {
     );
     tokio::time::sleep(Duration::from_millis(900)).await;
     let r = prove_ok(&mut c, request(5, Priority::Normal, "f")).await;
-    assert_eq!((r.job_id.as_str(), &r.proof), ("f", &fake_proof(5)));
+    // A job id names one job only: the retry is a new job with an id of its own
+    let retry = r.job_id.clone();
+    assert!(retry.starts_with("f#"), "{retry}");
+    assert_eq!(r.proof, fake_proof(5));
+    assert_eq!(
+        await_job(&mut c, "f").await.status,
+        JobStatus::Failed as i32
+    );
     // Past the failed job's retain, within the new one's.
     tokio::time::sleep(Duration::from_millis(900)).await;
-    let r = await_job(&mut c, "f").await;
+    let r = await_job(&mut c, &retry).await;
     assert_eq!(r.proof, fake_proof(5), "{r:?}");
+    // a client request id equal to that derived id is not given it again
+    let r = prove_ok(&mut c, request(6, Priority::Normal, &retry)).await;
+    assert_ne!(r.job_id, retry);
+    assert_eq!(r.proof, fake_proof(6));
     d.shutdown().await;
 }
 
