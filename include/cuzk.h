@@ -206,7 +206,8 @@ typedef struct cuzk_timing_t {
 // pointer in it stays valid until then. Read-only; may be read from any thread.
 typedef struct cuzk_result_t {
     // The proof: 192 bytes per partition, partitions in order - the byte layout of
-    // filecoin-proofs' `seal_commit_phase2` proof.
+    // filecoin-proofs' `seal_commit_phase2` proof (PoRep C2), or of filecoin-proofs-api's
+    // WindowPoSt partition and WinningPoSt proofs (192 bytes).
     const uint8_t *proof;
     // Length of `proof` in bytes.
     size_t proof_len;
@@ -308,11 +309,71 @@ enum cuzk_status_t cuzk_prove_porep_c2(const struct cuzk_engine_t *engine,
                                        size_t prover_id_len,
                                        struct cuzk_result_t **out);
 
-// Releases a result from `cuzk_prove_porep_c2` and everything it points to. `NULL` is a
-// no-op. Not to be called twice, nor while another thread reads the result.
+// Proves one WindowPoSt partition: the 192 bytes filecoin-proofs-api's
+// `post::generate_single_window_post_with_vanilla` returns for the same input.
+//
+// * `engine` - from `cuzk_engine_new`; may be used by many threads at once.
+// * `registered_proof` - the PoSt proof type in the actors' numbering: 10..14 (WindowPoSt
+//   2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB).
+// * `vanilla_proofs`, `vanilla_proof_lens`, `vanilla_proof_count` - one vanilla proof per
+//   sector of the partition (the bytes of `post::generate_single_vanilla_proof`; at most 2349
+//   at 32 GiB): `vanilla_proofs[i]` points to `vanilla_proof_lens[i]` bytes. Borrowed for the
+//   call only.
+// * `randomness`, `randomness_len` - the 32-byte PoSt randomness. Borrowed.
+// * `prover_id`, `prover_id_len` - the 32-byte prover id (see
+//   `cuzk_prover_id_from_actor_id`). Borrowed.
+// * `partition_index` - the partition's index in the deadline.
+// * `out` - receives the result (one partition), owned by the caller (release with
+//   `cuzk_result_free`); set to `NULL` on failure.
+//
+// Blocks until the proof is done. Thread-safe. Returns `CUZK_STATUS_OK` or an error status
+// (input errors 1xx before any proving); the message is then in `cuzk_last_error_message`.
 //
 // # Safety
-// `result` is `NULL` or a result from `cuzk_prove_porep_c2` not freed before.
+// `engine` is `NULL` or a live handle from `cuzk_engine_new`; `vanilla_proofs` and
+// `vanilla_proof_lens` point to `vanilla_proof_count` readable entries each (or are `NULL`
+// with a count of 0), and each `vanilla_proofs[i]` to `vanilla_proof_lens[i]` readable bytes;
+// `randomness` and `prover_id` point to their lengths in readable bytes (or are `NULL` with
+// length 0); `out` is `NULL` or valid for writing one pointer. The buffers must not be changed
+// by another thread during the call.
+enum cuzk_status_t cuzk_prove_window_post(const struct cuzk_engine_t *engine,
+                                          uint64_t registered_proof,
+                                          const uint8_t *const *vanilla_proofs,
+                                          const size_t *vanilla_proof_lens,
+                                          size_t vanilla_proof_count,
+                                          const uint8_t *randomness,
+                                          size_t randomness_len,
+                                          const uint8_t *prover_id,
+                                          size_t prover_id_len,
+                                          size_t partition_index,
+                                          struct cuzk_result_t **out);
+
+// Proves a WinningPoSt: the 192 bytes filecoin-proofs-api's
+// `post::generate_winning_post_with_vanilla` returns for the same input.
+//
+// Arguments as `cuzk_prove_window_post`, with `registered_proof` 0..4 (WinningPoSt 2 KiB,
+// 8 MiB, 512 MiB, 32 GiB, 64 GiB), the challenged sector's vanilla proof (one), and no
+// partition index. Blocks until the proof is done. Thread-safe.
+//
+// # Safety
+// As `cuzk_prove_window_post`.
+enum cuzk_status_t cuzk_prove_winning_post(const struct cuzk_engine_t *engine,
+                                           uint64_t registered_proof,
+                                           const uint8_t *const *vanilla_proofs,
+                                           const size_t *vanilla_proof_lens,
+                                           size_t vanilla_proof_count,
+                                           const uint8_t *randomness,
+                                           size_t randomness_len,
+                                           const uint8_t *prover_id,
+                                           size_t prover_id_len,
+                                           struct cuzk_result_t **out);
+
+// Releases a result from `cuzk_prove_porep_c2`, `cuzk_prove_window_post` or
+// `cuzk_prove_winning_post` and everything it points to. `NULL` is a no-op. Not to be called
+// twice, nor while another thread reads the result.
+//
+// # Safety
+// `result` is `NULL` or a result from one of those calls, not freed before.
 void cuzk_result_free(struct cuzk_result_t *result);
 
 // Writes the 32-byte prover id of miner actor `actor_id` (`f0<actor_id>`; the payload of its

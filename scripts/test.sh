@@ -3,7 +3,9 @@
 #   1. cargo test --release --workspace --features cuzk/test-hooks
 #                                      — unit tests (cuzk and the dev crate cuzk-dev), the real
 #                                        2 KiB proof on the CPU (fixture made on first use, ~15 min
-#                                        on 2 cores, then cached), the C ABI and its C program
+#                                        on 2 cores, then cached), WindowPoSt and WinningPoSt on the
+#                                        2 KiB PoSt fixture (~80 s to make on 2 cores, then cached;
+#                                        library, C ABI and daemon), the C ABI and its C program
 #                                        (the panic test needs the test hooks), header drift, the
 #                                        compiled circuit vs the reference synthesis, the dev crate
 #                                        (real-shape C1 generator) and the cuzk CLI;

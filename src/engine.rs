@@ -22,6 +22,8 @@ use crate::circuit::{self, CompiledCircuit};
 use crate::config::{Backend as BackendChoice, EngineConfig, HAhead, ProveOptions, Synthesis};
 use crate::error::{Error, Result};
 use crate::gpu::memory::hostpool::HostPool;
+use crate::job::{Job, ProofKind};
+use crate::post::PostRequest;
 use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, CpuBackend, Part, PartitionCtx, ProverBackend, PROOF_BYTES};
@@ -64,12 +66,14 @@ pub struct PartitionReport {
 /// [`PartitionReport::tier`] of a GPU job that the CPU ran (`CUZK_ALLOW_CPU`).
 pub(crate) const CPU_FALLBACK_TIER: &str = "cpu-fallback";
 
-/// Result of one C2 proof.
+/// Result of one proof of any kind ([`C2Output`] is its name for PoRep C2).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct C2Output {
+pub struct ProofOutput {
     /// Proof bytes: 192 per partition (compressed A ‖ B ‖ C in bellperson's format), partitions
-    /// in order — byte-identical in layout to filecoin-proofs' `seal_commit_phase2` output.
+    /// in order — byte-identical in layout to filecoin-proofs' `seal_commit_phase2` output
+    /// (PoRep C2), to filecoin-proofs-api's `generate_single_window_post_with_vanilla` (one
+    /// WindowPoSt partition: 192 bytes) and `generate_winning_post_with_vanilla` (192 bytes).
     pub proof: Vec<u8>,
     /// One report per partition.
     pub partitions: Vec<PartitionReport>,
@@ -78,6 +82,9 @@ pub struct C2Output {
     /// Whether the proof was verified before returning (true unless turned off).
     pub verified: bool,
 }
+
+/// Result of one PoRep C2 proof.
+pub type C2Output = ProofOutput;
 
 /// One slot per parameter file (or compiled circuit): loaded at most once, even by concurrent
 /// callers.
@@ -298,38 +305,25 @@ impl Engine {
         Ok(srs)
     }
 
-    /// The compiled circuit of the PoRep proof type of `pp` (whose parameters are at
-    /// `params_path`): kept by the engine after first use, read from the circuit cache
+    /// The compiled circuit of `job`'s proof type (keyed by its parameter file): kept by the
+    /// engine after first use, read from the circuit cache
     /// ([`crate::EngineConfig::circuit_cache`]) or recorded from the circuit (and cached).
     ///
     /// # Errors
     /// [`Error::Internal`] if the circuit cannot be recorded; cache problems are warnings.
-    #[cfg_attr(feature = "internals", visibility::make(pub))]
-    pub(crate) fn load_circuit<Tree: 'static + MerkleTreeTrait>(
-        &self,
-        params_path: &Path,
-        pp: &circuit::porep::PublicParams<Tree>,
-    ) -> Result<Arc<CompiledCircuit>> {
-        once_per_key(&self.circuits, params_path, "circuit", || {
-            self.read_circuit(params_path, pp)
+    fn load_circuit(&self, job: &dyn Job) -> Result<Arc<CompiledCircuit>> {
+        once_per_key(&self.circuits, job.params_path(), "circuit", || {
+            self.read_circuit(job)
         })
     }
 
-    fn read_circuit<Tree: 'static + MerkleTreeTrait>(
-        &self,
-        params_path: &Path,
-        pp: &circuit::porep::PublicParams<Tree>,
-    ) -> Result<CompiledCircuit> {
-        let file = params_path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let (name, key) = circuit::porep::cache_name_and_key(&file, pp);
+    fn read_circuit(&self, job: &dyn Job) -> Result<CompiledCircuit> {
+        let (name, key) = job.circuit_cache_name_and_key();
         let t = Instant::now();
         let dir = self.config.circuit_cache.dir();
         let (cc, outcome) = circuit::cache::load_or_build(dir.as_deref(), &name, &key, || {
             let t = Instant::now();
-            let cc = circuit::porep::compile(pp)?;
+            let cc = job.compile()?;
             log::info!(
                 "recorded the circuit of {name} in {:.2} s: {} constraints, {} inputs, {} aux, \
                  {} challenges; non-zeros A {} B {} C {}, {} coefficients, {:.1} MB",
@@ -352,7 +346,7 @@ impl Engine {
             dir.map(|d| format!(" (cache {})", d.display()))
                 .unwrap_or_default()
         );
-        // Kept for the engine's life, like the parameters (~5.8 GB for 32 GiB).
+        // Kept for the engine's life, like the parameters (~5.8 GB for a 32 GiB PoRep).
         self.budget.add_params(cc.matrix_bytes());
         self.host_pool.trim_to_budget();
         Ok(cc)
@@ -430,14 +424,130 @@ impl Engine {
             &reporter,
             &mut timings,
         )
-        // A missing parameter file's hint names a directory the caller gave (one that is not
-        // FIL_PROOFS_PARAMETER_CACHE's: that hint names the variable).
-        .map_err(|e| {
-            let from_var = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from);
-            let given = (self.config.parameter_dir.as_deref())
-                .filter(|d| from_var.as_deref() != Some(*d));
-            e.with_parameter_dir(given)
-        })?;
+        .map_err(|e| self.with_given_dir(e))?;
+        reporter.report(&mut timings, None, Stage::Total, start.elapsed());
+        out.timings = timings;
+        Ok(out)
+    }
+
+    /// `e` with its missing-parameter hint naming the directory the caller gave (one that is
+    /// not FIL_PROOFS_PARAMETER_CACHE's: that hint names the variable).
+    fn with_given_dir(&self, e: Error) -> Error {
+        let from_var = std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from);
+        let given =
+            (self.config.parameter_dir.as_deref()).filter(|d| from_var.as_deref() != Some(*d));
+        e.with_parameter_dir(given)
+    }
+
+    /// Proves one WindowPoSt partition, as filecoin-proofs-api's
+    /// `post::generate_single_window_post_with_vanilla` does (its output: 192 bytes).
+    ///
+    /// * `registered_proof` — the PoSt proof type in the actors' numbering: 10–14 (WindowPoSt
+    ///   2 KiB … 64 GiB, V1_1; [`crate::post::registered_post_proof`]).
+    /// * `vanilla_proofs` — one per sector of the partition (at most 2349 at 32 GiB), each the
+    ///   bytes of `post::generate_single_vanilla_proof`.
+    /// * `randomness` — 32 bytes; `prover_id` — 32 bytes
+    ///   ([`crate::c1::prover_id_from_actor_id`]); `partition_index` — the partition in the
+    ///   deadline.
+    ///
+    /// Verified against the verifying key (the `.vk` beside the `.params` file) unless
+    /// `options.verify` is off.
+    ///
+    /// # Errors
+    /// Input errors (1xx, see [`crate::post::check`]) before any heavy work; then as
+    /// [`Engine::prove_porep_c2`].
+    pub fn prove_window_post(
+        &self,
+        registered_proof: u64,
+        vanilla_proofs: &[&[u8]],
+        randomness: &[u8],
+        prover_id: &[u8],
+        partition_index: usize,
+        options: &ProveOptions,
+    ) -> Result<ProofOutput> {
+        self.prove_post(
+            &PostRequest {
+                kind: ProofKind::WindowPost,
+                registered_proof,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+                partition_index,
+            },
+            options,
+        )
+    }
+
+    /// Proves a WinningPoSt, as filecoin-proofs-api's `post::generate_winning_post_with_vanilla`
+    /// does (its output: 192 bytes).
+    ///
+    /// * `registered_proof` — 0–4 (WinningPoSt 2 KiB … 64 GiB).
+    /// * `vanilla_proofs` — the challenged sector's vanilla proof (one).
+    /// * `randomness`, `prover_id` — 32 bytes each.
+    ///
+    /// # Errors
+    /// As [`Engine::prove_window_post`].
+    pub fn prove_winning_post(
+        &self,
+        registered_proof: u64,
+        vanilla_proofs: &[&[u8]],
+        randomness: &[u8],
+        prover_id: &[u8],
+        options: &ProveOptions,
+    ) -> Result<ProofOutput> {
+        self.prove_post(
+            &PostRequest {
+                kind: ProofKind::WinningPost,
+                registered_proof,
+                vanilla_proofs,
+                randomness,
+                prover_id,
+                partition_index: 0,
+            },
+            options,
+        )
+    }
+
+    /// Proves the PoSt `req` of either kind ([`Engine::prove_window_post`],
+    /// [`Engine::prove_winning_post`]).
+    ///
+    /// # Errors
+    /// As [`Engine::prove_window_post`].
+    pub fn prove_post(&self, req: &PostRequest<'_>, options: &ProveOptions) -> Result<ProofOutput> {
+        #[cfg(feature = "test-hooks")]
+        if self.panic_next.swap(false, Ordering::SeqCst) {
+            panic!("{INJECTED_PANIC_MESSAGE}");
+        }
+        let reporter = Reporter::new(options.progress.clone());
+        let mut timings = Timings::default();
+        let start = Instant::now();
+        let proof = crate::post::registered_post_proof(req.kind, req.registered_proof)?;
+        if let Some(rs) = &options.randomness {
+            if rs.len() != 1 {
+                return Err(Error::InvalidInput(format!(
+                    "{} (r, s) pairs given for 1 partition",
+                    rs.len()
+                )));
+            }
+        }
+        CancelToken::check(options.cancel.as_ref())?;
+        log::info!(
+            "prove_post: {}, {proof:?}, {} sector proof(s), backend {}",
+            req.kind,
+            req.vanilla_proofs.len(),
+            self.backend_name()
+        );
+        let mut out = filecoin_proofs::with_shape!(
+            u64::from(proof.sector_size()),
+            prove_post_shape,
+            self,
+            req,
+            proof,
+            options,
+            &reporter,
+            &mut timings,
+        )
+        .map_err(|e| self.with_given_dir(e))?;
         reporter.report(&mut timings, None, Stage::Total, start.elapsed());
         out.timings = timings;
         Ok(out)
@@ -469,6 +579,7 @@ impl Engine {
             synthesize_shape,
             self,
             output,
+            sector_id,
             parsed,
             partition,
             synthesis,
@@ -513,6 +624,7 @@ impl Engine {
             witness_shape,
             self,
             output,
+            sector_id,
             parsed,
             partition,
             synthesis == Synthesis::Compiled,
@@ -522,8 +634,8 @@ impl Engine {
         )
     }
 
-    /// The compiled circuit of a C1 output's proof type ([`Engine::load_circuit`] for its
-    /// parameters), after the same input checks as [`Engine::synthesize_c1`]. For tests and
+    /// The compiled circuit of a C1 output's proof type (the one the engine keeps for its
+    /// parameter file), after the same input checks as [`Engine::synthesize_c1`]. For tests and
     /// benches that run the SpMV on their own (tests/gpu_spmv.rs).
     ///
     /// # Errors
@@ -545,6 +657,7 @@ impl Engine {
             circuit_shape,
             self,
             output,
+            sector_id,
             parsed,
             &reporter,
             &mut timings,
@@ -603,10 +716,27 @@ fn gpu_backend(_config: &EngineConfig) -> Result<Arc<dyn ProverBackend>> {
     ))
 }
 
+/// The PoSt proof of one tree shape: the request checked ([`crate::post::prepare`], reported
+/// as [`Stage::Parse`]), then proved as any job.
+fn prove_post_shape<Tree: 'static + MerkleTreeTrait>(
+    engine: &Engine,
+    req: &PostRequest<'_>,
+    proof: filecoin_proofs_api::RegisteredPoStProof,
+    options: &ProveOptions,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<ProofOutput> {
+    let job = reporter.time(timings, None, Stage::Parse, || {
+        crate::post::prepare::<Tree>(req, proof, &engine.config.resolved_parameter_dir())
+    })?;
+    prove_job(engine, &job, options, reporter, timings)
+}
+
 /// A C1 output made ready for proving: its vanilla proofs (checked), public inputs and
 /// public parameters, and the path of its parameter file.
 struct Sector<Tree: 'static + MerkleTreeTrait> {
     proof_type: filecoin_proofs_api::RegisteredSealProof,
+    sector_id: u64,
     vanilla: Vec<Vec<RawVanillaSealProof<Tree>>>,
     public_inputs: stacked::PublicInputs<
         <Tree::Hasher as filecoin_hashers::Hasher>::Domain,
@@ -623,12 +753,13 @@ struct Sector<Tree: 'static + MerkleTreeTrait> {
 fn prepare<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    sector_id: u64,
     parsed: Duration,
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<Sector<Tree>> {
     let t = Instant::now();
-    let sector = check_vanilla(engine, c1);
+    let sector = check_vanilla(engine, c1, sector_id);
     reporter.report(timings, None, Stage::Parse, parsed + t.elapsed());
     sector
 }
@@ -637,6 +768,7 @@ fn prepare<Tree: 'static + MerkleTreeTrait>(
 fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    sector_id: u64,
 ) -> Result<Sector<Tree>> {
     let proof_type = c1.registered_proof;
     let config = proof_type.as_v1_config();
@@ -699,6 +831,7 @@ fn check_vanilla<Tree: 'static + MerkleTreeTrait>(
         porep_param_paths::<Tree>(&engine.config.resolved_parameter_dir(), vanilla_params);
     Ok(Sector {
         proof_type,
+        sector_id,
         vanilla,
         public_inputs,
         params_path,
@@ -720,21 +853,23 @@ fn checked_c1(
     Ok(input.output)
 }
 
+#[allow(clippy::too_many_arguments)]
 #[cfg(feature = "internals")]
 fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    sector_id: u64,
     parsed: Duration,
     partition: usize,
     synthesis: Synthesis,
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<Assignment> {
-    let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
+    let sector = prepare::<Tree>(engine, c1, sector_id, parsed, reporter, timings)?;
     let compiled = match synthesis {
         Synthesis::Compiled | Synthesis::Gadget => {
             Some(reporter.time(timings, None, Stage::Compile, || {
-                engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
+                engine.load_circuit(&sector)
             })?)
         }
         Synthesis::Reference => None,
@@ -755,6 +890,7 @@ fn synthesize_shape<Tree: 'static + MerkleTreeTrait>(
 fn witness_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    sector_id: u64,
     parsed: Duration,
     partition: usize,
     native: bool,
@@ -762,7 +898,7 @@ fn witness_shape<Tree: 'static + MerkleTreeTrait>(
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<(circuit::Layout, circuit::Witness)> {
-    let s = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
+    let s = prepare::<Tree>(engine, c1, sector_id, parsed, reporter, timings)?;
     let pp = &s.pub_params.vanilla_params;
     let mut layout = *reporter.time(timings, None, Stage::Compile, || {
         once_per_key(&engine.layouts, &s.params_path, "layout", || {
@@ -791,19 +927,20 @@ fn witness_shape<Tree: 'static + MerkleTreeTrait>(
 fn circuit_shape<Tree: 'static + MerkleTreeTrait>(
     engine: &Engine,
     c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
+    sector_id: u64,
     parsed: Duration,
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<Arc<CompiledCircuit>> {
-    let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
-    engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
+    let sector = prepare::<Tree>(engine, c1, sector_id, parsed, reporter, timings)?;
+    engine.load_circuit(&sector)
 }
 
-/// The proving assignment of partition `k`: by the compiled circuit when given (its witness native
-/// or from the gadgets), else by the
-/// reference synthesis. Not yet checked (see [`prover::check_satisfied`]).
-fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
-    s: &Sector<Tree>,
+/// The proving assignment of partition `k` of `job`: by the compiled circuit when given (its
+/// witness native or from the gadgets), else by the reference synthesis. Not yet checked (see
+/// [`prover::check_satisfied`]).
+fn synthesize_partition(
+    job: &dyn Job,
     compiled: Option<&CompiledCircuit>,
     k: usize,
     native: bool,
@@ -811,45 +948,95 @@ fn synthesize_partition<Tree: 'static + MerkleTreeTrait>(
     t: &mut Timings,
 ) -> Result<Assignment> {
     let p = Some(k);
-    let vanilla_params = &s.pub_params.vanilla_params;
-    let vanilla = s
-        .vanilla
-        .get(k)
-        .ok_or_else(|| Error::InvalidInput(format!("partition {k} of {}", s.vanilla.len())))?;
     match compiled {
-        None => {
-            let circuit =
-                <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
-                    &s.public_inputs,
-                    (),
-                    vanilla,
-                    vanilla_params,
-                    Some(k),
-                )
-                .map_err(|e| Error::InvalidInput(format!("partition {k}: {e:#}")))?;
-            reporter
-                .time(t, p, Stage::Synthesis, || Assignment::synthesize(circuit))
-                .map_err(|e| Error::Synthesis {
-                    partition: k,
-                    message: e.to_string(),
-                })
-        }
+        None => reporter.time(t, p, Stage::Synthesis, || job.synthesize(k)),
         Some(cc) => {
             let t0 = Instant::now();
             let w = reporter.time(t, p, Stage::Witness, || {
-                circuit::porep::witness(
-                    &cc.layout,
-                    &s.public_inputs,
-                    vanilla,
-                    vanilla_params,
-                    k,
-                    native,
-                )
+                let mut w = circuit::Witness::default();
+                job.witness_into(&cc.layout, k, native, &mut w).map(|()| w)
             })?;
             let asg = reporter.time(t, p, Stage::Spmv, || cc.evaluate(w))?;
             reporter.report(t, p, Stage::Synthesis, t0.elapsed());
             Ok(asg)
         }
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Job for Sector<Tree> {
+    fn label(&self) -> String {
+        format!("sector {}", self.sector_id)
+    }
+
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn params_path(&self) -> &Path {
+        &self.params_path
+    }
+
+    fn partition_host_bytes(&self, abc_on_host: bool, _: Option<&CompiledCircuit>) -> u64 {
+        partition_host_bytes(u64::from(self.proof_type.sector_size()), abc_on_host)
+    }
+
+    fn circuit_cache_name_and_key(&self) -> (String, [u8; 32]) {
+        let file = crate::job::file_name(&self.params_path);
+        circuit::porep::cache_name_and_key(&file, &self.pub_params.vanilla_params)
+    }
+
+    fn compile(&self) -> Result<CompiledCircuit> {
+        circuit::porep::compile(&self.pub_params.vanilla_params)
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
+            &self.public_inputs,
+            &self.pub_params.vanilla_params,
+            Some(k),
+        )
+        .map_err(Error::internal)
+    }
+
+    fn witness_into(
+        &self,
+        layout: &circuit::Layout,
+        k: usize,
+        native: bool,
+        w: &mut circuit::Witness,
+    ) -> Result<()> {
+        let vanilla = self
+            .vanilla
+            .get(k)
+            .ok_or_else(|| Error::InvalidInput(format!("partition {k} of {}", self.vanilla.len())))?;
+        circuit::porep::witness_into(
+            layout,
+            &self.public_inputs,
+            vanilla,
+            &self.pub_params.vanilla_params,
+            k,
+            native,
+            w,
+        )
+    }
+
+    fn synthesize(&self, k: usize) -> Result<Assignment> {
+        let vanilla = self
+            .vanilla
+            .get(k)
+            .ok_or_else(|| Error::InvalidInput(format!("partition {k} of {}", self.vanilla.len())))?;
+        let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::circuit(
+            &self.public_inputs,
+            (),
+            vanilla,
+            &self.pub_params.vanilla_params,
+            Some(k),
+        )
+        .map_err(|e| Error::InvalidInput(format!("partition {k}: {e:#}")))?;
+        Assignment::synthesize(circuit).map_err(|e| Error::Synthesis {
+            partition: k,
+            message: e.to_string(),
+        })
     }
 }
 
@@ -905,8 +1092,20 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
     reporter: &Reporter,
     timings: &mut Timings,
 ) -> Result<C2Output> {
-    let sector = prepare::<Tree>(engine, c1, parsed, reporter, timings)?;
-    let params_path = &sector.params_path;
+    let sector = prepare::<Tree>(engine, c1, sector_id, parsed, reporter, timings)?;
+    prove_job(engine, &sector, options, reporter, timings)
+}
+
+/// The proof of one checked input of any kind: its parameter load beside its partitions
+/// ([`prove_partitions`]).
+pub(crate) fn prove_job(
+    engine: &Engine,
+    job: &dyn Job,
+    options: &ProveOptions,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<C2Output> {
+    let params_path = job.params_path();
     // A cold proof reads its parameters (44 GiB at 32 GiB: the disk's time) while the circuit
     // loads and the first witnesses are made, which need only the circuit; each partition runs
     // its H side as soon as the file's first section (H) is decoded, then each other MSM as
@@ -1005,8 +1204,7 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
         });
         let out = prove_partitions(
             engine,
-            &sector,
-            sector_id,
+            job,
             options,
             reporter,
             timings,
@@ -1028,46 +1226,42 @@ fn prove_shape<Tree: 'static + MerkleTreeTrait>(
 /// stages ([`ProofRun::prove_partition`]: admit, witness or synthesis, backend, epilogue,
 /// verify) on `workers` threads behind the engine's gate ([`crate::pipeline`]); `params` is
 /// set by the parameter load running beside, `sections` section by section ([`Sections`]).
-fn prove_partitions<Tree: 'static + MerkleTreeTrait>(
+fn prove_partitions(
     engine: &Engine,
-    sector: &Sector<Tree>,
-    sector_id: u64,
+    job: &dyn Job,
     options: &ProveOptions,
     reporter: &Reporter,
     timings: &mut Timings,
     (params, sections): (&Latch<Arc<Srs>>, &Sections),
 ) -> Result<C2Output> {
-    let proof_type = sector.proof_type;
     // The checkpoints of `options.cancel` (see [`crate::cancel`]).
     CancelToken::check(options.cancel.as_ref())?;
     let compiled = match options.synthesis {
         Synthesis::Compiled | Synthesis::Gadget => {
             Some(reporter.time(timings, None, Stage::Compile, || {
-                engine.load_circuit(&sector.params_path, &sector.pub_params.vanilla_params)
+                engine.load_circuit(job)
             })?)
         }
         Synthesis::Reference => None,
     };
 
-    let partitions = sector.vanilla.len();
+    let partitions = job.partitions();
     // The permit of a partition counts a, b, c only where they will be in host memory; if the
     // GPU SpMV cannot run after all, its worker takes the difference (`HostTopUp`). Under a
     // caller's limit, which nothing may exceed, the permit counts them always.
-    let sector_bytes = u64::from(proof_type.sector_size());
     let abc_on_host = engine.budget.is_strict()
         || compiled
             .as_ref()
             .map_or(true, |cc| engine.backend().abc_on_host(cc));
-    let need = partition_host_bytes(sector_bytes, abc_on_host);
+    let need = job.partition_host_bytes(abc_on_host, compiled.as_deref());
     let host_top_up = (!abc_on_host).then(|| crate::budget::HostTopUp {
         budget: engine.budget.clone(),
-        bytes: partition_host_bytes(sector_bytes, true) - need,
+        bytes: job.partition_host_bytes(true, compiled.as_deref()) - need,
     });
     let workers = engine.budget.fits(need)?.clamp(1, partitions);
     let run = ProofRun {
         engine,
-        sector,
-        sector_id,
+        job,
         options,
         reporter,
         params,
@@ -1143,10 +1337,9 @@ type PartitionOut = ([u8; PROOF_BYTES], PartitionReport, Timings);
 /// methods, in the order [`ProofRun::prove_partition`] runs them: admit → witness (compiled
 /// or gadget) or reference synthesis → backend compute → epilogue → verify. Shared by the
 /// partition workers of [`prove_partitions`].
-struct ProofRun<'a, Tree: 'static + MerkleTreeTrait> {
+struct ProofRun<'a> {
     engine: &'a Engine,
-    sector: &'a Sector<Tree>,
-    sector_id: u64,
+    job: &'a dyn Job,
     options: &'a ProveOptions,
     reporter: &'a Reporter,
     /// The parameters, set by the load running beside ([`prove_shape`]).
@@ -1185,7 +1378,7 @@ fn inputs_differ(k: usize) -> Error {
     }
 }
 
-impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
+impl<'a> ProofRun<'a> {
     /// A checkpoint of `options.cancel` (see [`crate::cancel`]).
     fn cancelled(&self) -> Result<()> {
         CancelToken::check(self.options.cancel.as_ref())
@@ -1256,21 +1449,15 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         self.cancelled()?;
         let memory = self.engine.budget.acquire_as(
             self.need,
-            &format!("sector {} partition {k}", self.sector_id),
+            &format!("{} partition {k}", self.job.label()),
         )?;
         Ok((pass, memory))
     }
 
-    /// The public inputs of partition `k` (from the C1 output's public inputs, 328 at 32 GiB
-    /// less the leading one): what the circuit's inputs must equal and the proof is verified
-    /// against.
+    /// The public inputs of partition `k` (328 at a 32 GiB PoRep, less the leading one): what
+    /// the circuit's inputs must equal and the proof is verified against.
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<_, _>>::generate_public_inputs(
-            &self.sector.public_inputs,
-            &self.sector.pub_params.vanilla_params,
-            Some(k),
-        )
-        .map_err(Error::internal)
+        self.job.public_inputs(k)
     }
 
     /// Reference synthesis stage: bellpepper synthesis of partition `k` into an [`Assignment`]
@@ -1291,7 +1478,7 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         // (the compiled path's take moves one into its permit, or trims), so they give
         // way here.
         self.engine.host_pool.trim_to_budget();
-        let asg = synthesize_partition(self.sector, None, k, false, self.reporter, t)?;
+        let asg = synthesize_partition(self.job, None, k, false, self.reporter, t)?;
         let srs = self.wait_params()?;
         srs.check_shape(&asg)?;
         prover::check_satisfied(&asg, k)?;
@@ -1376,13 +1563,9 @@ impl<'a, Tree: 'static + MerkleTreeTrait> ProofRun<'a, Tree> {
         w: &mut circuit::Witness,
         t: &mut Timings,
     ) -> Result<()> {
-        let s = self.sector;
         self.reporter.time(t, Some(k), Stage::Witness, || {
-            circuit::porep::witness_into(
+            self.job.witness_into(
                 &cc.layout,
-                &s.public_inputs,
-                &s.vanilla[k],
-                &s.pub_params.vanilla_params,
                 k,
                 self.options.synthesis == Synthesis::Compiled,
                 w,

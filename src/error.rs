@@ -36,11 +36,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     // ---- input: 100-199 ----
-    /// The C1 output is not valid JSON of the expected shape (or the wrapper's base64 is bad).
-    #[error("malformed C1 output: {0}")]
+    /// The input does not decode: a C1 output that is not JSON of the expected shape (or the
+    /// wrapper's base64 is bad), a PoSt vanilla proof that is not filecoin-proofs-api's bincode
+    /// of the proof type's shape.
+    #[error("malformed input: {0}")]
     MalformedInput(String),
-    /// The C1 output is well formed but inconsistent (e.g. partition count, wrapper sector size).
-    #[error("invalid C1 output: {0}")]
+    /// The input decodes but is inconsistent: a C1 output's partition count or wrapper sector
+    /// size; PoSt vanilla proofs that do not verify against their randomness, or a proof type of
+    /// another kind, randomness that is not 32 bytes.
+    #[error("invalid input: {0}")]
     InvalidInput(String),
     /// The prover id must be exactly 32 bytes; given as text (the CLI's `--prover-id`), an
     /// actor id (`f0NNNN`, `t0NNNN`, the bare number) or 64 hex digits.
@@ -51,7 +55,7 @@ pub enum Error {
         /// The text form that was passed, when the prover id came as text (`None`: bytes).
         text: Option<String>,
     },
-    /// The registered proof of the C1 output is not one cuzk can prove.
+    /// The registered proof (of a C1 output, or a PoSt proof type) is not one cuzk can prove.
     #[error("unsupported proof type: {0}")]
     UnsupportedProof(String),
     /// A configuration value (option or environment variable) could not be used.

@@ -30,8 +30,8 @@
 //!   (`boundary`, a `catch_unwind`); a panic becomes `CUZK_STATUS_PANIC` with the panic's
 //!   message (a panic in a function without a status is recorded as its message too). The library
 //!   must therefore be built with unwinding panics (the default; not `panic = "abort"`).
-//! * Thread safety: one engine may be used by many threads at once (`cuzk_prove_porep_c2` is
-//!   reentrant); results are independent objects. Freeing (`cuzk_engine_free`,
+//! * Thread safety: one engine may be used by many threads at once (`cuzk_prove_porep_c2`,
+//!   `cuzk_prove_window_post` and `cuzk_prove_winning_post` are reentrant); results are independent objects. Freeing (`cuzk_engine_free`,
 //!   `cuzk_result_free`) must not race with other uses of the same object.
 //!
 //! # Linking
@@ -303,7 +303,8 @@ pub struct CuzkTiming {
 #[derive(Debug)]
 pub struct CuzkResult {
     /// The proof: 192 bytes per partition, partitions in order - the byte layout of
-    /// filecoin-proofs' `seal_commit_phase2` proof.
+    /// filecoin-proofs' `seal_commit_phase2` proof (PoRep C2), or of filecoin-proofs-api's
+    /// WindowPoSt partition and WinningPoSt proofs (192 bytes).
     pub proof: *const u8,
     /// Length of `proof` in bytes.
     pub proof_len: usize,
@@ -814,41 +815,234 @@ pub unsafe extern "C" fn cuzk_prove_porep_c2(
     out: *mut *mut CuzkResult,
 ) -> CuzkStatus {
     with_status(|| {
-        if !out.is_null() {
-            // SAFETY: out is non-NULL and valid for writes by the caller's contract.
-            unsafe { out.write(std::ptr::null_mut()) };
-        }
-        if engine.is_null() {
-            return Err(null_arg("engine"));
-        }
-        if out.is_null() {
-            return Err(null_arg("out"));
-        }
-        // SAFETY: engine is non-NULL and, by the caller's contract, a live handle not being
-        // freed during this call; CuzkEngine is Sync, so shared use from threads is fine.
-        let handle = unsafe { &*engine };
+        // SAFETY: engine and out as this function's contract says.
+        let handle = unsafe { proof_call(engine, out) }?;
         // SAFETY: c1_json points to c1_len readable bytes for this call (caller's contract).
         let c1 = unsafe { bytes(c1_json, c1_len, "c1_json", "c1_len") }?;
         // SAFETY: prover_id points to prover_id_len readable bytes for this call.
         let prover = unsafe { bytes(prover_id, prover_id_len, "prover_id", "prover_id_len") }?;
-        let options = ProveOptions {
-            verify: handle.verify,
-            ..ProveOptions::default()
-        };
         let output = handle
             .engine
-            .prove_porep_c2(c1, sector_id, prover, &options)?;
-        let result = Box::into_raw(OwnedResult::new(output)) as *mut CuzkResult;
-        // SAFETY: out is non-NULL (checked) and valid for writes by the caller's contract.
-        unsafe { write_out(out, "out", result) }
+            .prove_porep_c2(c1, sector_id, prover, &handle.options())?;
+        // SAFETY: out is non-NULL (checked by proof_call) and valid for writes.
+        unsafe { write_result(out, output) }
     })
 }
 
-/// Releases a result from `cuzk_prove_porep_c2` and everything it points to. `NULL` is a
-/// no-op. Not to be called twice, nor while another thread reads the result.
+/// The start of a proving call: `*out` set to `NULL` (when `out` is not `NULL`), then the
+/// engine handle, or [`Error::InvalidConfig`] for a `NULL` engine or `out`.
 ///
 /// # Safety
-/// `result` is `NULL` or a result from `cuzk_prove_porep_c2` not freed before.
+/// `engine` is `NULL` or a live handle from `cuzk_engine_new` not freed during the call; `out`
+/// is `NULL` or valid for writing one pointer.
+unsafe fn proof_call<'a>(
+    engine: *const CuzkEngine,
+    out: *mut *mut CuzkResult,
+) -> Result<&'a CuzkEngine> {
+    if !out.is_null() {
+        // SAFETY: out is non-NULL and valid for writes by the caller's contract.
+        unsafe { out.write(std::ptr::null_mut()) };
+    }
+    if engine.is_null() {
+        return Err(null_arg("engine"));
+    }
+    if out.is_null() {
+        return Err(null_arg("out"));
+    }
+    // SAFETY: engine is non-NULL and, by the caller's contract, a live handle not being freed
+    // during this call; CuzkEngine is Sync, so shared use from threads is fine.
+    Ok(unsafe { &*engine })
+}
+
+/// Hands `output` to the caller through `out` as a `cuzk_result_t` it owns.
+///
+/// # Safety
+/// `out` is valid for writing one pointer.
+unsafe fn write_result(out: *mut *mut CuzkResult, output: crate::ProofOutput) -> Result<()> {
+    let result = Box::into_raw(OwnedResult::new(output)) as *mut CuzkResult;
+    // SAFETY: out is valid for writes by the caller's contract.
+    unsafe { write_out(out, "out", result) }
+}
+
+impl CuzkEngine {
+    /// The options of one proving call on this engine.
+    fn options(&self) -> ProveOptions {
+        ProveOptions {
+            verify: self.verify,
+            ..ProveOptions::default()
+        }
+    }
+}
+
+/// Proves one WindowPoSt partition: the 192 bytes filecoin-proofs-api's
+/// `post::generate_single_window_post_with_vanilla` returns for the same input.
+///
+/// * `engine` - from `cuzk_engine_new`; may be used by many threads at once.
+/// * `registered_proof` - the PoSt proof type in the actors' numbering: 10..14 (WindowPoSt
+///   2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB).
+/// * `vanilla_proofs`, `vanilla_proof_lens`, `vanilla_proof_count` - one vanilla proof per
+///   sector of the partition (the bytes of `post::generate_single_vanilla_proof`; at most 2349
+///   at 32 GiB): `vanilla_proofs[i]` points to `vanilla_proof_lens[i]` bytes. Borrowed for the
+///   call only.
+/// * `randomness`, `randomness_len` - the 32-byte PoSt randomness. Borrowed.
+/// * `prover_id`, `prover_id_len` - the 32-byte prover id (see
+///   `cuzk_prover_id_from_actor_id`). Borrowed.
+/// * `partition_index` - the partition's index in the deadline.
+/// * `out` - receives the result (one partition), owned by the caller (release with
+///   `cuzk_result_free`); set to `NULL` on failure.
+///
+/// Blocks until the proof is done. Thread-safe. Returns `CUZK_STATUS_OK` or an error status
+/// (input errors 1xx before any proving); the message is then in `cuzk_last_error_message`.
+///
+/// # Safety
+/// `engine` is `NULL` or a live handle from `cuzk_engine_new`; `vanilla_proofs` and
+/// `vanilla_proof_lens` point to `vanilla_proof_count` readable entries each (or are `NULL`
+/// with a count of 0), and each `vanilla_proofs[i]` to `vanilla_proof_lens[i]` readable bytes;
+/// `randomness` and `prover_id` point to their lengths in readable bytes (or are `NULL` with
+/// length 0); `out` is `NULL` or valid for writing one pointer. The buffers must not be changed
+/// by another thread during the call.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_prove_window_post(
+    engine: *const CuzkEngine,
+    registered_proof: u64,
+    vanilla_proofs: *const *const u8,
+    vanilla_proof_lens: *const usize,
+    vanilla_proof_count: usize,
+    randomness: *const u8,
+    randomness_len: usize,
+    prover_id: *const u8,
+    prover_id_len: usize,
+    partition_index: usize,
+    out: *mut *mut CuzkResult,
+) -> CuzkStatus {
+    // SAFETY: the caller's contract is this function's (see `# Safety`).
+    unsafe {
+        prove_post(
+            engine,
+            crate::ProofKind::WindowPost,
+            registered_proof,
+            (vanilla_proofs, vanilla_proof_lens, vanilla_proof_count),
+            (randomness, randomness_len),
+            (prover_id, prover_id_len),
+            partition_index,
+            out,
+        )
+    }
+}
+
+/// Proves a WinningPoSt: the 192 bytes filecoin-proofs-api's
+/// `post::generate_winning_post_with_vanilla` returns for the same input.
+///
+/// Arguments as `cuzk_prove_window_post`, with `registered_proof` 0..4 (WinningPoSt 2 KiB,
+/// 8 MiB, 512 MiB, 32 GiB, 64 GiB), the challenged sector's vanilla proof (one), and no
+/// partition index. Blocks until the proof is done. Thread-safe.
+///
+/// # Safety
+/// As `cuzk_prove_window_post`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_prove_winning_post(
+    engine: *const CuzkEngine,
+    registered_proof: u64,
+    vanilla_proofs: *const *const u8,
+    vanilla_proof_lens: *const usize,
+    vanilla_proof_count: usize,
+    randomness: *const u8,
+    randomness_len: usize,
+    prover_id: *const u8,
+    prover_id_len: usize,
+    out: *mut *mut CuzkResult,
+) -> CuzkStatus {
+    // SAFETY: the caller's contract is this function's (see `# Safety`).
+    unsafe {
+        prove_post(
+            engine,
+            crate::ProofKind::WinningPost,
+            registered_proof,
+            (vanilla_proofs, vanilla_proof_lens, vanilla_proof_count),
+            (randomness, randomness_len),
+            (prover_id, prover_id_len),
+            0,
+            out,
+        )
+    }
+}
+
+/// The body of `cuzk_prove_window_post` and `cuzk_prove_winning_post`.
+///
+/// # Safety
+/// As `cuzk_prove_window_post`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn prove_post(
+    engine: *const CuzkEngine,
+    kind: crate::ProofKind,
+    registered_proof: u64,
+    (vanilla_ptrs, vanilla_lens, count): (*const *const u8, *const usize, usize),
+    (randomness, randomness_len): (*const u8, usize),
+    (prover_id, prover_id_len): (*const u8, usize),
+    partition_index: usize,
+    out: *mut *mut CuzkResult,
+) -> CuzkStatus {
+    with_status(|| {
+        // SAFETY: engine and out as this function's contract says.
+        let handle = unsafe { proof_call(engine, out) }?;
+        if count > 0 && (vanilla_ptrs.is_null() || vanilla_lens.is_null()) {
+            return Err(null_buffer(
+                "vanilla_proofs or vanilla_proof_lens",
+                "vanilla_proof_count",
+                count,
+            ));
+        }
+        if count > (isize::MAX as usize) / std::mem::size_of::<usize>() {
+            return Err(Error::InvalidInput(format!(
+                "vanilla_proof_count {count} is larger than an array can be"
+            )));
+        }
+        let (ptrs, lens): (&[*const u8], &[usize]) = if count == 0 {
+            (&[], &[])
+        } else {
+            // SAFETY: both arrays are non-NULL (checked) and hold `count` readable entries for
+            // this call (caller's contract); count * size fits isize (checked).
+            unsafe {
+                (
+                    std::slice::from_raw_parts(vanilla_ptrs, count),
+                    std::slice::from_raw_parts(vanilla_lens, count),
+                )
+            }
+        };
+        let vanilla = ptrs
+            .iter()
+            .zip(lens)
+            // SAFETY: each vanilla_proofs[i] points to vanilla_proof_lens[i] readable bytes for
+            // this call (caller's contract).
+            .map(|(&p, &n)| unsafe { bytes(p, n, "vanilla_proofs[i]", "vanilla_proof_lens[i]") })
+            .collect::<Result<Vec<&[u8]>>>()?;
+        // SAFETY: randomness points to randomness_len readable bytes for this call.
+        let randomness =
+            unsafe { bytes(randomness, randomness_len, "randomness", "randomness_len") }?;
+        // SAFETY: prover_id points to prover_id_len readable bytes for this call.
+        let prover = unsafe { bytes(prover_id, prover_id_len, "prover_id", "prover_id_len") }?;
+        let req = crate::post::PostRequest {
+            kind,
+            registered_proof,
+            vanilla_proofs: &vanilla,
+            randomness,
+            prover_id: prover,
+            partition_index,
+        };
+        let output = handle.engine.prove_post(&req, &handle.options())?;
+        // SAFETY: out is non-NULL (checked by proof_call) and valid for writes.
+        unsafe { write_result(out, output) }
+    })
+}
+
+/// Releases a result from `cuzk_prove_porep_c2`, `cuzk_prove_window_post` or
+/// `cuzk_prove_winning_post` and everything it points to. `NULL` is a no-op. Not to be called
+/// twice, nor while another thread reads the result.
+///
+/// # Safety
+/// `result` is `NULL` or a result from one of those calls, not freed before.
 #[no_mangle]
 pub unsafe extern "C" fn cuzk_result_free(result: *mut CuzkResult) {
     boundary((), || {

@@ -7,6 +7,9 @@
 //! - [`Engine`]: holds loaded parameters and devices; reuse one for many calls.
 //! - [`Engine::prove_porep_c2`] / [`prove_porep_c2`]: C1 JSON in, proof bytes out
 //!   (192 bytes per partition, the format of filecoin-proofs' `seal_commit_phase2`).
+//! - [`Engine::prove_window_post`] / [`Engine::prove_winning_post`]: PoSt vanilla proofs in
+//!   (what Curio sends, [`post`]), the 192-byte proof of filecoin-proofs-api's
+//!   `generate_single_window_post_with_vanilla` / `generate_winning_post_with_vanilla` out.
 //! - [`c1::prover_id_from_actor_id`]: the 32-byte prover id of a miner actor id.
 //!
 //! The data flow (parse → parameters → synthesis → H polynomial and MSMs → Groth16 epilogue →
@@ -41,6 +44,7 @@ macro_rules! internal_modules {
 
 pub mod c1;
 pub mod ffi;
+pub mod post;
 
 internal_modules! {
     budget;
@@ -55,6 +59,7 @@ internal_modules! {
     // unit tests and cuzk's tools.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     gpu;
+    job;
     ntt;
     pipeline;
     progress;
@@ -71,6 +76,7 @@ pub use config::{
     Backend, CircuitCache, EngineConfig, HAhead, MsmAccumulation, ProveOptions, Synthesis, Tier,
     Tuning,
 };
-pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport};
+pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport, ProofOutput};
 pub use error::{DeviceFault, Error, Result};
+pub use job::ProofKind;
 pub use progress::{ProgressEvent, ProgressFn, Stage, Timings};

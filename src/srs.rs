@@ -735,6 +735,25 @@ pub fn porep_param_paths_of(
     filecoin_proofs::with_shape!(u64::from(proof.sector_size()), of, proof, dir,)
 }
 
+/// Paths of the `.params` and `.vk` files of a PoSt circuit (WindowPoSt or WinningPoSt: `pp`
+/// tells them apart) in `dir`, under the standard v28 names of filecoin-proofs
+/// (`v28-proof-of-spacetime-fallback-<tree>-<sha256 of the public parameters' identifier>`).
+pub fn post_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait>(
+    dir: &Path,
+    public_params: &storage_proofs_post::fallback::PublicParams,
+) -> (PathBuf, PathBuf) {
+    use storage_proofs_core::parameter_cache::{CacheableParameters, VERSION};
+    use storage_proofs_post::fallback::{FallbackPoStCircuit, FallbackPoStCompound, PublicParams};
+    let id = <FallbackPoStCompound<Tree> as CacheableParameters<
+        FallbackPoStCircuit<Tree>,
+        PublicParams,
+    >>::cache_identifier(public_params);
+    (
+        dir.join(format!("v{VERSION}-{id}.params")),
+        dir.join(format!("v{VERSION}-{id}.vk")),
+    )
+}
+
 /// Paths of the `.params` and `.vk` files of a PoRep circuit in `dir`, under the standard v28
 /// names of filecoin-proofs (`v28-stacked-proof-of-replication-<tree>-<hasher>-<sha256 of the
 /// public parameters' identifier>.params`).

@@ -465,8 +465,9 @@ func TestBadInputGetsClearCodes(t *testing.T) {
 		needle string
 	}{
 		{"kind unspecified", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_PROOF_KIND_UNSPECIFIED }, codes.InvalidArgument, "unspecified"},
-		{"winning post", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_WINNING_POST }, codes.Unimplemented, "WINNING_POST"},
-		{"window post", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_WINDOW_POST_PARTITION }, codes.Unimplemented, "WINDOW_POST"},
+		// A PoRep request (proof type 5) sent as PoSt: 5 is a WindowPoSt V1 type, refused.
+		{"winning post", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_WINNING_POST }, codes.InvalidArgument, "not a winning-post proof type"},
+		{"window post", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_WINDOW_POST_PARTITION }, codes.Unimplemented, "WindowPoSt V1"},
 		{"snap", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_SNAP_DEALS_UPDATE }, codes.Unimplemented, "SNAP"},
 		{"unknown kind", func(r *SubmitProofRequest) { r.ProofKind = 42 }, codes.InvalidArgument, "proof_kind 42"},
 		{"unknown priority", func(r *SubmitProofRequest) { r.Priority = 9 }, codes.InvalidArgument, "priority 9"},

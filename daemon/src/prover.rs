@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use cuzk::{Engine, ProveOptions, Stage, Timings};
 use filecoin_proofs_api::RegisteredSealProof;
 
-use crate::request::{circuit_id, PorepJob};
+use crate::request::{circuit_id, PorepJob, PostJob, ProofJob};
 
 /// A finished proof and the engine's stage timings.
 #[derive(Clone, Debug)]
@@ -63,6 +63,49 @@ pub trait Prover: Send + Sync + 'static {
         job: &PorepJob,
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error>;
+
+    /// Proves one WindowPoSt partition or WinningPoSt job, cancelled as
+    /// [`Prover::prove_porep`]. The default: [`cuzk::Error::UnsupportedProof`] (a prover of
+    /// PoRep only).
+    ///
+    /// # Errors
+    /// The engine's error, unchanged.
+    fn prove_post(
+        &self,
+        job: &PostJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
+        let _ = cancel;
+        Err(cuzk::Error::UnsupportedProof(format!(
+            "{}: this prover proves PoRep only",
+            job.kind
+        )))
+    }
+
+    /// Checks a PoSt job's vanilla proofs before it is queued. The default is the engine's
+    /// check ([`cuzk::post::check`]: decoded and verified against the randomness and prover
+    /// id); a test prover may accept its own fake vanilla proofs.
+    ///
+    /// # Errors
+    /// The engine's input error (1xx).
+    fn check_post(&self, job: &PostJob) -> Result<(), cuzk::Error> {
+        job.with_request(cuzk::post::check)
+    }
+
+    /// Proves `job` of any kind ([`Prover::prove_porep`], [`Prover::prove_post`]).
+    ///
+    /// # Errors
+    /// Theirs.
+    fn prove(
+        &self,
+        job: &ProofJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
+        match job {
+            ProofJob::Porep(j) => self.prove_porep(j, cancel),
+            ProofJob::Post(j) => self.prove_post(j, cancel),
+        }
+    }
 
     /// Loads the parameters of `proof` (at most once); returns whether they were loaded already.
     ///
@@ -144,6 +187,21 @@ impl Prover for EngineProver {
         if let Err(e) = self.load(job.registered_proof) {
             log::warn!("recording loaded parameters: {e}");
         }
+        Ok(ProofOutput {
+            proof: out.proof,
+            timings: out.timings,
+        })
+    }
+
+    fn prove_post(
+        &self,
+        job: &PostJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
+        let options = ProveOptions::default()
+            .with_verify(self.verify)
+            .with_cancel(cancel.clone());
+        let out = job.with_request(|req| self.engine.prove_post(req, &options))?;
         Ok(ProofOutput {
             proof: out.proof,
             timings: out.timings,

@@ -1,6 +1,8 @@
 //! Checking a `SubmitProofRequest` before it is queued: proof kind, priority, proof type, sizes,
 //! and a light read of the C1 output (its JSON, the wrapper's sector number and size, the proof
-//! type inside), so that bad input is refused at once instead of after its wait in the queue.
+//! type inside), or for PoSt the engine's own input checks ([`cuzk::post::check`]: vanilla
+//! proofs decoded and verified against the randomness), so that bad input is refused at once
+//! instead of after its wait in the queue.
 
 use base64::Engine as _;
 use filecoin_proofs_api::RegisteredSealProof;
@@ -73,6 +75,130 @@ pub struct PorepJob {
     pub registered_proof: RegisteredSealProof,
 }
 
+/// A WindowPoSt partition or WinningPoSt job, checked and ready for the engine.
+#[derive(Clone, Debug)]
+pub struct PostJob {
+    /// [`cuzk::ProofKind::WindowPost`] or [`cuzk::ProofKind::WinningPost`].
+    pub kind: cuzk::ProofKind,
+    /// The PoSt proof type in the actors' numbering (see [`cuzk::post::registered_post_proof`]).
+    pub registered_proof: u64,
+    /// One vanilla proof per sector (filecoin-proofs-api's `generate_single_vanilla_proof`).
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// 32 bytes.
+    pub randomness: Vec<u8>,
+    /// Miner actor id.
+    pub miner_id: u64,
+    /// 32-byte prover id of `miner_id`.
+    pub prover_id: [u8; 32],
+    /// WindowPoSt: the partition index (0 for WinningPoSt).
+    pub partition_index: usize,
+    /// Sector size of `registered_proof`, bytes.
+    pub sector_size: u64,
+}
+
+impl PostJob {
+    /// Calls `f` with the engine's view of the job ([`cuzk::post::PostRequest`]).
+    pub fn with_request<T>(&self, f: impl FnOnce(&cuzk::post::PostRequest<'_>) -> T) -> T {
+        let vanilla: Vec<&[u8]> = self.vanilla_proofs.iter().map(Vec::as_slice).collect();
+        f(&cuzk::post::PostRequest {
+            kind: self.kind,
+            registered_proof: self.registered_proof,
+            vanilla_proofs: &vanilla,
+            randomness: &self.randomness,
+            prover_id: &self.prover_id,
+            partition_index: self.partition_index,
+        })
+    }
+}
+
+/// A job of any proof kind, as the scheduler queues it.
+#[derive(Clone, Debug)]
+pub enum ProofJob {
+    /// PoRep C2.
+    Porep(PorepJob),
+    /// WindowPoSt partition or WinningPoSt.
+    Post(PostJob),
+}
+
+impl From<PorepJob> for ProofJob {
+    fn from(j: PorepJob) -> Self {
+        ProofJob::Porep(j)
+    }
+}
+
+impl From<PostJob> for ProofJob {
+    fn from(j: PostJob) -> Self {
+        ProofJob::Post(j)
+    }
+}
+
+impl ProofJob {
+    /// The circuit id of the job's proof type (`porep-32g`, `wpost-32g`, `winning-32g`, ...).
+    pub fn circuit_id(&self) -> String {
+        match self {
+            ProofJob::Porep(j) => circuit_id(j.registered_proof),
+            ProofJob::Post(j) => {
+                let prefix = match j.kind {
+                    cuzk::ProofKind::WinningPost => "winning",
+                    _ => "wpost",
+                };
+                format!("{prefix}-{}", size_name(j.sector_size))
+            }
+        }
+    }
+}
+
+/// The PoSt kind of a request, or `None` for every other kind.
+pub fn post_kind(req: &proto::SubmitProofRequest) -> Option<cuzk::ProofKind> {
+    match proto::ProofKind::try_from(req.proof_kind) {
+        Ok(proto::ProofKind::WindowPostPartition) => Some(cuzk::ProofKind::WindowPost),
+        Ok(proto::ProofKind::WinningPost) => Some(cuzk::ProofKind::WinningPost),
+        _ => None,
+    }
+}
+
+/// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, no
+/// `vanilla_proof`) and returns its priority, job and [`ContentKey`]. The vanilla proofs are
+/// checked after it, by [`crate::prover::Prover::check_post`] (the engine's
+/// [`cuzk::post::check`]: decoded and verified against the randomness and prover id; about a
+/// second for a 32 GiB WindowPoSt partition's 2349 vanilla proofs, so both run on a blocking
+/// thread).
+///
+/// # Errors
+/// [`DaemonError::InvalidArgument`] for the request's own fields, and the engine's error for a
+/// proof type that is not of `kind` (1xx, as [`DaemonError::Engine`]: a proof type cuzk does
+/// not prove (103) is UNIMPLEMENTED, the others INVALID_ARGUMENT).
+pub fn check_post(
+    req: proto::SubmitProofRequest,
+    kind: cuzk::ProofKind,
+) -> Result<(Priority, PostJob, ContentKey), DaemonError> {
+    let priority = Priority::from_wire(req.priority)?;
+    let size = cuzk::post::sector_size(kind, req.registered_proof)?;
+    if req.sector_size != 0 && req.sector_size != size {
+        return Err(DaemonError::InvalidArgument(format!(
+            "sector_size {} disagrees with registered_proof {} ({size} bytes)",
+            req.sector_size, req.registered_proof
+        )));
+    }
+    if !req.vanilla_proof.is_empty() {
+        return Err(DaemonError::InvalidArgument(
+            "vanilla_proof is set: PoSt takes its vanilla proofs in vanilla_proofs".into(),
+        ));
+    }
+    let key = ContentKey::of(&req, size);
+    let job = PostJob {
+        kind,
+        registered_proof: req.registered_proof,
+        vanilla_proofs: req.vanilla_proofs,
+        randomness: req.randomness,
+        miner_id: req.miner_id,
+        prover_id: cuzk::c1::prover_id_from_actor_id(req.miner_id),
+        partition_index: req.partition_index as usize,
+        sector_size: size,
+    };
+    Ok((priority, job, key))
+}
+
 /// What a request's proof depends on, as one value: two requests with equal keys are due the same
 /// proof, so a resubmitted request (same `request_id`, equal key) may attach to the earlier job;
 /// with another key it must not (see [`crate::scheduler::Scheduler::submit`]).
@@ -84,13 +210,19 @@ pub struct PorepJob {
 /// fixed-width little-endian and every byte string is preceded by its length, so distinct field
 /// values never encode alike. The C1 output is hashed as sent: the same C1 output in another JSON
 /// layout is another key (a new job that proves the same thing, never a wrong proof).
+///
+/// PoSt requests are keyed alike ([`check_post`]), with their PoSt proof type's sector size: every
+/// partition of a WindowPoSt deadline comes with one request id
+/// (`wdpost-<miner>-0-<randomness[:8]>`), and its partition index and vanilla proofs make each
+/// partition's key its own.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ContentKey([u8; 32]);
 
 impl ContentKey {
-    /// The key of `req`, whose proof type `proof` [`check_fields`] read. Hashes the whole
-    /// request (~50 MB for a 32 GiB C1 output): call it off the async runtime.
-    pub fn of(req: &proto::SubmitProofRequest, proof: RegisteredSealProof) -> ContentKey {
+    /// The key of `req`, whose proof type ([`check_fields`] or [`check_post`] read it) has
+    /// sectors of `sector_size` bytes. Hashes the whole request (~50 MB for a 32 GiB C1
+    /// output): call it off the async runtime.
+    pub fn of(req: &proto::SubmitProofRequest, sector_size: u64) -> ContentKey {
         use sha2::Digest as _;
         let mut h = sha2::Sha256::new();
         let bytes = |h: &mut sha2::Sha256, b: &[u8]| {
@@ -101,7 +233,7 @@ impl ContentKey {
         bytes(&mut h, b"cuzk.v1.SubmitProofRequest content key 1");
         h.update(req.proof_kind.to_le_bytes());
         h.update(req.registered_proof.to_le_bytes());
-        h.update(u64::from(proof.sector_size()).to_le_bytes());
+        h.update(sector_size.to_le_bytes());
         h.update(req.sector_number.to_le_bytes());
         h.update(req.miner_id.to_le_bytes());
         h.update(req.partition_index.to_le_bytes());
@@ -180,7 +312,8 @@ pub fn check_fields(
         }
         Ok(k) => {
             return Err(DaemonError::Unimplemented(format!(
-                "proof kind {}: cuzk proves POREP_SEAL_COMMIT only",
+                "proof kind {}: cuzk proves POREP_SEAL_COMMIT, WINDOW_POST_PARTITION and \
+                 WINNING_POST",
                 k.as_str_name()
             )))
         }
@@ -329,13 +462,16 @@ pub fn circuit_proof(id: &str) -> Result<RegisteredSealProof, DaemonError> {
 /// The circuit id of a PoRep proof type (`porep-32g`, `porep-2k`, ...), as [`circuit_proof`]
 /// reads it.
 pub fn circuit_id(proof: RegisteredSealProof) -> String {
-    let size = u64::from(proof.sector_size());
-    let s = match size {
+    format!("porep-{}", size_name(u64::from(proof.sector_size())))
+}
+
+/// A sector size as circuit ids write it: `2k`, `8m`, `512m`, `32g`, `64g`.
+fn size_name(size: u64) -> String {
+    match size {
         s if s >= 1 << 30 => format!("{}g", s >> 30),
         s if s >= 1 << 20 => format!("{}m", s >> 20),
         s => format!("{}k", s >> 10),
-    };
-    format!("porep-{s}")
+    }
 }
 
 #[cfg(test)]
@@ -404,7 +540,7 @@ mod tests {
 
     #[test]
     fn content_keys_differ_by_every_field_the_proof_depends_on() {
-        let p = RegisteredSealProof::StackedDrg2KiBV1_1;
+        let p = u64::from(RegisteredSealProof::StackedDrg2KiBV1_1.sector_size());
         let base = proto::SubmitProofRequest {
             request_id: "porep-1000-7".into(),
             proof_kind: proto::ProofKind::PorepSealCommit as i32,
@@ -458,9 +594,79 @@ mod tests {
         }
         // Another proof type of another size: the size is part of the key too.
         assert_ne!(
-            ContentKey::of(&base, RegisteredSealProof::StackedDrg8MiBV1_1),
+            ContentKey::of(
+                &base,
+                u64::from(RegisteredSealProof::StackedDrg8MiBV1_1.sector_size())
+            ),
             key
         );
+    }
+
+    #[test]
+    fn post_partitions_of_one_request_id_have_keys_of_their_own() {
+        let base = proto::SubmitProofRequest {
+            request_id: "wdpost-1000-0-0909090909090909".into(),
+            proof_kind: proto::ProofKind::WindowPostPartition as i32,
+            sector_size: 2048,
+            registered_proof: 10, // WindowPoSt 2 KiB V1_1
+            priority: proto::Priority::High as i32,
+            vanilla_proofs: vec![vec![1; 40], vec![2; 40]],
+            randomness: vec![9; 32],
+            miner_id: 1000,
+            ..Default::default()
+        };
+        let key = |r: &proto::SubmitProofRequest| {
+            let (_, job, key) = check_post(r.clone(), cuzk::ProofKind::WindowPost).unwrap();
+            let size = if r.registered_proof == 10 {
+                2048
+            } else {
+                8 << 20
+            };
+            assert_eq!(job.sector_size, size);
+            assert_eq!(job.partition_index, r.partition_index as usize);
+            key
+        };
+        let k = key(&base);
+        type Edit = fn(&mut proto::SubmitProofRequest);
+        let same: [Edit; 3] = [
+            |r| r.request_id = "other".into(),
+            |r| r.priority = proto::Priority::Critical as i32,
+            |r| r.sector_size = 0,
+        ];
+        for edit in same {
+            let mut r = base.clone();
+            edit(&mut r);
+            assert_eq!(key(&r), k, "{r:?}");
+        }
+        let other: [(&str, Edit); 7] = [
+            ("partition", |r| r.partition_index = 1),
+            ("miner", |r| r.miner_id = 1001),
+            ("randomness", |r| r.randomness[31] = 8),
+            ("one vanilla proof", |r| r.vanilla_proofs[1][39] = 3),
+            ("fewer vanilla proofs", |r| r.vanilla_proofs.truncate(1)),
+            // The same bytes split otherwise between the vanilla proofs.
+            ("split", |r| {
+                r.vanilla_proofs = vec![vec![1; 41], vec![2; 39]]
+            }),
+            ("proof type", |r| r.registered_proof = 11), // WindowPoSt 8 MiB V1_1
+        ];
+        let mut seen = vec![k];
+        for (name, edit) in other {
+            let mut r = base.clone();
+            edit(&mut r);
+            if name == "proof type" {
+                r.sector_size = 0;
+            }
+            let k = key(&r);
+            assert!(!seen.contains(&k), "{name}: {k:?} equals an earlier key");
+            seen.push(k);
+        }
+        // WinningPoSt 2 KiB (0) with the same fields: another kind, another key.
+        let mut r = base.clone();
+        r.proof_kind = proto::ProofKind::WinningPost as i32;
+        r.registered_proof = 0;
+        let (_, _, w) = check_post(r, cuzk::ProofKind::WinningPost).unwrap();
+        assert!(!seen.contains(&w));
     }
 
     #[test]

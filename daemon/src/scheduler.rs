@@ -31,7 +31,7 @@ use tokio::sync::watch;
 
 use crate::error::DaemonError;
 use crate::prover::{JobTimings, Prover};
-use crate::request::{circuit_id, ContentKey, PorepJob, Priority};
+use crate::request::{ContentKey, Priority, ProofJob};
 
 /// Settings of the queue.
 #[derive(Clone, Debug)]
@@ -117,7 +117,7 @@ pub struct Job {
     /// Cancel it when its last `Prove` caller goes away (submitted by `Prove`, not `SubmitProof`).
     pub cancel_with_caller: bool,
     seq: u64,
-    input: Mutex<Option<PorepJob>>,
+    input: Mutex<Option<ProofJob>>,
     state: watch::Sender<JobState>,
     /// `Prove` calls waiting on the job.
     callers: Mutex<usize>,
@@ -336,9 +336,10 @@ impl Scheduler {
         request_id: &str,
         key: ContentKey,
         priority: Priority,
-        job: PorepJob,
+        job: impl Into<ProofJob>,
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
+        let job: ProofJob = job.into();
         let mut st = lock(&self.inner.state);
         if !st.accepting {
             return Err(DaemonError::ShuttingDown("no new jobs are accepted".into()));
@@ -384,7 +385,7 @@ impl Scheduler {
             request_id: request_id.to_string(),
             key,
             priority,
-            circuit: circuit_id(job.registered_proof),
+            circuit: job.circuit_id(),
             accepted: Instant::now(),
             cancel_with_caller,
             seq,
@@ -685,7 +686,7 @@ impl Scheduler {
                 }
             };
             let result = catch_unwind(AssertUnwindSafe(|| {
-                self.inner.prover.prove_porep(&input, &job.cancel)
+                self.inner.prover.prove(&input, &job.cancel)
             }))
             .unwrap_or_else(|p| Err(cuzk::Error::from_panic(p)));
             drop(input);
@@ -745,7 +746,7 @@ impl Scheduler {
     }
 
     /// Takes the next queued job and marks it running (the state lock held).
-    fn pop(&self, st: &mut State) -> Option<(Arc<Job>, PorepJob, Instant)> {
+    fn pop(&self, st: &mut State) -> Option<(Arc<Job>, ProofJob, Instant)> {
         while let Some(e) = st.queue.pop() {
             let Some(job) = st.jobs.get(&e.id).cloned() else {
                 continue;

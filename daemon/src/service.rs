@@ -31,11 +31,14 @@ impl ProvingService {
         req: proto::SubmitProofRequest,
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
+        if let Some(kind) = request::post_kind(&req) {
+            return self.accept_post(req, kind, cancel_with_caller).await;
+        }
         let (priority, proof) = request::check_fields(&req)?;
         // Reading and hashing ~50 MB is blocking work: not on the runtime's threads.
         let (key, req) = tokio::task::spawn_blocking(move || {
             request::check_c1(&req.vanilla_proof, req.sector_number, proof)
-                .map(|()| (ContentKey::of(&req, proof), req))
+                .map(|()| (ContentKey::of(&req, u64::from(proof.sector_size())), req))
         })
         .await
         .map_err(|e| DaemonError::Internal(format!("C1 check task: {e}")))??;
@@ -60,6 +63,39 @@ impl ProvingService {
             "job {}: accepted ({proof:?}, sector {sector_number}, miner f0{miner_id}, {:?}, \
              content {key:?}, position {pos})",
             job.id,
+            priority
+        );
+        Ok((job, pos))
+    }
+
+    /// [`ProvingService::accept`] of a PoSt request of `kind`: checked and keyed
+    /// ([`request::check_post`]), its vanilla proofs checked by the prover
+    /// ([`crate::prover::Prover::check_post`]), both on a blocking thread; then queued.
+    async fn accept_post(
+        &self,
+        req: proto::SubmitProofRequest,
+        kind: cuzk::ProofKind,
+        cancel_with_caller: bool,
+    ) -> Result<(Arc<Job>, u32), DaemonError> {
+        let request_id = req.request_id.clone();
+        let prover = self.scheduler.prover().clone();
+        let (priority, job, key) = tokio::task::spawn_blocking(move || {
+            let (priority, job, key) = request::check_post(req, kind)?;
+            prover.check_post(&job)?;
+            Ok::<_, DaemonError>((priority, job, key))
+        })
+        .await
+        .map_err(|e| DaemonError::Internal(format!("PoSt check task: {e}")))??;
+        let (sectors, miner_id, partition) =
+            (job.vanilla_proofs.len(), job.miner_id, job.partition_index);
+        let (job, pos) =
+            self.scheduler
+                .submit(&request_id, key, priority, job, cancel_with_caller)?;
+        log::info!(
+            "job {}: accepted ({kind} {}, partition {partition}, {sectors} sector(s), miner \
+             f0{miner_id}, {:?}, content {key:?}, position {pos})",
+            job.id,
+            job.circuit,
             priority
         );
         Ok((job, pos))

@@ -347,17 +347,19 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
             Code::InvalidArgument,
             "unspecified",
         ),
+        // A PoRep request (proof type 5, a C1 output) sent as PoSt: the number is a WindowPoSt
+        // V1 type, which no network accepts any more.
         (
             "winning post",
             |r| r.proof_kind = 4,
-            Code::Unimplemented,
-            "WINNING_POST",
+            Code::InvalidArgument,
+            "not a winning-post proof type",
         ),
         (
             "window post",
             |r| r.proof_kind = 3,
             Code::Unimplemented,
-            "WINDOW_POST",
+            "WindowPoSt V1",
         ),
         (
             "snap",
@@ -514,7 +516,7 @@ async fn engine_errors_answer_their_grpc_codes() {
         (
             SECTOR_BAD_INPUT,
             Code::InvalidArgument,
-            "cuzk error 101: invalid C1 output",
+            "cuzk error 101: invalid input",
         ),
         (
             SECTOR_PANIC,
@@ -800,6 +802,71 @@ async fn a_failed_job_s_id_is_never_given_to_another_job() {
     let r = prove_ok(&mut c, request(6, Priority::Normal, &retry)).await;
     assert_ne!(r.job_id, retry);
     assert_eq!(r.proof, fake_proof(6));
+    d.shutdown().await;
+}
+
+/// Every partition of a WindowPoSt deadline comes with one request id
+/// (`wdpost-<miner>-0-<randomness[:8]>`): each partition (and other vanilla proofs under the same
+/// partition index) is a job of its own with its own proof; only the same content attaches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn window_post_partitions_of_one_request_id_get_their_own_jobs() {
+    let p = FakeProver::new();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let randomness = [9u8; 32];
+    let id = format!("wdpost-{MINER}-0-{}", "09".repeat(8));
+    let v0 = vec![vec![1u8; 64], vec![2; 64]];
+    let reqs = [
+        post_request(&id, 0, randomness, v0.clone()),
+        post_request(&id, 1, randomness, vec![vec![3u8; 64]]),
+        // The same partition index with other vanilla proofs, and the same vanilla proofs
+        // under another partition index.
+        post_request(&id, 0, randomness, vec![vec![1u8; 64], vec![2; 65]]),
+        post_request(&id, 1, randomness, v0.clone()),
+    ];
+    let first = c.submit_proof(reqs[0].clone()).await.unwrap().into_inner();
+    assert_eq!(first.job_id, id);
+    assert_eq!(p.wait_started(1), vec![POST_GATE]);
+    let mut ids = vec![first.job_id];
+    for (i, r) in reqs.iter().enumerate().skip(1) {
+        let a = c.submit_proof(r.clone()).await.unwrap().into_inner();
+        assert!(a.job_id.starts_with(&format!("{id}#")), "{i}: {}", a.job_id);
+        assert!(!ids.contains(&a.job_id), "{i}: {} twice", a.job_id);
+        // Behind the jobs queued before it (the running one is not counted).
+        assert_eq!(a.queue_position, i as u32 - 1, "{i}");
+        ids.push(a.job_id);
+    }
+    // The same content (priority is not content) attaches to its job, running or queued.
+    let mut same = reqs[0].clone();
+    same.priority = Priority::Critical as i32;
+    same.sector_size = 0;
+    for (r, want) in [(same, &ids[0]), (reqs[1].clone(), &ids[1])] {
+        let a = c.submit_proof(r).await.unwrap().into_inner();
+        assert_eq!(&a.job_id, want);
+    }
+    p.release_all();
+    let mut proofs = Vec::new();
+    for (jid, r) in ids.iter().zip(&reqs) {
+        let a = await_job(&mut c, jid).await;
+        assert_eq!(a.status, JobStatus::Completed as i32, "{jid}: {a:?}");
+        assert_eq!(&a.job_id, jid);
+        let want = fake_post_proof(
+            r.partition_index.into(),
+            MINER,
+            &r.randomness,
+            &r.vanilla_proofs,
+        );
+        assert_eq!(a.proof, want, "{jid}");
+        assert!(!proofs.contains(&a.proof), "{jid}: another job's proof");
+        proofs.push(a.proof);
+    }
+    // A retry after completion: its completed job, no new engine call.
+    let again = prove_ok(&mut c, reqs[1].clone()).await;
+    assert_eq!((&again.job_id, &again.proof), (&ids[1], &proofs[1]));
+    assert_eq!(
+        p.started(),
+        vec![POST_GATE, POST_GATE + 1, POST_GATE, POST_GATE + 1]
+    );
     d.shutdown().await;
 }
 

@@ -451,11 +451,17 @@ pub fn default_fixture_dir_for(size: FixtureSize) -> PathBuf {
     if let Some(d) = std::env::var_os("CUZK_FIXTURE_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(d);
     }
+    cache_dir().join(size.dir_name())
+}
+
+/// `$HOME/.cache/cuzk`, or `<temp dir>/cuzk` when `HOME` is unset: where the default fixture
+/// directories are (kept across CI runs on one machine).
+pub(crate) fn cache_dir() -> PathBuf {
     let base = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(|h| PathBuf::from(h).join(".cache"))
         .unwrap_or_else(std::env::temp_dir);
-    base.join("cuzk").join(size.dir_name())
+    base.join("cuzk")
 }
 
 /// Runs the test `test` of the current test binary in a child process with `vars` added to its
@@ -702,7 +708,11 @@ fn parameter_files<Tree: 'static + MerkleTreeTrait>(
 /// Seals the fixture's sector of `size` under `<dir>/seal` (from scratch) and writes the C1
 /// output to `c1_json` atomically. Returns `(comm_r, comm_d)`. (filecoin-proofs-api dispatches
 /// on the registered proof, so this needs no tree-shape type.)
-fn seal_sector(dir: &Path, c1_json: &Path, size: FixtureSize) -> Result<([u8; 32], [u8; 32])> {
+pub(crate) fn seal_sector(
+    dir: &Path,
+    c1_json: &Path,
+    size: FixtureSize,
+) -> Result<([u8; 32], [u8; 32])> {
     let registered_proof = size.registered_proof();
     let seal_dir = dir.join("seal");
     if seal_dir.exists() {
@@ -764,7 +774,7 @@ fn seal_sector(dir: &Path, c1_json: &Path, size: FixtureSize) -> Result<([u8; 32
 
 /// Writes `path` through `write` into `<path>.tmp.<pid>`, flushes and fsyncs it, then renames it
 /// to `path`, so `path` only ever exists complete.
-fn write_atomic(
+pub(crate) fn write_atomic(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<&File>) -> std::io::Result<()>,
 ) -> Result<()> {
@@ -808,7 +818,7 @@ fn check_size(f: &Fixture, size: FixtureSize) -> Result<()> {
 }
 
 /// Maps a filecoin-proofs (`anyhow`) error to [`Error::Internal`], naming the failed call.
-fn fp<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
+pub(crate) fn fp<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> Error {
     move |e| Error::Internal(format!("{what}: {e:#}"))
 }
 
@@ -905,7 +915,7 @@ pub fn write_tiled_fake_params(path: &Path, sizes: [usize; 5]) -> std::io::Resul
 }
 
 /// Parses exactly 64 hex digits into 32 bytes.
-fn from_hex32(s: &str) -> Option<[u8; 32]> {
+pub(crate) fn from_hex32(s: &str) -> Option<[u8; 32]> {
     let s = s.as_bytes();
     if s.len() != 64 {
         return None;

@@ -3,6 +3,8 @@
 //! - [`c1gen`]: real-shape C1 outputs (`SealCommitPhase1Output`) without sealing a sector.
 //! - [`fixture`]: the deterministic 2 KiB / 8 MiB PoRep fixtures (a sealed sector's C1 output
 //!   and Groth16 test parameters) that the examples and tests prove.
+//! - [`post_fixture`]: the deterministic 2 KiB PoSt fixture (a sealed sector with its cache,
+//!   for vanilla proofs of any randomness, and the WinningPoSt and WindowPoSt test parameters).
 //! - [`paramgen`]: Groth16 test parameters (`.params`, `.vk`) for a compiled circuit, on the CPU
 //!   or (feature `cuda`) the GPU.
 #![deny(missing_docs)]
@@ -10,3 +12,4 @@
 pub mod c1gen;
 pub mod fixture;
 pub mod paramgen;
+pub mod post_fixture;

@@ -8,11 +8,11 @@
 //! same on the device), then (3) the R1CS check a∘b = c before any MSM — which is what makes a
 //! fast witness routine safe: a witness the recorded constraints do not accept is an error.
 //!
-//! Recording: the blank circuit of *one* challenge (the prefix, then one challenge block) is
-//! recorded ([`record`]); the blocks of a blank circuit are the same code on the same (empty)
-//! data, so the partition's matrices are the prefix's rows, then the block's rows once per
-//! challenge with the block's variables shifted to that challenge's range, then bellperson's
-//! one constraint `input_i · 0 = 0` per input. Tests compare this with recording the full
+//! Recording: the blank circuit of *one* block (the prefix, then one block: a PoRep challenge,
+//! a PoSt sector; [`record::Blocks`]) is recorded ([`record`]); the blocks of a blank circuit
+//! are the same code on the same (empty) data, so the partition's matrices are the prefix's
+//! rows, then the block's rows once per block with the block's variables shifted to that
+//! block's range, then bellperson's one constraint `input_i · 0 = 0` per input. Tests compare this with recording the full
 //! circuit and, on real sectors, the resulting a, b, c and densities with the reference
 //! synthesis ([`crate::synth::Assignment::synthesize`]).
 //!
@@ -24,6 +24,7 @@ pub mod cache;
 pub mod csr;
 pub mod native;
 pub mod porep;
+pub mod post;
 pub mod record;
 pub mod witness;
 
@@ -34,7 +35,7 @@ use blstrs::Scalar as Fr;
 use rayon::prelude::*;
 
 pub use csr::{CoeffTable, Csr};
-pub use record::Counts;
+pub use record::{Blocks, Counts};
 pub use witness::Witness;
 
 use crate::error::{Error, Result};
@@ -50,7 +51,9 @@ pub struct Layout {
     pub prefix: Counts,
     /// Counts of one challenge block.
     pub block: Counts,
-    /// Number of challenges (blocks) per partition: 2 for 2 KiB … 512 MiB, 18 for 32/64 GiB.
+    /// Number of blocks per partition: PoRep challenges (2 for 2 KiB … 512 MiB, 18 for
+    /// 32/64 GiB) or PoSt sectors (WindowPoSt: 2 for 2 KiB, 2349 for 32 GiB; WinningPoSt: 66,
+    /// one per challenge).
     pub challenges: usize,
 }
 
@@ -114,17 +117,18 @@ pub struct CompiledCircuit {
 }
 
 impl CompiledCircuit {
-    /// Compiles a partition of `challenges` challenges from the blank circuit of one challenge
-    /// (`one_challenge`: the prefix and a single challenge block, no values).
+    /// Compiles a partition of `challenges` blocks from the blank circuit of one block
+    /// (`one_challenge`: the prefix and a single block where `blocks` says, no values).
     ///
     /// # Errors
     /// [`Error::Internal`] when the circuit does not have the expected shape (no or more than one
-    /// top-level `challenge_<i>` namespace, variables after it) or outgrows the 32-bit CSR.
+    /// block namespace, variables after it) or outgrows the 32-bit CSR.
     pub fn compile<C: bellperson::Circuit<Fr>>(
         one_challenge: C,
+        blocks: Blocks,
         challenges: usize,
     ) -> Result<Self> {
-        let rec = Recorder::record(one_challenge)
+        let rec = Recorder::record(one_challenge, blocks)
             .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
         let layout = layout_of_recording(&rec, challenges)?;
         let assemble = |m: &Csr, input_rows: bool| assemble(&layout, m, input_rows);
@@ -266,17 +270,17 @@ impl CompiledCircuit {
     }
 }
 
-/// The layout of a partition of `challenges` challenges from the recording of one challenge.
+/// The layout of a partition of `challenges` blocks from the recording of one block.
 fn layout_of_recording(rec: &record::Recording, challenges: usize) -> Result<Layout> {
-    let [(start, end)] = rec.challenges[..] else {
+    let [(start, end)] = rec.blocks[..] else {
         return Err(Error::Internal(format!(
-            "the circuit of one challenge opened {} challenge namespaces",
-            rec.challenges.len()
+            "the circuit of one block opened {} block namespaces",
+            rec.blocks.len()
         )));
     };
     if end != rec.end || challenges == 0 {
         return Err(Error::Internal(
-            "the circuit allocates variables after its challenge blocks".into(),
+            "the circuit allocates variables after its blocks".into(),
         ));
     }
     Ok(Layout {
@@ -297,9 +301,10 @@ fn layout_of_recording(rec: &record::Recording, challenges: usize) -> Result<Lay
 #[cfg(any(test, feature = "internals"))]
 pub fn layout_of<C: bellperson::Circuit<Fr>>(
     one_challenge: C,
+    blocks: Blocks,
     challenges: usize,
 ) -> Result<Layout> {
-    let rec = Recorder::record(one_challenge)
+    let rec = Recorder::record(one_challenge, blocks)
         .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
     layout_of_recording(&rec, challenges)
 }
@@ -446,7 +451,7 @@ pub(crate) mod tests {
 
     #[test]
     fn layout_of_the_toy_circuit() {
-        let cc = CompiledCircuit::compile(blank(1), 3).unwrap();
+        let cc = CompiledCircuit::compile(blank(1), Blocks::POREP, 3).unwrap();
         let l = cc.layout;
         assert_eq!(
             l.prefix,
@@ -471,14 +476,14 @@ pub(crate) mod tests {
         assert_eq!(l.challenge_aux(2), 8..11);
         assert_eq!(l.challenge_inputs(1), 3..4);
         assert_eq!(l.challenge_constraints(1), 5..8);
-        assert!(CompiledCircuit::compile(blank(2), 3).is_err(), "two blocks");
-        assert!(CompiledCircuit::compile(blank(0), 3).is_err(), "no block");
+        assert!(CompiledCircuit::compile(blank(2), Blocks::POREP, 3).is_err(), "two blocks");
+        assert!(CompiledCircuit::compile(blank(0), Blocks::POREP, 3).is_err(), "no block");
     }
 
     #[test]
     fn compiled_matrices_equal_the_full_recording_and_the_reference() {
         let n = 3;
-        let cc = CompiledCircuit::compile(blank(1), n).unwrap();
+        let cc = CompiledCircuit::compile(blank(1), Blocks::POREP, n).unwrap();
         let real = Toy {
             x: Some(5),
             c: vec![7, 11, 13],
@@ -521,7 +526,7 @@ pub(crate) mod tests {
     #[test]
     fn resident_size_function_counts_every_vector_the_upload_copies() {
         use crate::gpu::memory::layout::{align_up, circuit_device_bytes, csr_buffers};
-        let cc = CompiledCircuit::compile(blank(1), 5).unwrap();
+        let cc = CompiledCircuit::compile(blank(1), Blocks::POREP, 5).unwrap();
         // gpu::kernels::spmv::DeviceCircuit::upload allocates one device buffer per vector, 4 B per
         // index and 32 B per coefficient, each counted aligned by its arena
         let vecs = |m: &Csr| [m.row_ptr.len(), m.col.len(), m.coeff.len()];
@@ -548,7 +553,7 @@ pub(crate) mod tests {
     fn a_witness_written_into_used_buffers_keeps_them_and_equals_a_fresh_one() {
         use crate::gpu::memory::hostpool::HostPool;
         use crate::gpu::memory::pinned::{FakePinner, PinState, PinnedRegistry};
-        let cc = CompiledCircuit::compile(blank(1), 3).unwrap();
+        let cc = CompiledCircuit::compile(blank(1), Blocks::POREP, 3).unwrap();
         let l = cc.layout;
         let make = |i: usize| {
             Ok(Toy {
@@ -602,7 +607,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_witness_of_another_shape_is_an_error() {
-        let cc = CompiledCircuit::compile(blank(1), 2).unwrap();
+        let cc = CompiledCircuit::compile(blank(1), Blocks::POREP, 2).unwrap();
         let e = witness::generate(&cc.layout, 4, |_| {
             Ok(Toy {
                 x: Some(1),

@@ -55,7 +55,7 @@ pub fn compile<Tree: 'static + MerkleTreeTrait>(
     let mut one = pp.clone();
     one.challenges = one_challenge(&pp.challenges);
     let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&one);
-    CompiledCircuit::compile(blank, challenges)
+    CompiledCircuit::compile(blank, super::Blocks::POREP, challenges)
 }
 
 /// The layout of the PoRep circuit of `pp` (prefix, one challenge block, challenges per
@@ -70,7 +70,11 @@ pub fn layout<Tree: 'static + MerkleTreeTrait>(pp: &PublicParams<Tree>) -> Resul
     let mut one = pp.clone();
     one.challenges = one_challenge(&pp.challenges);
     let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&one);
-    super::layout_of(blank, pp.challenges.num_challenges_per_partition())
+    super::layout_of(
+        blank,
+        super::Blocks::POREP,
+        pp.challenges.num_challenges_per_partition(),
+    )
 }
 
 fn one_challenge(c: &Challenges) -> Challenges {

@@ -2,9 +2,11 @@
 //! combinations as CSR rows and never evaluates a witness (the circuit is the blank one, as for
 //! parameter generation).
 //!
-//! It also notes where the circuit's top-level `challenge_<i>` namespaces begin and end (the
-//! namespaces `storage-proofs-porep`'s `StackedCircuit` opens for each challenge), which is what
-//! splits a PoRep partition into a shared prefix and per-challenge blocks.
+//! It also notes where the circuit's repeated blocks begin and end: the namespaces whose name
+//! starts with [`Blocks::name_prefix`] at nesting depth [`Blocks::depth`] — `challenge_<i>` at
+//! the top level for `storage-proofs-porep`'s `StackedCircuit`, `sector_<i>` inside its
+//! `outer namespace` for `storage-proofs-post`'s `FallbackPoStCircuit`. That is what splits a
+//! partition into a shared prefix and per-block ranges.
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -27,14 +29,38 @@ pub struct Counts {
     pub constraints: usize,
 }
 
+/// Where a circuit's repeated blocks are: the namespaces named `name_prefix…` opened at
+/// nesting depth `depth` (0: the top level).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    /// Start of the block namespaces' names.
+    pub name_prefix: &'static str,
+    /// Namespaces open around a block namespace.
+    pub depth: usize,
+}
+
+impl Blocks {
+    /// PoRep (`StackedCircuit`): one top-level `challenge_<i>` namespace per challenge.
+    pub const POREP: Blocks = Blocks {
+        name_prefix: "challenge_",
+        depth: 0,
+    };
+    /// PoSt (`FallbackPoStCircuit`): one `sector_<i>` namespace per sector, inside the
+    /// circuit's `outer namespace`.
+    pub const POST: Blocks = Blocks {
+        name_prefix: "sector_",
+        depth: 1,
+    };
+}
+
 /// A recorded circuit: its matrices (columns tagged with [`AUX_TAG`]), its coefficient table, and
-/// the counts at the start and end of each top-level `challenge_<i>` namespace.
+/// the counts at the start and end of each block namespace ([`Blocks`]).
 pub(crate) struct Recording {
     pub(crate) a: CsrBuilder,
     pub(crate) b: CsrBuilder,
     pub(crate) c: CsrBuilder,
     pub(crate) coeffs: CoeffTable,
-    pub(crate) challenges: Vec<(Counts, Counts)>,
+    pub(crate) blocks: Vec<(Counts, Counts)>,
     pub(crate) end: Counts,
 }
 
@@ -42,20 +68,22 @@ pub(crate) struct Recording {
 pub(crate) struct Recorder {
     rec: Recording,
     now: Counts,
+    blocks: Blocks,
     depth: usize,
     open: Option<Counts>,
     too_big: bool,
 }
 
 impl Recorder {
-    /// Records `circuit` (the constant-one input is allocated first, as bellperson does; the
-    /// per-input constraints bellperson appends are not recorded here).
+    /// Records `circuit`, noting its `blocks` (the constant-one input is allocated first, as
+    /// bellperson does; the per-input constraints bellperson appends are not recorded here).
     ///
     /// # Errors
     /// The circuit's own error; [`SynthesisError::Unsatisfiable`] when a matrix outgrows the
     /// 32-bit CSR offsets or a variable index the 31-bit columns.
     pub(crate) fn record<C: bellperson::Circuit<Fr>>(
         circuit: C,
+        blocks: Blocks,
     ) -> Result<Recording, SynthesisError> {
         let mut r = Recorder {
             rec: Recording {
@@ -63,10 +91,11 @@ impl Recorder {
                 b: CsrBuilder::new(),
                 c: CsrBuilder::new(),
                 coeffs: CoeffTable::default(),
-                challenges: Vec::new(),
+                blocks: Vec::new(),
                 end: Counts::default(),
             },
             now: Counts::default(),
+            blocks,
             depth: 0,
             open: None,
             too_big: false,
@@ -139,7 +168,7 @@ impl ConstraintSystem<Fr> for Recorder {
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
-        if self.depth == 0 && name().into().starts_with("challenge_") {
+        if self.depth == self.blocks.depth && name().into().starts_with(self.blocks.name_prefix) {
             self.open = Some(self.now);
         }
         self.depth += 1;
@@ -147,9 +176,9 @@ impl ConstraintSystem<Fr> for Recorder {
 
     fn pop_namespace(&mut self) {
         self.depth = self.depth.saturating_sub(1);
-        if self.depth == 0 {
+        if self.depth == self.blocks.depth {
             if let Some(start) = self.open.take() {
-                self.rec.challenges.push((start, self.now));
+                self.rec.blocks.push((start, self.now));
             }
         }
     }

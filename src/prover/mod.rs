@@ -465,7 +465,11 @@ mod tests {
     /// its sizes.
     fn toy() -> (Arc<CompiledCircuit>, Witness, Arc<Srs>) {
         let cc = Arc::new(
-            CompiledCircuit::compile(crate::circuit::tests::blank(1), 3).unwrap(),
+            CompiledCircuit::compile(
+                crate::circuit::tests::blank(1),
+                crate::circuit::Blocks::POREP,
+                3,
+            ).unwrap(),
         );
         let fresh = crate::circuit::witness::generate(&cc.layout, 0, toy_values).unwrap();
         let srs = toy_srs(&cc);

@@ -10,7 +10,7 @@ use base64::Engine as _;
 use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::prover::{DeviceState, LoadedSrs, MemoryState, ProofOutput, Prover};
-use cuzk_daemon::request::PorepJob;
+use cuzk_daemon::request::{PorepJob, PostJob};
 use filecoin_proofs_api::RegisteredSealProof;
 use tonic::transport::{Channel, Endpoint};
 
@@ -18,6 +18,9 @@ use tonic::transport::{Channel, Endpoint};
 pub const SECTOR_OOM: u64 = 900;
 pub const SECTOR_BAD_INPUT: u64 = 901;
 pub const SECTOR_PANIC: u64 = 902;
+/// A fake PoSt job waits for the release of `POST_GATE + partition index` (and is recorded
+/// under it in [`FakeProver::started`]).
+pub const POST_GATE: u64 = 10_000;
 
 /// A prover whose jobs block until the test releases their sector number, and record the
 /// order they start in. Its "proof" ([`fake_proof_of`]) tells sector, miner and C1 output apart.
@@ -84,6 +87,30 @@ impl FakeProver {
         st.started.clone()
     }
 
+    /// Records the start of `s`'s call and blocks until `s` is released, or until `cancel` is
+    /// set (polled, as the engine's checkpoints are): then [`cuzk::Error::Cancelled`].
+    fn gate(&self, s: u64, cancel: &cuzk::CancelToken) -> Result<(), cuzk::Error> {
+        let mut st = self.state.lock().unwrap();
+        st.started.push(s);
+        self.cv.notify_all();
+        while !st.release_all && !st.released.contains(&s) {
+            if cancel.is_cancelled() {
+                st.finished.push(s);
+                st.cancelled.push(s);
+                self.cv.notify_all();
+                return Err(cuzk::Error::Cancelled);
+            }
+            st = self
+                .cv
+                .wait_timeout(st, Duration::from_millis(5))
+                .unwrap()
+                .0;
+        }
+        st.finished.push(s);
+        self.cv.notify_all();
+        Ok(())
+    }
+
     /// Waits (up to 10 s) until the engine call of `sector` returned.
     pub fn wait_finished(&self, sector: u64) {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -114,6 +141,24 @@ pub fn fake_proof_of(sector: u64, miner: u64, c1: &[u8]) -> Vec<u8> {
     p
 }
 
+/// The fake proof of a PoSt job: 192 bytes of the partition index's low byte, the first 8
+/// replaced by the miner id and the next 8 by a hash of the randomness and vanilla proofs.
+pub fn fake_post_proof(
+    partition: u64,
+    miner: u64,
+    randomness: &[u8],
+    vanilla: &[Vec<u8>],
+) -> Vec<u8> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    randomness.hash(&mut h);
+    vanilla.hash(&mut h);
+    let mut p = vec![partition as u8; 192];
+    p[..8].copy_from_slice(&miner.to_le_bytes());
+    p[8..16].copy_from_slice(&h.finish().to_le_bytes());
+    p
+}
+
 impl Prover for FakeProver {
     fn prove_porep(
         &self,
@@ -121,26 +166,7 @@ impl Prover for FakeProver {
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
         let s = job.sector_number;
-        let mut st = self.state.lock().unwrap();
-        st.started.push(s);
-        self.cv.notify_all();
-        // Until released, or cancelled as the engine's checkpoints would be (polled).
-        while !st.release_all && !st.released.contains(&s) {
-            if cancel.is_cancelled() {
-                st.finished.push(s);
-                st.cancelled.push(s);
-                self.cv.notify_all();
-                return Err(cuzk::Error::Cancelled);
-            }
-            st = self
-                .cv
-                .wait_timeout(st, Duration::from_millis(5))
-                .unwrap()
-                .0;
-        }
-        st.finished.push(s);
-        self.cv.notify_all();
-        drop(st);
+        self.gate(s, cancel)?;
         match s {
             SECTOR_OOM => Err(cuzk::Error::OutOfHostMemory {
                 needed: 2,
@@ -162,6 +188,31 @@ impl Prover for FakeProver {
                 })
             }
         }
+    }
+
+    /// Fake vanilla proofs pass: the engine's check is `post_fixture`'s to test.
+    fn check_post(&self, job: &PostJob) -> Result<(), cuzk::Error> {
+        if job.vanilla_proofs.is_empty() {
+            return Err(cuzk::Error::InvalidInput("no vanilla proofs".into()));
+        }
+        Ok(())
+    }
+
+    fn prove_post(
+        &self,
+        job: &PostJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
+        self.gate(POST_GATE + job.partition_index as u64, cancel)?;
+        Ok(ProofOutput {
+            proof: fake_post_proof(
+                job.partition_index as u64,
+                job.miner_id,
+                &job.randomness,
+                &job.vanilla_proofs,
+            ),
+            timings: cuzk::Timings::default(),
+        })
     }
 
     fn preload(&self, _proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
@@ -210,6 +261,31 @@ pub fn request(sector: u64, priority: proto::Priority, request_id: &str) -> Subm
         priority: priority as i32,
         vanilla_proof: fake_c1(sector),
         sector_number: sector,
+        miner_id: MINER,
+        ..Default::default()
+    }
+}
+
+/// WindowPoSt 2 KiB (V1_1) in the actors' numbering.
+pub const WINDOW_POST_2KIB: u64 = 10;
+
+/// A 2 KiB WindowPoSt partition request as Curio builds it (fake vanilla proofs: only the
+/// [`FakeProver`] takes them).
+pub fn post_request(
+    request_id: &str,
+    partition: u32,
+    randomness: [u8; 32],
+    vanilla: Vec<Vec<u8>>,
+) -> SubmitProofRequest {
+    SubmitProofRequest {
+        request_id: request_id.to_string(),
+        proof_kind: proto::ProofKind::WindowPostPartition as i32,
+        sector_size: 2048,
+        registered_proof: WINDOW_POST_2KIB,
+        priority: proto::Priority::High as i32,
+        vanilla_proofs: vanilla,
+        randomness: randomness.to_vec(),
+        partition_index: partition,
         miner_id: MINER,
         ..Default::default()
     }

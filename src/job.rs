@@ -1,0 +1,98 @@
+//! The seam between proof kinds and the engine: what the partition machinery (admission, witness,
+//! a, b, c, backends, epilogue, verification — [`crate::engine`]) needs from one checked input
+//! of any kind. PoRep C2 (`engine`'s sector) and PoSt ([`crate::post`]) implement `Job`; the
+//! circuit is always the kind's own filecoin circuit, recorded once ([`crate::circuit`]).
+
+use std::path::Path;
+
+use blstrs::Scalar as Fr;
+
+use crate::circuit::{CompiledCircuit, Layout, Witness};
+use crate::error::Result;
+use crate::synth::Assignment;
+
+/// The kinds of proof the engine makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProofKind {
+    /// PoRep commit phase 2 (`StackedCircuit`; filecoin-proofs' `seal_commit_phase2`).
+    PorepC2,
+    /// One WindowPoSt partition (`FallbackPoStCircuit`; filecoin-proofs-api's
+    /// `generate_single_window_post_with_vanilla`).
+    WindowPost,
+    /// WinningPoSt (`FallbackPoStCircuit`; filecoin-proofs-api's
+    /// `generate_winning_post_with_vanilla`).
+    WinningPost,
+}
+
+impl ProofKind {
+    /// `"porep-c2"`, `"window-post"` or `"winning-post"` (logs and messages).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProofKind::PorepC2 => "porep-c2",
+            ProofKind::WindowPost => "window-post",
+            ProofKind::WinningPost => "winning-post",
+        }
+    }
+}
+
+impl std::fmt::Display for ProofKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One checked input of some proof kind, as the engine proves it: its partitions, circuit,
+/// public inputs and witness. Shared by the partition workers of one call.
+pub(crate) trait Job: Sync {
+    /// Names the input in logs and in the host budget's waits (e.g. `sector 4242`).
+    fn label(&self) -> String;
+
+    /// Partitions to prove (one 192-byte proof each).
+    fn partitions(&self) -> usize;
+
+    /// The `.params` file of the circuit (its `.vk` beside it).
+    fn params_path(&self) -> &Path;
+
+    /// Host bytes one partition holds while it is proved (a, b, c in host memory or not),
+    /// given the compiled circuit when there is one.
+    fn partition_host_bytes(&self, abc_on_host: bool, compiled: Option<&CompiledCircuit>) -> u64;
+
+    /// The compiled circuit's cache name and key ([`crate::circuit::cache`]).
+    fn circuit_cache_name_and_key(&self) -> (String, [u8; 32]);
+
+    /// Records the circuit of one partition ([`crate::circuit`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::Internal`] when the circuit cannot be recorded.
+    fn compile(&self) -> Result<CompiledCircuit>;
+
+    /// The public inputs of partition `k` (the constant one left out): what the witness's
+    /// inputs must equal and the proof is verified against.
+    ///
+    /// # Errors
+    /// [`crate::Error::Internal`] from filecoin-proofs.
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>>;
+
+    /// The witness z of partition `k` into `w` (compiled path), natively where the kind has a
+    /// native witness and `native` is set, by the circuit's gadgets otherwise.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidInput`] for inputs that make no circuit; [`crate::Error::Synthesis`].
+    fn witness_into(&self, layout: &Layout, k: usize, native: bool, w: &mut Witness)
+        -> Result<()>;
+
+    /// The reference synthesis of partition `k` (bellpepper, a, b, c on the host).
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidInput`]; [`crate::Error::Synthesis`].
+    fn synthesize(&self, k: usize) -> Result<Assignment>;
+}
+
+/// The file name of `path` (a parameter file's: the compiled circuit's cache names derive from
+/// it), empty for a path without one.
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,447 @@
+//! PoSt inputs: what Curio sends for a WindowPoSt partition or a WinningPoSt, checked and made
+//! ready for the engine ([`crate::Engine::prove_window_post`],
+//! [`crate::Engine::prove_winning_post`]).
+//!
+//! The input is the proof type (the actors' number, [`registered_post_proof`]), one vanilla
+//! proof per sector (the bytes of filecoin-proofs-api's `post::generate_single_vanilla_proof`:
+//! bincode of `FallbackPoStSectorProof`), the 32-byte randomness, the 32-byte prover id and, for
+//! WindowPoSt, the partition index. Every step that shapes the circuit is filecoin-proofs' own,
+//! as its `generate_single_window_post_with_vanilla` / `generate_winning_post_with_vanilla` run
+//! it (`single_partition_vanilla_proofs`, `FallbackPoStCompound::circuit`); the public inputs are
+//! those its `verify_window_post` / `verify_winning_post` check the proof against
+//! (`FallbackPoStCompound::generate_public_inputs`). The vanilla proofs are verified (inclusion
+//! paths, challenges from the randomness, comm_r = H(comm_c, comm_r_last)) before any heavy work.
+
+use std::path::{Path, PathBuf};
+
+use blstrs::Scalar as Fr;
+use filecoin_hashers::Hasher;
+use filecoin_proofs::{FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig};
+use filecoin_proofs_api::RegisteredPoStProof;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_post::fallback::{
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
+};
+
+use crate::circuit::{self, CompiledCircuit, Layout, Witness};
+use crate::error::{Error, Result};
+use crate::job::{Job, ProofKind};
+use crate::synth::Assignment;
+
+/// Bytes of the PoSt randomness (its top bits cleared: a field element).
+pub const RANDOMNESS_BYTES: usize = 32;
+
+/// The PoSt proof types, in the actors' numbering (`abi.RegisteredPoStProof`, what Curio and
+/// filecoin-ffi send): 0–4 WinningPoSt 2 KiB, 8 MiB, 512 MiB, 32 GiB, 64 GiB; 5–9 WindowPoSt
+/// V1 (before the grindability fix: not proved, as no network accepts it); 10–14 WindowPoSt
+/// V1_1, filecoin-proofs-api's `StackedDrgWindow*V1_2`.
+const BY_NUMBER: [RegisteredPoStProof; 15] = {
+    use RegisteredPoStProof::*;
+    [
+        StackedDrgWinning2KiBV1,
+        StackedDrgWinning8MiBV1,
+        StackedDrgWinning512MiBV1,
+        StackedDrgWinning32GiBV1,
+        StackedDrgWinning64GiBV1,
+        StackedDrgWindow2KiBV1,
+        StackedDrgWindow8MiBV1,
+        StackedDrgWindow512MiBV1,
+        StackedDrgWindow32GiBV1,
+        StackedDrgWindow64GiBV1,
+        StackedDrgWindow2KiBV1_2,
+        StackedDrgWindow8MiBV1_2,
+        StackedDrgWindow512MiBV1_2,
+        StackedDrgWindow32GiBV1_2,
+        StackedDrgWindow64GiBV1_2,
+    ]
+};
+
+/// The PoSt proof type of the actors' number `v`, checked to be of `kind` and one cuzk proves.
+///
+/// # Errors
+/// [`Error::InvalidInput`] for a number that is no PoSt proof type or one of the other kind
+/// (or `kind` is not a PoSt kind); [`Error::UnsupportedProof`] for the WindowPoSt V1 types
+/// (5–9).
+pub fn registered_post_proof(kind: ProofKind, v: u64) -> Result<RegisteredPoStProof> {
+    let proof = usize::try_from(v)
+        .ok()
+        .and_then(|i| BY_NUMBER.get(i).copied())
+        .ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "registered PoSt proof {v} is not a PoSt proof type"
+            ))
+        })?;
+    let want = match kind {
+        ProofKind::WindowPost => filecoin_proofs::PoStType::Window,
+        ProofKind::WinningPost => filecoin_proofs::PoStType::Winning,
+        _ => return Err(Error::InvalidInput(format!("{kind} is not a PoSt kind"))),
+    };
+    if proof.typ() != want {
+        return Err(Error::InvalidInput(format!(
+            "registered PoSt proof {v} ({proof:?}) is not a {kind} proof type"
+        )));
+    }
+    if (5..10).contains(&v) {
+        return Err(Error::UnsupportedProof(format!(
+            "{proof:?} (WindowPoSt V1, before the grindability fix): use {:?}",
+            BY_NUMBER[v as usize + 5]
+        )));
+    }
+    Ok(proof)
+}
+
+/// Sector size in bytes of the PoSt proof type `v` of `kind` ([`registered_post_proof`]).
+///
+/// # Errors
+/// As [`registered_post_proof`].
+pub fn sector_size(kind: ProofKind, v: u64) -> Result<u64> {
+    registered_post_proof(kind, v).map(|p| u64::from(p.sector_size()))
+}
+
+/// One PoSt request as Curio sends it (see the [module docs](self)).
+#[derive(Clone, Copy, Debug)]
+pub struct PostRequest<'a> {
+    /// [`ProofKind::WindowPost`] or [`ProofKind::WinningPost`].
+    pub kind: ProofKind,
+    /// The proof type, in the actors' numbering ([`registered_post_proof`]).
+    pub registered_proof: u64,
+    /// One vanilla proof per sector: WindowPoSt, the partition's sectors (at most its sector
+    /// count: 2349 at 32 GiB, 2 at 2 KiB); WinningPoSt, the one challenged sector.
+    pub vanilla_proofs: &'a [&'a [u8]],
+    /// The 32-byte randomness ([`RANDOMNESS_BYTES`]).
+    pub randomness: &'a [u8],
+    /// The 32-byte prover id ([`crate::c1::prover_id_from_actor_id`]).
+    pub prover_id: &'a [u8],
+    /// WindowPoSt: the partition's index in the deadline (not used by WinningPoSt).
+    pub partition_index: usize,
+}
+
+/// Checks `req` as the engine does before any heavy work — the proof type, the vanilla proofs'
+/// encoding and shape, the randomness and prover id, and the vanilla proofs themselves against
+/// the randomness — without parameters or a device: what the daemon runs before queueing.
+///
+/// # Errors
+/// [`Error::InvalidInput`], [`Error::MalformedInput`], [`Error::InvalidProverId`],
+/// [`Error::UnsupportedProof`] as the engine's calls return them.
+pub fn check(req: &PostRequest<'_>) -> Result<()> {
+    let proof = registered_post_proof(req.kind, req.registered_proof)?;
+    filecoin_proofs::with_shape!(u64::from(proof.sector_size()), check_shape, req, proof,)
+}
+
+fn check_shape<Tree: 'static + MerkleTreeTrait>(
+    req: &PostRequest<'_>,
+    proof: RegisteredPoStProof,
+) -> Result<()> {
+    prepare::<Tree>(req, proof, Path::new("")).map(|_| ())
+}
+
+/// A PoSt request made ready for proving (one partition): its circuit (filecoin-proofs' own,
+/// from the vanilla proofs), the public inputs the verifier checks, and the parameter file.
+pub(crate) struct PostJob<Tree: 'static + MerkleTreeTrait> {
+    kind: ProofKind,
+    proof: RegisteredPoStProof,
+    pub_params: fallback::PublicParams,
+    /// As `verify_window_post` / `verify_winning_post` build them for this partition.
+    pub_inputs: fallback::PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+    circuit: FallbackPoStCircuit<Tree>,
+    params_path: PathBuf,
+}
+
+/// Runs `f`, a filecoin-proofs call on the caller's vanilla proofs, turning its error or panic
+/// (malformed values make it panic) into [`Error::InvalidInput`] prefixed with `what`.
+fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(Error::InvalidInput(format!("{what}: {e:#}"))),
+        Err(panic) => {
+            let msg = match Error::from_panic(panic) {
+                Error::Panic(m) => m,
+                e => e.to_string(),
+            };
+            Err(Error::InvalidInput(format!("{what}: {msg}")))
+        }
+    }
+}
+
+/// Checks `req` (of the proof type `proof`, tree shape `Tree`) and builds its job; the
+/// parameter file is looked up in `param_dir`.
+pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
+    req: &PostRequest<'_>,
+    proof: RegisteredPoStProof,
+    param_dir: &Path,
+) -> Result<PostJob<Tree>> {
+    let kind = req.kind;
+    let prover_id = crate::c1::prover_id(req.prover_id)?;
+    if req.vanilla_proofs.is_empty() {
+        return Err(Error::InvalidInput(format!("{kind}: no vanilla proofs")));
+    }
+    if req.randomness.len() != RANDOMNESS_BYTES {
+        return Err(Error::InvalidInput(format!(
+            "{kind}: randomness of {} bytes, expected {RANDOMNESS_BYTES}",
+            req.randomness.len()
+        )));
+    }
+    let mut randomness = [0u8; RANDOMNESS_BYTES];
+    randomness.copy_from_slice(req.randomness);
+    let vanilla: Vec<FallbackPoStSectorProof<Tree>> = req
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            bincode::deserialize(b).map_err(|e| {
+                Error::MalformedInput(format!(
+                    "{kind} vanilla proof {i} ({} bytes) is not a {proof:?} sector proof: {e}",
+                    b.len()
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let randomness_safe: <Tree::Hasher as Hasher>::Domain =
+        filecoin_proofs::as_safe_commitment(&randomness, "randomness")
+            .map_err(|e| Error::InvalidInput(format!("{kind}: {e:#}")))?;
+    let prover_id_safe: <Tree::Hasher as Hasher>::Domain =
+        filecoin_proofs::as_safe_commitment(&prover_id, "prover_id")
+            .map_err(|e| Error::InvalidInput(format!("{kind}: {e:#}")))?;
+    let config: PoStConfig = proof.as_v1_config();
+    let sectors: Vec<PublicSector<_>> = vanilla
+        .iter()
+        .map(|v| PublicSector {
+            id: v.sector_id,
+            comm_r: v.comm_r,
+        })
+        .collect();
+    let inputs = |sectors: Vec<PublicSector<_>>, k| fallback::PublicInputs {
+        randomness: randomness_safe,
+        prover_id: prover_id_safe,
+        sectors,
+        k,
+    };
+    let (pub_params, partition_proof, pub_inputs) = match kind {
+        ProofKind::WindowPost => {
+            let pp = filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)
+                .map_err(Error::internal)?;
+            if vanilla.len() > pp.sector_count {
+                return Err(Error::InvalidInput(format!(
+                    "{kind}: {} vanilla proofs for a partition of {} sectors",
+                    vanilla.len(),
+                    pp.sector_count
+                )));
+            }
+            let partition = inputs(sectors.clone(), Some(req.partition_index));
+            let p = on_vanilla("vanilla proofs", || {
+                filecoin_proofs::single_partition_vanilla_proofs(&config, &pp, &partition, &vanilla)
+            })?;
+            // The partition's sectors, as the verifier's partition `partition_index` holds
+            // them (challenges do not depend on the partition from V1_2 on).
+            (pp, p, inputs(sectors, Some(0)))
+        }
+        ProofKind::WinningPost => {
+            let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
+                .map_err(Error::internal)?;
+            if vanilla.len() != config.sector_count {
+                return Err(Error::InvalidInput(format!(
+                    "{kind}: {} vanilla proofs, expected {}",
+                    vanilla.len(),
+                    config.sector_count
+                )));
+            }
+            let one = inputs(sectors.clone(), Some(0));
+            let p = on_vanilla("vanilla proofs", || {
+                filecoin_proofs::single_partition_vanilla_proofs(&config, &pp, &one, &vanilla)
+            })?;
+            // `verify_winning_post` repeats the challenged sectors once per circuit block.
+            let repeated = (0..pp.sector_count).flat_map(|_| sectors.iter().cloned());
+            (pp, p, inputs(repeated.collect(), Some(0)))
+        }
+        _ => return Err(Error::InvalidInput(format!("{kind} is not a PoSt kind"))),
+    };
+    let ok = on_vanilla("vanilla proofs", || {
+        <FallbackPoSt<'_, Tree> as ProofScheme<'_>>::verify(
+            &pub_params,
+            &pub_inputs,
+            &partition_proof,
+        )
+    })?;
+    if !ok {
+        return Err(Error::InvalidInput(format!(
+            "{kind}: the vanilla proofs do not verify against the randomness, prover id and \
+             their comm_r (wrong randomness, sector size or challenges?)"
+        )));
+    }
+    let circuit = on_vanilla("vanilla proofs", || {
+        <FallbackPoStCompound<Tree> as CompoundProof<'_, FallbackPoSt<'_, Tree>, _>>::circuit(
+            &pub_inputs,
+            Default::default(),
+            &partition_proof,
+            &pub_params,
+            Some(0),
+        )
+    })?;
+    let (params_path, _) = crate::srs::post_param_paths::<Tree>(param_dir, &pub_params);
+    Ok(PostJob {
+        kind,
+        proof,
+        pub_params,
+        pub_inputs,
+        circuit,
+        params_path,
+    })
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Job for PostJob<Tree> {
+    fn label(&self) -> String {
+        format!("{} {:?}", self.kind, self.proof)
+    }
+
+    fn partitions(&self) -> usize {
+        1
+    }
+
+    fn params_path(&self) -> &Path {
+        &self.params_path
+    }
+
+    /// From the compiled circuit's constraints when there is one; else (reference synthesis)
+    /// the PoRep partition estimate of the sector size, an upper bound (a 32 GiB WindowPoSt
+    /// partition: 125.3 M constraints, a PoRep partition 130.3 M).
+    fn partition_host_bytes(&self, abc_on_host: bool, compiled: Option<&CompiledCircuit>) -> u64 {
+        let per = if abc_on_host {
+            crate::engine::HOST_BYTES_ABC
+        } else {
+            crate::engine::HOST_BYTES_WITNESS
+        };
+        match compiled {
+            Some(cc) => cc.layout.num_constraints() as u64 * per,
+            None => crate::engine::partition_host_bytes(self.pub_params.sector_size, abc_on_host),
+        }
+    }
+
+    fn circuit_cache_name_and_key(&self) -> (String, [u8; 32]) {
+        let file = crate::job::file_name(&self.params_path);
+        circuit::post::cache_name_and_key(&file, &self.pub_params)
+    }
+
+    fn compile(&self) -> Result<CompiledCircuit> {
+        circuit::post::compile::<Tree>(&self.pub_params)
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
+        <FallbackPoStCompound<Tree> as CompoundProof<'_, FallbackPoSt<'_, Tree>, _>>::generate_public_inputs(
+            &self.pub_inputs,
+            &self.pub_params,
+            Some(k),
+        )
+        .map_err(Error::internal)
+    }
+
+    /// The gadgets' witness (PoSt has no native one: `native` is ignored).
+    fn witness_into(&self, layout: &Layout, k: usize, _: bool, w: &mut Witness) -> Result<()> {
+        circuit::post::witness_into(layout, &self.circuit, k, w)
+    }
+
+    fn synthesize(&self, k: usize) -> Result<Assignment> {
+        Assignment::synthesize(self.circuit.clone()).map_err(|e| Error::Synthesis {
+            partition: k,
+            message: e.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn post_proof_numbers_follow_the_actors_numbering() {
+        use RegisteredPoStProof::*;
+        let win = ProofKind::WinningPost;
+        let window = ProofKind::WindowPost;
+        assert_eq!(
+            registered_post_proof(win, 0).unwrap(),
+            StackedDrgWinning2KiBV1
+        );
+        assert_eq!(
+            registered_post_proof(win, 3).unwrap(),
+            StackedDrgWinning32GiBV1
+        );
+        assert_eq!(
+            registered_post_proof(window, 10).unwrap(),
+            StackedDrgWindow2KiBV1_2
+        );
+        assert_eq!(
+            registered_post_proof(window, 13).unwrap(),
+            StackedDrgWindow32GiBV1_2
+        );
+        assert_eq!(
+            registered_post_proof(window, 14).unwrap(),
+            StackedDrgWindow64GiBV1_2
+        );
+        assert_eq!(sector_size(window, 13).unwrap(), 32 << 30);
+        assert_eq!(sector_size(win, 0).unwrap(), 2048);
+        for (kind, v, code) in [
+            (win, 10, 101),
+            (window, 0, 101),
+            (window, 15, 101),
+            (window, u64::MAX, 101),
+            (window, 8, 103),
+            (ProofKind::PorepC2, 0, 101),
+        ] {
+            let e = registered_post_proof(kind, v).unwrap_err();
+            assert_eq!(e.code(), code, "{kind} {v}: {e}");
+        }
+    }
+
+    #[test]
+    fn malformed_requests_are_input_errors() {
+        let good_rand = [7u8; 32];
+        let prover = crate::c1::prover_id_from_actor_id(1000);
+        let junk: &[u8] = b"not a vanilla proof";
+        let base = PostRequest {
+            kind: ProofKind::WindowPost,
+            registered_proof: 10,
+            vanilla_proofs: &[junk],
+            randomness: &good_rand,
+            prover_id: &prover,
+            partition_index: 0,
+        };
+        let code = |r: PostRequest<'_>| check(&r).unwrap_err().code();
+        assert_eq!(code(base), 100);
+        assert_eq!(
+            code(PostRequest {
+                vanilla_proofs: &[],
+                ..base
+            }),
+            101
+        );
+        assert_eq!(
+            code(PostRequest {
+                randomness: &good_rand[..31],
+                ..base
+            }),
+            101
+        );
+        assert_eq!(
+            code(PostRequest {
+                prover_id: &prover[..5],
+                ..base
+            }),
+            102
+        );
+        assert_eq!(
+            code(PostRequest {
+                registered_proof: 0,
+                ..base
+            }),
+            101
+        );
+        assert_eq!(
+            code(PostRequest {
+                kind: ProofKind::WinningPost,
+                registered_proof: 0,
+                ..base
+            }),
+            100
+        );
+    }
+}

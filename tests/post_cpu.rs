@@ -1,0 +1,199 @@
+//! WindowPoSt and WinningPoSt on the real 2 KiB PoSt fixture, CPU backend: the proofs verify
+//! with filecoin-proofs-api's `verify_window_post` / `verify_winning_post` (a flipped byte does
+//! not), the compiled path and the reference synthesis give the same bytes for the same r and
+//! s, and bad input gets typed errors before any proving.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use blstrs::Scalar as Fr;
+use cuzk::{Backend, CircuitCache, Engine, EngineConfig, ProofKind, ProveOptions, Synthesis};
+use cuzk_dev::fixture::run_self_with_env;
+use cuzk_dev::post_fixture::{
+    default_post_fixture_dir, ensure_post_fixture, number_2kib, PostFixture, RANDOMNESS,
+};
+
+const KINDS: [ProofKind; 2] = [ProofKind::WinningPost, ProofKind::WindowPost];
+
+fn fixture() -> &'static PostFixture {
+    static F: OnceLock<PostFixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let _ = env_logger::builder().is_test(true).try_init();
+        ensure_post_fixture(&default_post_fixture_dir()).expect("2 KiB PoSt fixture")
+    })
+}
+
+fn engine() -> Arc<Engine> {
+    static E: OnceLock<Arc<Engine>> = OnceLock::new();
+    E.get_or_init(|| {
+        Engine::new(
+            EngineConfig::default()
+                .with_parameter_dir(&fixture().param_dir)
+                .with_backend(Backend::Cpu)
+                .with_circuit_cache(CircuitCache::Off),
+        )
+        .expect("engine")
+    })
+    .clone()
+}
+
+/// Proves `kind` from `vanilla` (as Curio sends it) with `randomness`.
+fn prove(
+    kind: ProofKind,
+    vanilla: &[Vec<u8>],
+    randomness: &[u8],
+    options: &ProveOptions,
+) -> cuzk::Result<cuzk::ProofOutput> {
+    let f = fixture();
+    let v: Vec<&[u8]> = vanilla.iter().map(Vec::as_slice).collect();
+    let n = number_2kib(kind);
+    match kind {
+        ProofKind::WinningPost => {
+            engine().prove_winning_post(n, &v, randomness, &f.prover_id, options)
+        }
+        _ => engine().prove_window_post(n, &v, randomness, &f.prover_id, 0, options),
+    }
+}
+
+fn proof_file(dir: &std::path::Path, kind: ProofKind) -> PathBuf {
+    dir.join(format!("{kind}.proof"))
+}
+
+/// The proofs of both kinds, checked by filecoin-proofs-api in a child process whose
+/// `FIL_PROOFS_PARAMETER_CACHE` is the fixture's parameter directory (read once per process).
+#[test]
+fn post_proofs_verify_with_filecoin_proofs_and_a_flipped_byte_does_not() {
+    const TEST: &str = "post_proofs_verify_with_filecoin_proofs_and_a_flipped_byte_does_not";
+    let f = fixture();
+    if let Some(dir) = std::env::var_os("CUZK_TEST_POST_PROOFS") {
+        // The child: filecoin-proofs-api's verifiers on the parent's proofs.
+        let dir = PathBuf::from(dir);
+        for kind in KINDS {
+            let proof = std::fs::read(proof_file(&dir, kind)).unwrap();
+            assert_eq!(proof.len(), 192, "{kind}");
+            assert!(
+                f.verify_with_filecoin_proofs(kind, &RANDOMNESS, &proof)
+                    .unwrap(),
+                "{kind}: filecoin-proofs rejects our proof"
+            );
+            for i in [0, 47, 48, 100, 143, 144, 191] {
+                let mut bad = proof.clone();
+                bad[i] ^= 0x01;
+                let verdict = f.verify_with_filecoin_proofs(kind, &RANDOMNESS, &bad);
+                assert!(
+                    !matches!(verdict, Ok(true)),
+                    "{kind}: byte {i} flipped still verifies"
+                );
+            }
+            // Another randomness: the same proof is not a proof of it.
+            let mut other = RANDOMNESS;
+            other[0] ^= 1;
+            assert!(!matches!(
+                f.verify_with_filecoin_proofs(kind, &other, &proof),
+                Ok(true)
+            ));
+        }
+        println!("child verified both kinds");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("cuzk-post-proofs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for kind in KINDS {
+        let vanilla = f.vanilla_proofs(kind, &RANDOMNESS).unwrap();
+        let out = prove(kind, &vanilla, &RANDOMNESS, &ProveOptions::default()).unwrap();
+        assert_eq!(out.proof.len(), 192, "{kind}");
+        assert!(out.verified);
+        assert_eq!(out.partitions.len(), 1);
+        assert_eq!(out.partitions[0].backend, "cpu");
+        std::fs::write(proof_file(&dir, kind), &out.proof).unwrap();
+    }
+    let child = run_self_with_env(
+        TEST,
+        &[
+            ("FIL_PROOFS_PARAMETER_CACHE", f.param_dir.as_os_str()),
+            ("CUZK_TEST_POST_PROOFS", dir.as_os_str()),
+        ],
+    )
+    .unwrap();
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && out.contains("child verified both kinds"),
+        "child: {out}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// With the same r and s, the compiled circuit (recorded once, one `sector_<i>` block per
+/// sector, gadget witness) and the reference synthesis of filecoin's circuit give the same
+/// proof bytes.
+#[test]
+fn compiled_and_reference_paths_give_the_same_post_proof() {
+    let f = fixture();
+    let rs = vec![(Fr::from(12_345u64), Fr::from(67_890u64))];
+    for kind in KINDS {
+        let vanilla = f.vanilla_proofs(kind, &RANDOMNESS).unwrap();
+        let proofs: Vec<Vec<u8>> = [Synthesis::Compiled, Synthesis::Reference]
+            .into_iter()
+            .map(|s| {
+                let o = ProveOptions::default()
+                    .with_synthesis(s)
+                    .with_randomness(rs.clone());
+                prove(kind, &vanilla, &RANDOMNESS, &o).unwrap().proof
+            })
+            .collect();
+        assert_eq!(proofs[0], proofs[1], "{kind}");
+    }
+}
+
+#[test]
+fn bad_post_input_gets_typed_errors_before_proving() {
+    let f = fixture();
+    let o = ProveOptions::default();
+    for kind in KINDS {
+        let vanilla = f.vanilla_proofs(kind, &RANDOMNESS).unwrap();
+        let code = |v: &[Vec<u8>], r: &[u8]| prove(kind, v, r, &o).unwrap_err().code();
+        // Vanilla proofs of another randomness: their challenges are not this one's.
+        let mut other = RANDOMNESS;
+        other[3] ^= 0x10;
+        assert_eq!(code(&vanilla, &other), 101, "{kind}: other randomness");
+        assert_eq!(
+            code(&vanilla, &RANDOMNESS[..31]),
+            101,
+            "{kind}: short randomness"
+        );
+        assert_eq!(code(&[], &RANDOMNESS), 101, "{kind}: no vanilla proofs");
+        let cut = vec![vanilla[0][..vanilla[0].len() / 2].to_vec()];
+        assert_eq!(
+            code(&cut, &RANDOMNESS),
+            100,
+            "{kind}: truncated vanilla proof"
+        );
+        // A byte of a Merkle path changed: decodes, does not verify.
+        let mut bent = vanilla.clone();
+        let n = bent[0].len();
+        bent[0][n - 40] ^= 0x01;
+        assert!(
+            matches!(code(&bent, &RANDOMNESS), 100 | 101),
+            "{kind}: damaged vanilla proof"
+        );
+    }
+    // One kind's vanilla proof sent as the other's.
+    let window = f
+        .vanilla_proofs(ProofKind::WindowPost, &RANDOMNESS)
+        .unwrap();
+    let e = prove(ProofKind::WinningPost, &window, &RANDOMNESS, &o).unwrap_err();
+    assert_eq!(e.code(), 101, "{e}");
+    // Proof types of the other kind or unknown.
+    let v: Vec<&[u8]> = window.iter().map(Vec::as_slice).collect();
+    for (n, code) in [(0, 101), (99, 101), (5, 103)] {
+        let e = engine()
+            .prove_window_post(n, &v, &RANDOMNESS, &f.prover_id, 0, &o)
+            .unwrap_err();
+        assert_eq!(e.code(), code, "{n}: {e}");
+    }
+    let e = engine()
+        .prove_window_post(10, &v, &RANDOMNESS, &f.prover_id[..31], 0, &o)
+        .unwrap_err();
+    assert_eq!(e.code(), 102, "{e}");
+}
