@@ -92,6 +92,8 @@ fn one_challenge(c: &Challenges) -> Challenges {
 /// # Errors
 /// [`Error::InvalidInput`] when the vanilla proofs do not make a circuit (inconsistent
 /// commitments) or their count is not the layout's; [`Error::Synthesis`] from the witness.
+// The engine writes into pooled buffers ([`witness_into`]); this form serves tools and tests.
+#[cfg(any(test, feature = "internals"))]
 pub fn witness<Tree: 'static + MerkleTreeTrait>(
     layout: &Layout,
     public_inputs: &PublicInputs<Tree>,
