@@ -27,7 +27,8 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// What is to be proved. cuzk proves POREP_SEAL_COMMIT; the others answer UNIMPLEMENTED.
+// What is to be proved. cuzk proves POREP_SEAL_COMMIT, WINDOW_POST_PARTITION and WINNING_POST;
+// SNAP_DEALS_UPDATE answers UNIMPLEMENTED.
 type ProofKind int32
 
 const (
@@ -270,21 +271,25 @@ type SubmitProofRequest struct {
 	// Sector size in bytes (e.g. 34359738368); 0: taken from registered_proof. Must agree with
 	// registered_proof and with the C1 output.
 	SectorSize uint64 `protobuf:"varint,3,opt,name=sector_size,json=sectorSize,proto3" json:"sector_size,omitempty"`
-	// The numeric RegisteredSealProof of filecoin's actors (0..4 StackedDrg V1, 5..9 V1_1,
+	// PoRep: the numeric RegisteredSealProof of filecoin's actors (0..4 StackedDrg V1, 5..9 V1_1,
 	// 10..14 V1_1 synthetic PoRep; 15..19, non-interactive PoRep, are UNIMPLEMENTED). Must agree
 	// with the proof type inside the C1 output.
+	// PoSt: the numeric RegisteredPoStProof of the actors, of the request's kind (0..4
+	// WinningPoSt; 10..14 WindowPoSt V1_1; 5..9, WindowPoSt V1, are UNIMPLEMENTED).
 	RegisteredProof uint64   `protobuf:"varint,4,opt,name=registered_proof,json=registeredProof,proto3" json:"registered_proof,omitempty"`
 	Priority        Priority `protobuf:"varint,5,opt,name=priority,proto3,enum=cuzk.v1.Priority" json:"priority,omitempty"`
 	// PoRep: the C1 output, either the SealCommitPhase1Output JSON or Curio's wrapper
 	// {"SectorNum": n, "Phase1Out": base64(that JSON), "SectorSize": bytes}.
 	VanillaProof []byte `protobuf:"bytes,10,opt,name=vanilla_proof,json=vanillaProof,proto3" json:"vanilla_proof,omitempty"`
-	// PoSt and SnapDeals vanilla proofs (not proved by cuzk; must be empty for PoRep).
+	// PoSt: one vanilla proof per sector (filecoin-proofs-api's generate_single_vanilla_proof
+	// bytes; WinningPoSt: the challenged sector's), verified against randomness before queueing.
+	// SnapDeals: not proved by cuzk. Must be empty for PoRep.
 	VanillaProofs [][]byte `protobuf:"bytes,11,rep,name=vanilla_proofs,json=vanillaProofs,proto3" json:"vanilla_proofs,omitempty"`
 	// The sector number; must equal the wrapper's SectorNum.
 	SectorNumber uint64 `protobuf:"varint,20,opt,name=sector_number,json=sectorNumber,proto3" json:"sector_number,omitempty"`
 	// The miner actor id: the prover id is its LEB128 encoding in 32 bytes, as filecoin-ffi's.
 	MinerId uint64 `protobuf:"varint,21,opt,name=miner_id,json=minerId,proto3" json:"miner_id,omitempty"`
-	// PoSt only.
+	// PoSt only: 32 bytes.
 	Randomness []byte `protobuf:"bytes,22,opt,name=randomness,proto3" json:"randomness,omitempty"`
 	// WindowPoSt only.
 	PartitionIndex uint32 `protobuf:"varint,23,opt,name=partition_index,json=partitionIndex,proto3" json:"partition_index,omitempty"`
