@@ -14,6 +14,10 @@
 #   paths         the H side on every path against the CPU: h_step on two buffers (gpu_ntt), the
 #                 streamed SpMV and blockwise check (gpu_spmv), 2 KiB proofs on every SpMV path
 #                 (gpu_prove, with the 2 KiB fixture of fixtures-gpu), then `check`'s tier check
+#   sanitize      the 2 KiB and 8 MiB fixtures (fixtures-gpu first when missing) proved under
+#                 compute-sanitizer memcheck ($SANITIZER, default ./compute-sanitizer/compute-sanitizer;
+#                 NVIDIA's nvidia-cuda-sanitizer-api wheel unpacked): one pass and every partition split
+#                 (CUZK_H_AHEAD=always), two workers; any out-of-bounds access is named with its kernel
 #   real          the real fixtures (fixtures-gpu first when missing): GPU proof == CPU proof,
 #                 verify_seal and device memory back at baseline (gpu_prove: $PROOFS_2K / $PROOFS_8M
 #                 proofs from 8 threads, default 8 / 4), GPU SpMV == CPU SpMV (gpu_spmv), then
@@ -124,6 +128,14 @@ paths)
   CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=${PROOFS_2K:-8} t gpu_prove2 \
     timeout 300 $F/gpu_prove --nocapture
   check_tiers 200
+  ;;
+sanitize)
+  [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu
+  CS=${SANITIZER:-./compute-sanitizer/compute-sanitizer}
+  for sz in 2KiB 8MiB; do for ahead in off always; do
+    CUZK_FIXTURE_DIR=/tmp/fx${sz:0:1} CUZK_H_AHEAD=$ahead RUST_LOG=info t san_${sz}_$ahead timeout 240 \
+      $CS --tool memcheck --print-limit 10 --error-exitcode 99 $F/prove --sector-size $sz --backend gpu --repeat 2
+  done; done
   ;;
 real)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu

@@ -601,6 +601,9 @@ pub fn h_step_shared(
     h.to_coset(bc)?;
     h.combine(a, bc)?;
     h.interpolate(a)?;
+    // The combine kernel reads `bc` on `stream`; `fill_c` may write it from the host with a
+    // copy that does not order itself after `stream`'s work, so that work ends first.
+    stream.synchronize()?;
     fill_c(bc)?;
     h.c_over_z(bc)?;
     h.subtract(a, bc)

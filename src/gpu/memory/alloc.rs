@@ -72,7 +72,6 @@ pub const GIB: u64 = 1 << 30;
 /// growth, cuBLAS-style library workspaces and other processes' small allocations.
 pub const SAFETY_MARGIN: u64 = 512 << 20;
 
-#[cfg(any(test, feature = "internals"))]
 pub use crate::gpu::memory::layout::FR_BYTES;
 use crate::gpu::memory::layout::{
     align_up, h_step_bytes, msm_workspace_bytes, r1cs_block_bytes, spmv_work_bytes,
