@@ -131,9 +131,9 @@ paths)
   ;;
 sanitize)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu
-  CS=${SANITIZER:-./compute-sanitizer/compute-sanitizer}
-  for sz in 2KiB 8MiB; do for ahead in off always; do
-    CUZK_FIXTURE_DIR=/tmp/fx${sz:0:1} CUZK_H_AHEAD=$ahead RUST_LOG=info t san_${sz}_$ahead timeout 240 \
+  CS=${SANITIZER:-./compute-sanitizer/compute-sanitizer}; chmod +x "$CS"
+  for sz in 2KiB 8MiB; do for ahead in ${SAN_AHEAD:-off always}; do
+    CUZK_FIXTURE_DIR=/tmp/fx${sz:0:1} CUZK_H_AHEAD=$ahead RUST_LOG=info t san_${sz}_$ahead timeout ${SAN_TIMEOUT:-240} \
       $CS --tool memcheck --print-limit 10 --error-exitcode 99 $F/prove --sector-size $sz --backend gpu --repeat 2
   done; done
   ;;

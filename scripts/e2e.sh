@@ -120,7 +120,7 @@ for step in "$@"; do
   # device capped at each size (CUZK_VRAM_LIMIT, a smaller card on this one), parameters warm in
   # the page cache; PCIe traffic from `nvidia-smi dmon -s t` (MB/s each second, summed).
   # E2E_BASE=BIN: the same uncapped with another cuzk build (the baseline, same lease).
-  for cap in ${E2E_BASE:+base} ${E2E_CAPS:-}; do
+  for cap in ${E2E_CAPS:-} ${E2E_BASE:+base}; do
     bin=$F/cuzk; lim=$cap; [ "$cap" = base ] && { bin=$E2E_BASE; lim=; }
     ( nvidia-smi dmon -s t -d 1 > "$L/dmon-$cap.txt" 2>&1 ) & DMON=$!
     a=$(date +%s)
