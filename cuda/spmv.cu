@@ -7,6 +7,10 @@
 // index 0 is +1 and index 1 is -1, summed with an add / a sub, every other index costs one
 // Montgomery product. Rows of the PoRep circuits have 1 to ~40 entries, most 1 to 3.
 //
+// A block of rows streamed from host memory (a card too small to keep the matrices) keeps its
+// row_ptr entries as they are in the whole matrix: col and coeff then hold entries base ..
+// of the whole matrix's, and entry k is read at k - base (base = 0 for a resident matrix).
+//
 // Schemes: G consecutive lanes of a warp share a row (G = 1: one row per thread; G = 32: one
 // warp per row), each lane summing every G-th entry, then a shuffle reduction inside the group.
 // Field addition is exact, so every G gives the same (canonical) result as the CPU's
@@ -30,8 +34,9 @@ __device__ __forceinline__ Fr add_term(const Fr& acc, const Fr& v, uint32_t k, c
 
 template <unsigned G>
 __device__ __forceinline__ void spmv_body(Fr* y, const uint32_t* row_ptr, const uint32_t* col,
-                                          const uint32_t* coeff, const Fr* coeffs, const Fr* input,
-                                          uint32_t num_inputs, const Fr* aux, uint32_t rows) {
+                                          const uint32_t* coeff, uint32_t base, const Fr* coeffs,
+                                          const Fr* input, uint32_t num_inputs, const Fr* aux,
+                                          uint32_t rows) {
     static_assert(G >= 1 && G <= 32 && (32 % G) == 0, "group size divides a warp");
     const uint32_t lane = threadIdx.x % G;
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -46,7 +51,7 @@ __device__ __forceinline__ void spmv_body(Fr* y, const uint32_t* row_ptr, const 
         const uint32_t s = active ? row_ptr[j] : 0, e = active ? row_ptr[j + 1] : 0;
         Fr acc = Fr::zero();
         for (uint32_t k = s + lane; k < e; k += G)
-            acc = add_term(acc, load_z(input, num_inputs, aux, col[k]), coeff[k], coeffs);
+            acc = add_term(acc, load_z(input, num_inputs, aux, col[k - base]), coeff[k - base], coeffs);
         if (G > 1) {
 #pragma unroll
             for (unsigned off = G / 2; off > 0; off /= 2) {
@@ -65,26 +70,30 @@ __device__ __forceinline__ void spmv_body(Fr* y, const uint32_t* row_ptr, const 
 
 using cuzk::Fr;
 
-/// y[j] = sum over row j of coeffs[coeff[e]] * z[col[e]], j < rows; one row per thread.
+/// y[j] = sum over row j of coeffs[coeff[e - base]] * z[col[e - base]], j < rows; one row per
+/// thread.
 /// y holds >= rows elements; input num_inputs, aux the rest of z (see the file header).
 extern "C" __global__ void cuzk_spmv_g1(Fr* y, const uint32_t* row_ptr, const uint32_t* col,
-                                        const uint32_t* coeff, const Fr* coeffs, const Fr* input,
-                                        uint32_t num_inputs, const Fr* aux, uint32_t rows) {
-    cuzk::spmv::spmv_body<1>(y, row_ptr, col, coeff, coeffs, input, num_inputs, aux, rows);
+                                        const uint32_t* coeff, uint32_t base, const Fr* coeffs,
+                                        const Fr* input, uint32_t num_inputs, const Fr* aux,
+                                        uint32_t rows) {
+    cuzk::spmv::spmv_body<1>(y, row_ptr, col, coeff, base, coeffs, input, num_inputs, aux, rows);
 }
 
 /// As cuzk_spmv_g1, four lanes per row.
 extern "C" __global__ void cuzk_spmv_g4(Fr* y, const uint32_t* row_ptr, const uint32_t* col,
-                                        const uint32_t* coeff, const Fr* coeffs, const Fr* input,
-                                        uint32_t num_inputs, const Fr* aux, uint32_t rows) {
-    cuzk::spmv::spmv_body<4>(y, row_ptr, col, coeff, coeffs, input, num_inputs, aux, rows);
+                                        const uint32_t* coeff, uint32_t base, const Fr* coeffs,
+                                        const Fr* input, uint32_t num_inputs, const Fr* aux,
+                                        uint32_t rows) {
+    cuzk::spmv::spmv_body<4>(y, row_ptr, col, coeff, base, coeffs, input, num_inputs, aux, rows);
 }
 
 /// As cuzk_spmv_g1, one warp per row.
 extern "C" __global__ void cuzk_spmv_g32(Fr* y, const uint32_t* row_ptr, const uint32_t* col,
-                                         const uint32_t* coeff, const Fr* coeffs, const Fr* input,
-                                         uint32_t num_inputs, const Fr* aux, uint32_t rows) {
-    cuzk::spmv::spmv_body<32>(y, row_ptr, col, coeff, coeffs, input, num_inputs, aux, rows);
+                                        const uint32_t* coeff, uint32_t base, const Fr* coeffs,
+                                        const Fr* input, uint32_t num_inputs, const Fr* aux,
+                                        uint32_t rows) {
+    cuzk::spmv::spmv_body<32>(y, row_ptr, col, coeff, base, coeffs, input, num_inputs, aux, rows);
 }
 
 /// R1CS check: *first_bad = min(*first_bad, j) for every row j < rows with a[j] * b[j] != c[j]

@@ -11,6 +11,13 @@
 #   fixtures-gpu  both real fixtures (2 KiB, 8 MiB) into /tmp/fx2, /tmp/fx8 in seconds: their
 #                 Groth16 parameters from `cuzk gen-params --device gpu` with the fixtures' seed
 #                 (bellperson's generator gives the same files), then make_fixture seals the sector
+#   paths         the H side on every path against the CPU: h_step on two buffers (gpu_ntt), the
+#                 streamed SpMV and blockwise check (gpu_spmv), 2 KiB proofs on every SpMV path
+#                 (gpu_prove, with the 2 KiB fixture of fixtures-gpu), then `check`'s tier check
+#   sanitize      the 2 KiB and 8 MiB fixtures (fixtures-gpu first when missing) proved under
+#                 compute-sanitizer memcheck ($SANITIZER, default ./compute-sanitizer/compute-sanitizer;
+#                 NVIDIA's nvidia-cuda-sanitizer-api wheel unpacked): one pass and every partition split
+#                 (CUZK_H_AHEAD=always), two workers; any out-of-bounds access is named with its kernel
 #   real          the real fixtures (fixtures-gpu first when missing): GPU proof == CPU proof,
 #                 verify_seal and device memory back at baseline (gpu_prove: $PROOFS_2K / $PROOFS_8M
 #                 proofs from 8 threads, default 8 / 4), GPU SpMV == CPU SpMV (gpu_spmv), then
@@ -104,12 +111,31 @@ check)
   ;;
 fixtures-gpu)
   SEEDFX=63757a6b20324b694220666978747572652067726f7468313620706172616d73  # fixture PARAMS_RNG_SEED
-  for sz in 2KiB 8MiB; do
+  for sz in ${SIZES:-2KiB 8MiB}; do
     d=/tmp/fx${sz:0:1}; mkdir -p $d/params
     [ -e $d/fixture.json ] || t genparams_$sz timeout 240 $F/cuzk gen-params --sector-size $sz \
       --seed $SEEDFX --device gpu $d/params
     CUZK_FIXTURE_DIR=$d t fixture_$sz timeout 240 $F/make_fixture --sector-size $sz
   done
+  ;;
+paths)
+  # The H side on every path, against the CPU: the H step on three and two domain buffers
+  # (gpu_ntt), the SpMV with resident and streamed matrices and the blockwise R1CS check
+  # (gpu_spmv), real 2 KiB proofs on every SpMV path (gpu_prove), then the tier check.
+  [ -e /tmp/fx2/fixture.json ] || SIZES=2KiB "$0" fixtures-gpu
+  CUZK_TEST_H_MAX_LOG=22 t gpu_ntt timeout 200 $F/gpu_ntt --test-threads=1 h_step bad_lengths
+  CUZK_FIXTURE_DIR=/tmp/fx2 t gpu_spmv timeout 300 $F/gpu_spmv --test-threads=1 --nocapture
+  CUZK_FIXTURE_DIR=/tmp/fx2 CUZK_TEST_SECTOR_SIZE=2KiB CUZK_TEST_PROOFS=${PROOFS_2K:-8} t gpu_prove2 \
+    timeout 300 $F/gpu_prove --nocapture
+  check_tiers 200
+  ;;
+sanitize)
+  [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu
+  CS=${SANITIZER:-./compute-sanitizer/compute-sanitizer}; chmod +x "$CS"
+  for sz in 2KiB 8MiB; do for ahead in ${SAN_AHEAD:-off always}; do
+    CUZK_FIXTURE_DIR=/tmp/fx${sz:0:1} CUZK_H_AHEAD=$ahead RUST_LOG=info t san_${sz}_$ahead timeout ${SAN_TIMEOUT:-240} \
+      $CS --tool memcheck --print-limit 10 --error-exitcode 99 $F/prove --sector-size $sz --backend gpu --repeat 2
+  done; done
   ;;
 real)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu

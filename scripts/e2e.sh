@@ -10,6 +10,8 @@
 # cold-cache disk read of the parameter file measured with dd (the cold proof reads from disk
 # when the disk does ≥ 800 MB/s, else from the page cache that gen-params left: said in summary).
 #
+# E2E_CAPS="24GiB 16GiB" and E2E_BASE=BIN: after a size's run, the same steady-state run under
+# each device cap, and uncapped with a baseline build (see the loop below).
 # E2E_COLD="off always": after a size's run, one more cold proof per mode (page cache dropped
 # again, CUZK_H_AHEAD=mode, verified the same way), its time in the summary.
 #
@@ -114,6 +116,26 @@ for step in "$@"; do
   $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/bad.bin" \
     > "$L/verify-bad.log" 2>&1
   echo "flipped byte 1000: cuzk verify exit $? (51 = rejected)" | tee -a "$S"
+  # E2E_CAPS="24GiB 16GiB": the same `prove --repeat R --jobs 2` (two GPU workers) with the
+  # device capped at each size (CUZK_VRAM_LIMIT, a smaller card on this one), parameters warm in
+  # the page cache; PCIe traffic from `nvidia-smi dmon -s t` (MB/s each second, summed).
+  # E2E_BASE=BIN: the same uncapped with another cuzk build (the baseline, same lease).
+  for cap in ${E2E_CAPS:-} ${E2E_BASE:+base}; do
+    bin=$F/cuzk; lim=$cap; [ "$cap" = base ] && { bin=$E2E_BASE; lim=; }
+    ( nvidia-smi dmon -s t -d 1 > "$L/dmon-$cap.txt" 2>&1 ) & DMON=$!
+    a=$(date +%s)
+    CUZK_VRAM_LIMIT=$lim RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info t "prove-$cap" \
+      timeout "${E2E_CAP_TIMEOUT:-900}" $TV $bin prove "$C1/c1-wrapper.json" --prover-id f01000 \
+      --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof-$cap.bin"
+    z=$(date +%s); kill $DMON 2>/dev/null
+    c0=$(grep -oE "^proof 0: .* in [0-9.]+ s" "$L/prove-$cap.log" | grep -oE "[0-9.]+ s$" | cut -d' ' -f1 | cut -d. -f1)
+    echo "== $cap: peak device memory $(peak "$a" "$z") MiB, GPU busy steady $(busy "$((a + ${c0:-0}))" "$z") %," \
+      "PCIe MB (rx, tx) $(awk '$1 ~ /^[0-9]+$/ { r += $2; t += $3 } END { print r + 0, t + 0 }' "$L/dmon-$cap.txt")" | tee -a "$S"
+    awk -v a="$a" -v z="$z" '$1 >= a && $1 <= z' "$E/smi.txt" > "$L/timeline-$cap.txt"
+    grep -E "^proof [0-9]+: |proofs, |verify_seal|error" "$L/prove-$cap.log" | tee -a "$S"
+    grep -oE "tier [a-z-]+[^ ,]*" "$L/prove-$cap.log" | sort | uniq -c | tee -a "$S"
+    echo "H step on the CPU: $(grep -c "runs on the CPU" "$L/prove-$cap.log"), SpMV on the CPU: $(grep -c "SpMV on the CPU" "$L/prove-$cap.log")" | tee -a "$S"
+  done
   for m in ${E2E_COLD:-}; do
     if drop; then echo "cold proof, CUZK_H_AHEAD=$m: page cache dropped" | tee -a "$S"
     else echo "cold proof, CUZK_H_AHEAD=$m: page cache NOT dropped (slow disk)" | tee -a "$S"; fi

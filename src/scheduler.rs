@@ -275,6 +275,7 @@ impl<'a> Attempt<'a> {
         PlanOptions {
             start: self.start_tier,
             params_resident,
+            ..PlanOptions::default()
         }
     }
 

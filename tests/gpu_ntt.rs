@@ -196,7 +196,26 @@ fn h_step_matches_cpu() {
                 );
             }
         }
-        eprintln!("h_step 2^{log_n} ok (every product)");
+        // On two buffers, c written into b's once A·B is formed: the same result.
+        let stream = dev.stream().unwrap();
+        let mut da = dev.upload(&a).unwrap();
+        let mut dbc = dev.upload(&b).unwrap();
+        ntt::h_step_shared(
+            &stream,
+            &mut da.as_mut_slice(),
+            &mut dbc.as_mut_slice(),
+            |bc| bc.copy_from_host(&c),
+        )
+        .unwrap();
+        stream.synchronize().unwrap();
+        let got = da.to_vec().unwrap();
+        if let Some(i) = first_diff(&got, &want) {
+            panic!(
+                "h_step_shared 2^{log_n}: first difference at {i}: gpu {:?} cpu {:?}",
+                got[i], want[i]
+            );
+        }
+        eprintln!("h_step 2^{log_n} ok (every product, and on two buffers)");
     }
 }
 
@@ -210,4 +229,13 @@ fn bad_lengths_are_errors() {
     let a = vec![Scalar::ONE; 4];
     let b = vec![Scalar::ONE; 8];
     assert!(ntt::h_step_host(&dev, &a, &b, &a).is_err());
+    let stream = dev.stream().unwrap();
+    let (mut da, mut db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+    assert!(ntt::h_step_shared(
+        &stream,
+        &mut da.as_mut_slice(),
+        &mut db.as_mut_slice(),
+        |_| Ok(())
+    )
+    .is_err());
 }

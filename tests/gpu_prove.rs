@@ -1,6 +1,8 @@
 //! GPU backend on a real fixture (feature `cuda`; skips with a message without a GPU): the GPU
 //! proof with fixed r, s equals the CPU proof byte for byte and passes `verify_seal`; 100 proofs
-//! (`CUZK_TEST_PROOFS`) from 8 threads in one process leave device memory where it was.
+//! (`CUZK_TEST_PROOFS`) from 8 threads in one process leave device memory where it was; the
+//! GPU proof equals the CPU proof on every path of the GPU SpMV (matrices resident or
+//! streamed, the H step on three or two domain buffers, forced by a test hook).
 //!
 //! `CUZK_TEST_SECTOR_SIZE` picks the fixture: `2KiB` (default) or `8MiB`, case-insensitive; its
 //! directory is `cuzk_dev::fixture::default_fixture_dir_for(size)` (`$CUZK_FIXTURE_DIR` overrides).
@@ -12,26 +14,85 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
-use cuzk::{Backend, Engine, EngineConfig, ProveOptions};
-use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, FixtureSize};
+use cuzk::{Backend, Engine, EngineConfig, HAhead, ProveOptions, Tuning};
+use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 
 fn gpu_present() -> bool {
     common::gpu_device().is_some()
 }
 
-#[test]
-fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
-    if !gpu_present() {
-        return;
-    }
-    let _ = env_logger::builder().is_test(true).try_init();
-    let size: FixtureSize = match std::env::var("CUZK_TEST_SECTOR_SIZE") {
+/// The tests of this file one at a time: the SpMV path hook is process-wide.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn fixture_size() -> FixtureSize {
+    match std::env::var("CUZK_TEST_SECTOR_SIZE") {
         Ok(v) if !v.trim().is_empty() => v.parse().unwrap_or_else(|e| {
             panic!("CUZK_TEST_SECTOR_SIZE={v:?} is not a fixture size (2KiB or 8MiB): {e}")
         }),
         _ => FixtureSize::Kib2,
-    };
+    }
+}
+
+/// A test's start: `None` without a GPU; else the serial guard, the fixture size and the
+/// fixture (made if missing).
+fn start() -> Option<(std::sync::MutexGuard<'static, ()>, FixtureSize, Fixture)> {
+    if !gpu_present() {
+        return None;
+    }
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = env_logger::builder().is_test(true).try_init();
+    let size = fixture_size();
     let f = ensure_fixture(&default_fixture_dir_for(size), size).unwrap();
+    Some((serial, size, f))
+}
+
+#[test]
+fn gpu_proof_on_every_spmv_path_equals_cpu_proof() {
+    let Some((_serial, size, f)) = start() else {
+        return;
+    };
+    let c1 = f.read_c1().unwrap();
+    let cfg = |backend| {
+        EngineConfig::from_env()
+            .unwrap()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(backend)
+    };
+    // One pass per partition (its H side reports the path)
+    let cfg = |backend| cfg(backend).with_tuning(Tuning::default().with_h_ahead(HAhead::Off));
+    let rs = vec![(Fr::from(5u64), Fr::from(99u64))];
+    let opts = ProveOptions::default().with_randomness(rs);
+    let cpu = Engine::new(cfg(Backend::Cpu))
+        .unwrap()
+        .prove_porep_c2(&c1, f.sector_id, &f.prover_id, &opts)
+        .unwrap();
+    for (streamed, two, path) in [
+        (false, true, "+spmv+h2"),
+        (true, false, "+spmv-streamed"),
+        (true, true, "+spmv-streamed+h2"),
+    ] {
+        cuzk::prover::gpu::force_spmv_path(streamed, two);
+        let g = Engine::new(cfg(Backend::Gpu)).unwrap().prove_porep_c2(
+            &c1,
+            f.sector_id,
+            &f.prover_id,
+            &opts,
+        );
+        cuzk::prover::gpu::force_spmv_path(false, false);
+        let g = g.unwrap();
+        let tier = g.partitions[0].tier.clone().unwrap_or_default();
+        assert!(tier.ends_with(path), "{path}: ran {tier}");
+        assert_eq!(g.proof, cpu.proof, "{path}: GPU and CPU proofs differ");
+        assert!(f.verify(&g.proof).unwrap(), "{path}");
+        println!("{size}: {tier} == CPU");
+    }
+}
+
+#[test]
+fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
+    let Some((_serial, size, f)) = start() else {
+        return;
+    };
     println!(
         "fixture size {size} ({:?}) in {}",
         f.registered_proof,

@@ -2,7 +2,8 @@
 //! every scheme: random CSR matrices with random coefficient tables and the edge cases (empty rows,
 //! a row of 64 entries, z = 0, only ±1 coefficients, no rows), the real 2 KiB compiled circuit
 //! (fixture at `~/.cache/cuzk/fixture-2kib-v1`, built if missing), and the device R1CS check
-//! finding planted wrong rows. Skips (with a message) when no CUDA device is usable, fails
+//! finding planted wrong rows; the streamed SpMV (matrices copied in row blocks) and the
+//! blockwise R1CS check against the CPU on a circuit of several blocks. Skips (with a message) when no CUDA device is usable, fails
 //! instead under `CUZK_REQUIRE_GPU=1`.
 #![cfg(feature = "cuda")]
 
@@ -11,11 +12,15 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
-use cuzk::circuit::{CoeffTable, Csr};
+use cuzk::circuit::{CoeffTable, CompiledCircuit, Counts, Csr, Layout};
 use cuzk::gpu::driver::device::{Device, DeviceBuffer};
-use cuzk::gpu::kernels::spmv::{r1cs_check, spmv, DeviceCircuit, DeviceCsr, Scheme};
+use cuzk::gpu::kernels::spmv::{
+    r1cs_check, spmv, CircuitOnDevice, DeviceCircuit, DeviceCsr, Matrix, Scheme, StreamedCircuit,
+};
 use cuzk::gpu::memory::alloc::Arena;
-use cuzk::gpu::memory::layout::circuit_device_bytes;
+use cuzk::gpu::memory::layout::{circuit_device_bytes, SPMV_BLOCK_NNZ, SPMV_BLOCK_ROWS};
+use cuzk::prover::gpu::pinned_registry;
+use cuzk::synth::Density;
 use cuzk::{Backend, Engine, EngineConfig, Synthesis, Timings};
 use cuzk_dev::fixture::{default_fixture_dir, ensure_2kib_fixture};
 use ff::Field;
@@ -318,4 +323,150 @@ fn gpu_spmv_of_the_real_2kib_circuit_equals_the_cpu() {
     .expect("the device check finds the wrong row");
     let msg = cuzk::prover::unsatisfied(0, j, rows).to_string();
     assert!(msg.contains(&want), "device: {msg}; CPU: {want}");
+}
+
+/// A compiled circuit of `rows` rows (no recorded layout: all inputs and aux in the prefix)
+/// from its matrices, for the streamed SpMV.
+fn circuit_of(a: Csr, b: Csr, c: Csr, t: CoeffTable, ni: usize, na: usize) -> CompiledCircuit {
+    let rows = a.rows();
+    CompiledCircuit {
+        layout: Layout {
+            prefix: Counts {
+                inputs: ni,
+                aux: na,
+                constraints: rows - ni,
+            },
+            block: Counts::default(),
+            challenges: 0,
+        },
+        a,
+        b,
+        c,
+        coeffs: t,
+        a_aux_density: Density::with_len(na),
+        b_input_density: Density::with_len(ni),
+        b_aux_density: Density::with_len(na),
+    }
+}
+
+#[test]
+fn streamed_spmv_and_the_blockwise_check_equal_the_cpu() {
+    let Some(dev) = device() else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(12);
+    let t = random_table(&mut rng, 20);
+    let nc = t.len() as u32;
+    let (ni, na) = (5usize, 3000usize);
+    let vars = ni + na;
+    let block = SPMV_BLOCK_ROWS as usize;
+    // Over two blocks of rows; B's first block holds 8 entries a row (2^24 non-zeros: split by
+    // the block's non-zero limit), C has empty rows.
+    let rows = 2 * block + 12_345;
+    let a = random_csr(&mut rng, rows, vars, nc, |r, _| r.gen_range(1..=3));
+    let b = random_csr(&mut rng, rows, vars, nc, |r, j| {
+        if j < block {
+            8
+        } else {
+            r.gen_range(0..=2)
+        }
+    });
+    let c = random_csr(&mut rng, rows, vars, nc, |r, _| r.gen_range(0..=4));
+    assert!(b.row_ptr[block] as u64 > SPMV_BLOCK_NNZ);
+    let input = random_z(&mut rng, ni);
+    let aux = random_z(&mut rng, na);
+    let want = [&a, &b, &c].map(|m| m.spmv(&t, &input, &aux));
+    let cc = circuit_of(a, b, c, t, ni, na);
+    let n = rows.next_power_of_two();
+    let stream = dev.stream().unwrap();
+    let (din, daux) = (dev.upload(&input).unwrap(), dev.upload(&aux).unwrap());
+    let bytes = StreamedCircuit::bytes_for(&cc);
+    let arena = Arena::new(dev.ordinal(), "streamed", bytes);
+    let streamed = StreamedCircuit::new(&dev, &cc, Some(&arena), pinned_registry()).unwrap();
+    assert_eq!(
+        arena.used(),
+        bytes,
+        "the slots take their size function's bytes"
+    );
+    let resident = DeviceCircuit::upload(&dev, &cc, None).unwrap();
+    for mut on in [
+        CircuitOnDevice::Streamed(Box::new(streamed)),
+        CircuitOnDevice::Resident(&resident),
+    ] {
+        let kind = match on {
+            CircuitOnDevice::Streamed(_) => "streamed",
+            CircuitOnDevice::Resident(_) => "resident",
+        };
+        let mut outs = Vec::new();
+        for (k, m) in [Matrix::A, Matrix::B, Matrix::C].into_iter().enumerate() {
+            let mut y = dev.upload(&vec![Fr::from(5); n]).unwrap();
+            on.evaluate(
+                &stream,
+                m,
+                din.as_slice(),
+                daux.as_slice(),
+                &mut y.as_mut_slice(),
+            )
+            .unwrap();
+            stream.synchronize().unwrap();
+            let got = y.to_vec().unwrap();
+            if let Some(j) = (0..rows).find(|&j| got[j] != want[k][j]) {
+                panic!("{kind} {m:?}: row {j} differs");
+            }
+            assert!(
+                got[rows..].iter().all(|v| bool::from(v.is_zero())),
+                "{kind} {m:?}: the tail is zeroed"
+            );
+            outs.push(y);
+        }
+        // a∘b = c fails somewhere (random matrices): the first such row, found block by block
+        let first = (0..rows).find(|&j| want[0][j] * want[1][j] != want[2][j]);
+        assert!(first.is_some());
+        let mut scratch = dev.alloc::<Fr>(block).unwrap();
+        let got = on
+            .check_blockwise(
+                &stream,
+                None,
+                din.as_slice(),
+                daux.as_slice(),
+                outs[0].slice(..rows).unwrap(),
+                outs[1].slice(..rows).unwrap(),
+                &mut scratch,
+            )
+            .unwrap();
+        assert_eq!(got, first, "{kind}: first failing row");
+        // with c's own values as a∘b in a later block only: that row is found
+        let ab: Vec<Fr> = (0..rows).map(|j| want[0][j] * want[1][j]).collect();
+        let da = dev.upload(&ab).unwrap();
+        let ones = dev.upload(&vec![Fr::ONE; rows]).unwrap();
+        let got = on
+            .check_blockwise(
+                &stream,
+                None,
+                din.as_slice(),
+                daux.as_slice(),
+                da.as_slice(),
+                ones.as_slice(),
+                &mut scratch,
+            )
+            .unwrap();
+        let first = (0..rows).find(|&j| ab[j] != want[2][j]);
+        assert_eq!(got, first, "{kind}: c against a∘b·1");
+        // z = 0: every row holds
+        let zeros = (
+            dev.upload(&vec![Fr::ZERO; ni]).unwrap(),
+            dev.upload(&vec![Fr::ZERO; na]).unwrap(),
+        );
+        let zero = dev.upload(&vec![Fr::ZERO; rows]).unwrap();
+        let got = on
+            .check_blockwise(
+                &stream,
+                None,
+                zeros.0.as_slice(),
+                zeros.1.as_slice(),
+                zero.as_slice(),
+                zero.as_slice(),
+                &mut scratch,
+            )
+            .unwrap();
+        assert_eq!(got, None, "{kind}: z = 0 satisfies every row");
+    }
 }

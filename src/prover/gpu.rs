@@ -42,16 +42,49 @@ use crate::gpu::memory::alloc::{
 use crate::gpu::driver::device::{self, Device, DeviceBuffer};
 use crate::gpu::driver::fault::stage_deadline;
 use crate::gpu::driver::hostmem;
-use crate::gpu::memory::layout::{h_step_bytes, spmv_work_bytes};
+use crate::gpu::memory::alloc::fmt_gib;
+use crate::gpu::memory::layout::{h_step_bytes, r1cs_block_bytes, spmv_work_bytes};
 use crate::gpu::kernels::msm::{MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
 use crate::gpu::kernels::ntt;
 use crate::gpu::memory::pinned::{HostPinner, PinnedRegistry};
-use crate::gpu::kernels::spmv::{r1cs_check, DeviceCircuit};
+use crate::gpu::kernels::spmv::{
+    r1cs_check, CircuitOnDevice, DeviceCircuit, Matrix, StreamedCircuit,
+};
 use crate::progress::Stage;
 use crate::progress::{Reporter, Timings};
 use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig};
 use crate::srs::Srs;
 use crate::synth::Assignment;
+
+/// Test hook: 1 forces the GPU SpMV to stream the matrices (the resident circuit is not used),
+/// 2 forces the H step onto two domain buffers, 3 both; 0 (default) lets the plan decide.
+/// Process-wide, for the GPU == CPU tests of every SpMV path on small fixtures.
+#[cfg(feature = "test-hooks")]
+static FORCE_SPMV_PATH: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Forces the paths a compiled partition's H side takes on the device (test hook, process-wide;
+/// see the tests of `tests/gpu_prove.rs`): `streamed` — the matrices stream from host memory
+/// even where they fit resident; `two_buffers` — the H step runs on two domain buffers even
+/// where three fit. Both `false`: the plan decides (the default).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn force_spmv_path(streamed: bool, two_buffers: bool) {
+    FORCE_SPMV_PATH.store(
+        u8::from(streamed) | (u8::from(two_buffers) << 1),
+        Ordering::SeqCst,
+    );
+}
+
+/// The forced paths: (streamed, two buffers).
+fn forced_spmv_path() -> (bool, bool) {
+    #[cfg(feature = "test-hooks")]
+    {
+        let f = FORCE_SPMV_PATH.load(Ordering::SeqCst);
+        (f & 1 == 1, f & 2 == 2)
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    (false, false)
+}
 
 /// Free/total memory straight from the driver (`cuMemGetInfo`), for the allocator.
 struct DriverMemInfo;
@@ -207,6 +240,9 @@ struct GpuExecutor {
     /// Parameter vectors pinned so far (one entry per query of each `.params` path; kept while
     /// the backend lives).
     pinned: Mutex<Vec<PinnedQuery>>,
+    /// The compiled circuit whose host matrices are pinned for the streamed SpMV (one at a time,
+    /// kept while the backend lives or until another circuit streams).
+    pinned_circuit: Mutex<Option<PinnedCircuit>>,
     /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
     stage_timeout: std::time::Duration,
 }
@@ -276,6 +312,7 @@ impl GpuBackend {
         let executor = Arc::new(GpuExecutor {
             slots,
             pinned: Mutex::new(Vec::new()),
+            pinned_circuit: Mutex::new(None),
             stage_timeout: config.stage_timeout(),
         });
         let probe = executor.clone();
@@ -352,6 +389,39 @@ impl GpuExecutor {
         }
     }
 
+    /// Pins `cc`'s host matrices (A, B, C: row offsets, columns, coefficient indices; 6.8 GB
+    /// at 32 GiB) once, so that a streamed SpMV's block copies run at the link's pinned rate
+    /// and overlap the kernels; a circuit pinned before is let go. Ranges that cannot be
+    /// pinned are copied pageable (synchronously).
+    fn pin_circuit(&self, cc: &Arc<CompiledCircuit>) {
+        let mut cur = self
+            .pinned_circuit
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if cur.as_ref().is_some_and(|p| Arc::ptr_eq(&p.cc, cc)) {
+            return;
+        }
+        *cur = None;
+        let t = Instant::now();
+        let reg = pinned_registry();
+        let guards: Vec<_> = [&cc.a, &cc.b, &cc.c]
+            .into_iter()
+            .flat_map(|m| [&m.row_ptr, &m.col, &m.coeff])
+            .filter(|v| !v.is_empty())
+            .map(|v| reg.pin_slice(v))
+            .collect();
+        log::info!(
+            "compiled circuit: {}/{} matrix arrays pinned for the streamed SpMV in {:.2} s",
+            guards.iter().filter(|g| g.is_pinned()).count(),
+            guards.len(),
+            t.elapsed().as_secs_f64()
+        );
+        *cur = Some(PinnedCircuit {
+            _guards: guards,
+            cc: cc.clone(),
+        });
+    }
+
     fn slot(&self, ordinal: usize) -> Result<&Slot> {
         self.slots
             .iter()
@@ -424,38 +494,87 @@ impl PartitionExecutor for GpuExecutor {
         attempt.record_tier(plan.tier.kind());
         let tier = plan.tier;
         let mut timings = Timings::default();
-        // The compiled path: a, b, c by the GPU SpMV when the plan's working memory holds the
-        // H step's buffers and z and the circuit's matrices are (or can be made) resident;
-        // else on the CPU here, before any device work.
+        // The compiled path: a, b, c by the GPU SpMV when the plan's working memory holds z and
+        // the H step's buffers — three, or two (b's shared with c) on a plan too small for
+        // three — with the circuit's matrices resident (or made so) or, where they do not fit,
+        // streamed from host memory in row blocks; else on the CPU here, before any device work.
         let mut spmv = None;
+        let mut resident_circuit = None;
         let mut path = "";
         if let Some(cc) = pending {
-            let need = h_step_bytes(shape.domain_log2, 3)
-                + spmv_work_bytes(asg.input.len() as u64, asg.aux.len() as u64);
-            let why = if !job.gpu_spmv {
-                "CUZK_GPU_SPMV=0".to_string()
-            } else if need > plan.work.bytes() {
-                format!(
-                    "z and the H step need {} of the plan's {}",
-                    crate::gpu::memory::alloc::fmt_gib(need),
-                    crate::gpu::memory::alloc::fmt_gib(plan.work.bytes())
-                )
-            } else {
-                match circuit_on(slot, cc)? {
-                    Some(rc) => {
-                        spmv = Some(rc);
-                        String::new()
-                    }
-                    None => format!(
-                        "its matrices ({}) do not fit beside the plan",
-                        crate::gpu::memory::alloc::fmt_gib(DeviceCircuit::bytes_for(cc))
-                    ),
+            let work = plan.work.bytes();
+            let z = spmv_work_bytes(asg.input.len() as u64, asg.aux.len() as u64);
+            let three = h_step_bytes(shape.domain_log2, 3) + z;
+            let two = h_step_bytes(shape.domain_log2, 2)
+                + z
+                + r1cs_block_bytes(cc.layout.num_constraints() as u64);
+            let (force_streamed, force_two) = forced_spmv_path();
+            let layout_for = |extra: u64| {
+                if three + extra <= work && !force_two {
+                    Some(HLayout::Three)
+                } else if two + extra <= work {
+                    Some(HLayout::Two)
+                } else {
+                    None
                 }
             };
-            if spmv.is_some() {
-                path = "+spmv";
+            let why = if !job.gpu_spmv {
+                "CUZK_GPU_SPMV=0".to_string()
+            } else if layout_for(0).is_none() {
+                format!(
+                    "z and the H step need {} of the plan's {}",
+                    fmt_gib(two),
+                    fmt_gib(work)
+                )
+            } else if let Some(rc) = (!force_streamed)
+                .then(|| circuit_on(slot, cc))
+                .transpose()?
+                .flatten()
+            {
+                resident_circuit = Some(rc);
+                String::new()
+            } else if let Some(layout) = layout_for(StreamedCircuit::bytes_for(cc)) {
+                self.pin_circuit(cc);
+                spmv = Some(DeviceSpmv {
+                    matrices: Matrices::Streamed(cc),
+                    layout,
+                });
+                String::new()
             } else {
-                path = "+cpu-spmv";
+                format!(
+                    "its matrices ({}) do not fit beside the plan, and z, the H step and the \
+                     streamed blocks need {} of the plan's {}",
+                    fmt_gib(DeviceCircuit::bytes_for(cc)),
+                    fmt_gib(two + StreamedCircuit::bytes_for(cc)),
+                    fmt_gib(work)
+                )
+            };
+            if let Some(rc) = &resident_circuit {
+                spmv = layout_for(0).map(|layout| DeviceSpmv {
+                    matrices: Matrices::Resident(&rc.dc),
+                    layout,
+                });
+            }
+            path = match spmv {
+                Some(DeviceSpmv {
+                    matrices: Matrices::Resident(_),
+                    layout: HLayout::Three,
+                }) => "+spmv",
+                Some(DeviceSpmv {
+                    matrices: Matrices::Resident(_),
+                    layout: HLayout::Two,
+                }) => "+spmv+h2",
+                Some(DeviceSpmv {
+                    matrices: Matrices::Streamed(_),
+                    layout: HLayout::Three,
+                }) => "+spmv-streamed",
+                Some(DeviceSpmv {
+                    matrices: Matrices::Streamed(_),
+                    layout: HLayout::Two,
+                }) => "+spmv-streamed+h2",
+                None => "+cpu-spmv",
+            };
+            if spmv.is_none() {
                 log::info!("partition {}: SpMV on the CPU: {why}", job.partition);
                 job.take_host_top_up()?;
                 // In place: z (possibly a pooled, page-locked buffer) stays in the job's
@@ -495,7 +614,7 @@ impl PartitionExecutor for GpuExecutor {
             plan,
             &shape,
             &mut asg,
-            spmv.as_ref().map(|r| &r.dc),
+            spmv,
             srs,
             job.part,
             &mut ctx,
@@ -637,6 +756,15 @@ fn resident_for(slot: &Slot, srs: &Srs, plan: &mut Plan) -> Result<Option<Arc<Re
 
 /// Copies `src` into the first `src.len()` elements of `dst` and zeroes the rest.
 fn stage(stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Result<()> {
+    stage_slice(stream, &mut dst.as_mut_slice(), src)
+}
+
+/// [`stage`] into a device slice.
+fn stage_slice(
+    stream: &device::Stream,
+    dst: &mut device::DeviceSliceMut<'_, Fr>,
+    src: &[Fr],
+) -> Result<()> {
     let t = Instant::now();
     let _pin = pinned_registry().pin_slice(src);
     let pinned_s = t.elapsed().as_secs_f64();
@@ -658,23 +786,29 @@ fn stage(stream: &device::Stream, dst: &mut DeviceBuffer<Fr>, src: &[Fr]) -> Res
 }
 
 /// Plans one partition on `slot` ([`DeviceAllocator::plan`]). While other partitions of this
-/// process hold working memory on the device (it comes back when they finish), "no tier fits"
-/// means "not now": wait for their reservations to drop (re-planning on every release, at
-/// least every 200 ms) instead of failing the partition. Fails with
-/// [`Error::OutOfDeviceMemory`] only when nothing but the resident parameters is reserved.
-/// (Two workers under a 16 GiB cap at 2^27: the first holds the partial tier's 14.95 GiB, the
-/// second waits for it instead of failing.)
+/// process hold working memory on the device (it comes back when they finish), a tier below
+/// the one the device would give once that memory is back is no option, nor one whose H step
+/// would run on the CPU, and "nothing fits" means "not now": the partition waits for their
+/// reservations to drop (re-planning on every release, at least every 200 ms) — on a small
+/// card two workers take turns for the memory-heavy stages instead of each falling to a tier
+/// that runs the H step on the CPU (tens of seconds at 2^27), and on an 80 GB card for the
+/// resident parameters instead of both streaming their bases (the device's kernels run one
+/// partition at a time anyway, `CUZK_GPU_SECTIONS`). Only with
+/// nothing but what stays on the device reserved (the resident parameters and circuit) may the
+/// plan be `Streaming` (the card can never hold more; logged as a warning), or fail with
+/// [`Error::OutOfDeviceMemory`].
 ///
 /// A resident compiled circuit yields to the partition: when, with nothing else reserved, no
-/// tier fits or only streaming does (whose CPU H step the GPU SpMV cannot feed), the circuit is
-/// let go and the partition planned again.
+/// tier fits or only `Partial` or `Streaming` does, the circuit is let go and the partition
+/// planned again (its SpMV then streams the matrices from host memory, which costs less than
+/// the smaller MSM passes or the CPU H step it would otherwise get).
 fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Plan> {
     loop {
         if slot.alloc.reserved_bytes() <= slot.kept_bytes()? {
             let r = slot.alloc.plan(shape, opts);
             let poor = match &r {
                 Err(Error::OutOfDeviceMemory { .. }) => true,
-                Ok(p) => p.tier.kind() == TierKind::Streaming,
+                Ok(p) => p.tier.kind() >= TierKind::Partial,
                 Err(_) => false,
             };
             if poor && slot.drop_circuit()? {
@@ -688,11 +822,35 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
                 drop(r);
                 continue;
             }
+            if let Ok(p) = &r {
+                if p.tier.kind() == TierKind::Streaming {
+                    log::warn!(
+                        "GPU {}: a 2^{} partition's H step runs on the CPU: the device can \
+                         hold no more than {} ({})",
+                        slot.dev.ordinal(),
+                        shape.domain_log2,
+                        fmt_gib(p.available),
+                        p.tier
+                    );
+                }
+            }
             return r;
+        }
+        let mut waiting = PlanOptions {
+            gpu_h_step: true,
+            ..*opts
+        };
+        // No tier below what the device gives once the others' working memory is back.
+        let held = slot
+            .alloc
+            .reserved_bytes()
+            .saturating_sub(slot.kept_bytes()?);
+        if let Some(best) = slot.alloc.tier_if_freed(shape, &waiting, held)? {
+            waiting.worst = best;
         }
         match slot
             .alloc
-            .plan_wait(shape, opts, std::time::Duration::from_millis(200))
+            .plan_wait(shape, &waiting, std::time::Duration::from_millis(200))
         {
             Err(Error::OutOfDeviceMemory { .. }) => continue,
             other => return other,
@@ -714,9 +872,11 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
     mut msm: impl FnMut(Points<'_, A>, Scalars<'_>, Option<&[u64]>) -> Result<P>,
 ) -> Result<(P, std::time::Duration)> {
     let passes = super::msm_passes(scalars.len(), density, chunk);
-    let host: Vec<&[A]> = passes.iter().map(|p| &points[p.points.clone()]).collect();
+    let host: Vec<[&[A]; 1]> = passes.iter().map(|p| [&points[p.points.clone()]]).collect();
+    let [b0, b1] = bufs;
+    let bufs = [std::array::from_mut(b0), std::array::from_mut(b1)];
     let (sums, stats) =
-        crate::gpu::driver::upload::for_each_pass(dev, pinned_registry(), bufs, &host, |k, pts| {
+        crate::gpu::driver::upload::for_each_pass(dev, pinned_registry(), bufs, &host, |k, [pts]| {
             let p = &passes[k];
             let words = match (&p.words, density) {
                 (Some(w), Some(d)) => Some(&d.words()[w.clone()]),
@@ -775,6 +935,40 @@ struct PinnedQuery {
     held: HeldQuery,
 }
 
+/// A compiled circuit's host matrices pinned once for the streamed SpMV. The guards are
+/// declared before the circuit they pin, so they unregister before its memory can go.
+struct PinnedCircuit {
+    _guards: Vec<crate::gpu::memory::pinned::PinGuard>,
+    cc: Arc<CompiledCircuit>,
+}
+
+/// How many domain buffers (n × 32 B each, 4 GiB at 2^27) the H step of a partition has on the
+/// device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HLayout {
+    /// a, b, c each in its own buffer ([`ntt::h_step`]).
+    Three,
+    /// a in one, b then c in the other ([`ntt::h_step_shared`]): for a plan that cannot hold
+    /// three beside z (a 16 GiB card at 2^27). The R1CS check then computes c block by block.
+    Two,
+}
+
+/// Where the GPU SpMV of a compiled partition reads the circuit's matrices.
+#[derive(Clone, Copy)]
+enum Matrices<'c> {
+    /// Resident on the device (the slot's [`ResidentCircuit`]).
+    Resident(&'c DeviceCircuit),
+    /// Streamed from the (pinned) host copy in row blocks ([`StreamedCircuit`]).
+    Streamed(&'c CompiledCircuit),
+}
+
+/// The GPU SpMV of one compiled partition: its matrices and its H step's buffers.
+#[derive(Clone, Copy)]
+struct DeviceSpmv<'c> {
+    matrices: Matrices<'c>,
+    layout: HLayout,
+}
+
 /// Runs one partition of `shape` on one device under `plan`, in stages:
 ///
 /// 1. **bases**: with the resident tier, the parameters are made resident ([`resident_for`]:
@@ -783,7 +977,9 @@ struct PinnedQuery {
 ///    worker's kernels): z, or a, b, c, or h, into the domain buffers;
 /// 3. **SpMV** ([`DeviceRun::spmv`], compiled path only): a, b, c = A·z, B·z, C·z on the device
 ///    and the check a∘b = c ([`Error::Synthesis`] for a failing constraint, before any MSM);
-/// 4. **H** ([`DeviceRun::h_step`]): the H step's NTTs on the device, h left in `dh`;
+/// 4. **H** ([`DeviceRun::h_step`]): the H step's NTTs on the device, h left in `dh`; with
+///    two domain buffers ([`HLayout::Two`]) steps 3 and 4 are [`DeviceRun::spmv_h_shared`] or
+///    [`DeviceRun::h_step_shared`];
 /// 5. **MSMs** ([`DeviceRun::msms`]): H, L, A, B_G1, B_G2 on the device, one sequence for
 ///    resident and streamed bases ([`Bases`]); the input parts are summed here on the CPU;
 /// 6. **read-back**: the five sums go back to the caller, whose epilogue assembles the proof.
@@ -794,8 +990,8 @@ struct PinnedQuery {
 ///
 /// Steps 3 to 5 run inside the device's GPU section. With `spmv` (the compiled path, a, b, c
 /// not yet computed) only z is uploaded and aux then stays on the device for the MSMs; the
-/// caller checked that the plan's working memory holds the three domain buffers and
-/// [`spmv_work_bytes`]. Every device buffer comes out of the plan's reservation (an [`Arena`]),
+/// caller checked that the plan's working memory holds the layout's domain buffers,
+/// [`spmv_work_bytes`] and, for streamed matrices, [`StreamedCircuit::bytes_for`]. Every device buffer comes out of the plan's reservation (an [`Arena`]),
 /// and is freed here, in this function's order (which is why the stages borrow them).
 #[allow(clippy::too_many_arguments)]
 fn run_on(
@@ -803,7 +999,7 @@ fn run_on(
     mut plan: Plan,
     shape: &PartitionShape,
     asg: &mut Assignment,
-    spmv: Option<&DeviceCircuit>,
+    spmv: Option<DeviceSpmv<'_>>,
     srs: &Srs,
     part: Part,
     ctx: &mut PartitionCtx<'_>,
@@ -841,20 +1037,29 @@ fn run_on(
     let mut dh = None;
     let Uploaded { bc: dbc, z: dz } = if part.h_side() {
         let h_buf = dh.insert(dev.alloc_in::<Fr>(Some(&arena), n)?);
-        run.upload(h_buf, asg, spmv.is_some())?
+        run.upload(h_buf, asg, spmv.map(|s| s.layout))?
     } else {
         Uploaded { bc: None, z: None }
     };
     // The GPU section: kernels only (the uploads above overlap other workers' kernels).
     let section = attempt.enter_gpu();
     run.report(Stage::Wait, section.waited());
-    if let (Some((mut db, mut dc)), Some(h_buf)) = (dbc, dh.as_mut()) {
-        // ---- 3. SpMV and the R1CS check (compiled path).
-        if let (Some(dcirc), Some((din, daux))) = (spmv, &dz) {
-            run.spmv(dcirc, (din, daux), [&mut *h_buf, &mut db, &mut dc])?;
+    // ---- 3. SpMV and the R1CS check (compiled path), 4. H.
+    match (dbc, dh.as_mut(), spmv, &dz) {
+        (Some(HBuffers::Three(mut db, mut dc)), Some(h_buf), sp, z) => {
+            if let (Some(sp), Some((din, daux))) = (sp, z) {
+                run.spmv(sp.matrices, (din, daux), [&mut *h_buf, &mut db, &mut dc])?;
+            }
+            run.h_step(h_buf, &mut db, &mut dc)?;
         }
-        // ---- 4. H.
-        run.h_step(h_buf, &mut db, &mut dc)?;
+        (Some(HBuffers::Two(mut dbc)), Some(h_buf), Some(sp), Some((din, daux))) => {
+            run.spmv_h_shared(sp.matrices, (din, daux), h_buf, &mut dbc)?;
+        }
+        (Some(HBuffers::Two(mut dbc)), Some(h_buf), _, _) => {
+            let c = &asg.c;
+            run.h_step_shared(h_buf, &mut dbc, |bc| stage_slice(&stream, bc, c))?;
+        }
+        _ => {}
     }
     // a, b, c stay on the host until the partition succeeds: a retry (lower tier, other
     // device, CPU fallback) needs them.
@@ -922,10 +1127,18 @@ struct DeviceRun<'a> {
     timeout: Option<std::time::Duration>,
 }
 
+/// The H step's domain buffers besides `dh` (n scalars each, 4 GiB at 32 GiB).
+enum HBuffers {
+    /// b's and c's ([`HLayout::Three`]).
+    Three(DeviceBuffer<Fr>, DeviceBuffer<Fr>),
+    /// b's, then c's ([`HLayout::Two`]).
+    Two(DeviceBuffer<Fr>),
+}
+
 /// What [`DeviceRun::upload`] leaves on the device besides `dh`.
 struct Uploaded {
-    /// b's and c's buffers (n scalars each, 4 GiB at 32 GiB) when the H step runs on the device.
-    bc: Option<(DeviceBuffer<Fr>, DeviceBuffer<Fr>)>,
+    /// The H step's other buffers when it runs on the device.
+    bc: Option<HBuffers>,
     /// z's device copy (input, aux) for the GPU SpMV; aux is kept for the MSMs.
     z: Option<(DeviceBuffer<Fr>, DeviceBuffer<Fr>)>,
 }
@@ -939,105 +1152,153 @@ impl DeviceRun<'_> {
 
     /// The upload stage: puts what the H step needs on the device, before the GPU section.
     ///
-    /// When the plan's working memory holds three domain buffers (3·n·32 B, 12 GiB at 32 GiB;
-    /// resident and full staging always, partial too: its 2·n·32 B staging plus the MSM pass
-    /// it has not started yet; a streaming plan of at least 3·n·32 B too), `db` and `dc` are
-    /// allocated beside `dh` and the H step will run on the device; then, with `spmv`, z
-    /// (input pageable, aux 3.88 GiB through its pinned registration) is uploaded for the GPU
-    /// SpMV, else a, b, c (3.88 GiB each) are staged into `dh`, `db`, `dc` (the rest zeroed).
-    /// Otherwise (a smaller streaming plan) h comes from the CPU NTT (reported as
-    /// [`Stage::Ntt`]) and only h (n·32 B) is staged into `dh`. The copies are reported as
-    /// [`Stage::Transfer`]; all are synchronous except the zeroing on the stream.
+    /// The H step runs on the device with `layout` ([`HLayout`]): given (the GPU SpMV's, which
+    /// the caller fitted in the plan beside z), or the most the plan's working memory holds —
+    /// three domain buffers (3·n·32 B, 12 GiB at 32 GiB: resident and full staging always,
+    /// partial too: its MSM pass is not allocated yet), else two (2·n·32 B, b's shared with c).
+    /// `dh` and the others are allocated; then with the GPU SpMV z (input pageable, aux
+    /// 3.88 GiB through its pinned registration) is uploaded, else a and b are staged into
+    /// `dh` and the next buffer, and c into the third (with two buffers c is staged later,
+    /// [`Self::h_step_shared`]), the rest zeroed. When not even two fit (a small streaming
+    /// plan) h comes from the CPU NTT (reported as [`Stage::Ntt`]) and only h (n·32 B) is
+    /// staged into `dh`. The copies are reported as [`Stage::Transfer`]; all are synchronous
+    /// except the zeroing on the stream.
     ///
     /// # Errors
-    /// Driver errors; [`Error::Internal`] for a GPU SpMV planned without room for the H step's
-    /// buffers.
+    /// Driver errors.
     fn upload(
         &mut self,
         dh: &mut DeviceBuffer<Fr>,
         asg: &Assignment,
-        spmv: bool,
+        spmv: Option<HLayout>,
     ) -> Result<Uploaded> {
         let (dev, arena, n) = (self.dev, self.arena, self.n);
-        let gpu_ntt = 3 * 32 * n as u64 <= self.work.bytes();
-        let mut dbc = None;
-        // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
-        let mut dz = None;
-        let mut t = Instant::now();
-        if gpu_ntt {
-            let mut db = dev.alloc_in::<Fr>(Some(arena), n)?;
-            let mut dc = dev.alloc_in::<Fr>(Some(arena), n)?;
-            self.work.note_allocated(3 * 32 * n as u64);
-            if spmv {
-                // The inputs (a few hundred values) are copied pageable. aux is normally in a
-                // buffer of the engine's host pool, registered once for its whole capacity:
-                // this pin is a shared hit (no driver call) that holds the registration during
-                // the copy; any other aux is registered here, for this copy. Both copies are
-                // synchronous: none is running from the host vectors when this returns.
-                let din = upload_in(dev, arena, &asg.input)?;
-                let daux = {
-                    let pin = pinned_registry().pin_slice(&asg.aux);
-                    log::debug!(
-                        "partition {}: z upload, aux {}",
-                        self.partition,
-                        match pin.state() {
-                            crate::gpu::memory::pinned::PinState::Pinned { shared: true } =>
-                                "pinned (pooled)",
-                            crate::gpu::memory::pinned::PinState::Pinned { shared: false } => "pinned now",
-                            crate::gpu::memory::pinned::PinState::Pageable(_) => "pageable",
-                        }
-                    );
-                    upload_in(dev, arena, &asg.aux)?
-                };
-                self.work
-                    .note_allocated(32 * (din.len() + daux.len()) as u64);
-                dz = Some((din, daux));
-            } else {
-                stage(self.stream, dh, &asg.a)?;
-                stage(self.stream, &mut db, &asg.b)?;
-                stage(self.stream, &mut dc, &asg.c)?;
-            }
-            dbc = Some((db, dc));
-        } else if spmv {
-            return Err(Error::internal(
-                "GPU SpMV planned without room for the H step's buffers",
-            ));
+        let buf = 32 * n as u64;
+        let layout = spmv.or(if 3 * buf <= self.work.bytes() {
+            Some(HLayout::Three)
+        } else if 2 * buf <= self.work.bytes() {
+            Some(HLayout::Two)
         } else {
-            self.work.note_allocated(32 * n as u64);
+            None
+        });
+        let mut t = Instant::now();
+        let Some(layout) = layout else {
+            self.work.note_allocated(buf);
             let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
             self.report(Stage::Ntt, t.elapsed());
             t = Instant::now();
             stage(self.stream, dh, &h)?;
+            self.report(Stage::Transfer, t.elapsed());
+            return Ok(Uploaded { bc: None, z: None });
+        };
+        let mut bc = match layout {
+            HLayout::Three => {
+                self.work.note_allocated(3 * buf);
+                HBuffers::Three(dev.alloc_in::<Fr>(Some(arena), n)?, dev.alloc_in(Some(arena), n)?)
+            }
+            HLayout::Two => {
+                self.work.note_allocated(2 * buf);
+                HBuffers::Two(dev.alloc_in(Some(arena), n)?)
+            }
+        };
+        // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
+        let mut dz = None;
+        if spmv.is_some() {
+            // The inputs (a few hundred values) are copied pageable. aux is normally in a
+            // buffer of the engine's host pool, registered once for its whole capacity:
+            // this pin is a shared hit (no driver call) that holds the registration during
+            // the copy; any other aux is registered here, for this copy. Both copies are
+            // synchronous: none is running from the host vectors when this returns.
+            let din = upload_in(dev, arena, &asg.input)?;
+            let daux = {
+                let pin = pinned_registry().pin_slice(&asg.aux);
+                log::debug!(
+                    "partition {}: z upload, aux {}",
+                    self.partition,
+                    match pin.state() {
+                        crate::gpu::memory::pinned::PinState::Pinned { shared: true } =>
+                            "pinned (pooled)",
+                        crate::gpu::memory::pinned::PinState::Pinned { shared: false } => "pinned now",
+                        crate::gpu::memory::pinned::PinState::Pageable(_) => "pageable",
+                    }
+                );
+                upload_in(dev, arena, &asg.aux)?
+            };
+            self.work
+                .note_allocated(32 * (din.len() + daux.len()) as u64);
+            dz = Some((din, daux));
+        } else {
+            stage(self.stream, dh, &asg.a)?;
+            match &mut bc {
+                HBuffers::Three(db, dc) => {
+                    stage(self.stream, db, &asg.b)?;
+                    stage(self.stream, dc, &asg.c)?;
+                }
+                HBuffers::Two(dbc) => stage(self.stream, dbc, &asg.b)?,
+            }
         }
         self.report(Stage::Transfer, t.elapsed());
-        Ok(Uploaded { bc: dbc, z: dz })
+        Ok(Uploaded {
+            bc: Some(bc),
+            z: dz,
+        })
     }
 
-    /// The SpMV stage (compiled path, in the GPU section): a, b, c = A·z, B·z, C·z from the
-    /// resident circuit `circuit` and z's device copy `(input, aux)` into the first rows of
-    /// `abc` (the H step's three domain buffers; 130.3 M rows of 2^27 at 32 GiB, whose
-    /// matrices hold A 309 M, B 130 M, C 283 M non-zeros), then the R1CS check a∘b = c over
-    /// those rows; reported together as [`Stage::Spmv`].
+    /// The device side of the compiled circuit's `matrices`: the resident copy, or a streamed
+    /// one whose two block slots are allocated in the plan's arena now; with the bytes noted
+    /// allocated in the plan (to note freed when it is dropped, [`Self::drop_circuit`]).
+    fn circuit<'c>(&self, matrices: Matrices<'c>) -> Result<(CircuitOnDevice<'c>, u64)> {
+        Ok(match matrices {
+            Matrices::Resident(dc) => (CircuitOnDevice::Resident(dc), 0),
+            Matrices::Streamed(cc) => {
+                let sc = StreamedCircuit::new(self.dev, cc, Some(self.arena), pinned_registry())?;
+                let bytes = StreamedCircuit::bytes_for(cc);
+                self.work.note_allocated(bytes);
+                (CircuitOnDevice::Streamed(Box::new(sc)), bytes)
+            }
+        })
+    }
+
+    /// Frees a streamed circuit's slots (their bytes noted freed in the plan).
+    fn drop_circuit(&self, (circuit, noted): (CircuitOnDevice<'_>, u64)) {
+        drop(circuit);
+        self.work.note_freed(noted);
+    }
+
+    /// The SpMV stage (compiled path, in the GPU section, [`HLayout::Three`]): a, b, c = A·z,
+    /// B·z, C·z from the circuit's `matrices` (resident, or streamed in row blocks) and z's
+    /// device copy `(input, aux)` into the first rows of `abc` (the H step's three domain
+    /// buffers; 130.3 M rows of 2^27 at 32 GiB, whose matrices hold A 309 M, B 130 M, C 283 M
+    /// non-zeros), then the R1CS check a∘b = c over those rows; reported together as
+    /// [`Stage::Spmv`].
     ///
     /// # Errors
     /// [`Error::Synthesis`] naming the first failing constraint (before any MSM); driver
     /// errors; a stage timeout (`"spmv"`).
     fn spmv(
         &mut self,
-        circuit: &DeviceCircuit,
+        matrices: Matrices<'_>,
         (din, daux): (&DeviceBuffer<Fr>, &DeviceBuffer<Fr>),
         abc: [&mut DeviceBuffer<Fr>; 3],
     ) -> Result<()> {
         let _deadline = stage_deadline("spmv", self.timeout);
         let t = Instant::now();
+        let (mut circuit, noted) = self.circuit(matrices)?;
         let [da, db, dc] = abc;
-        circuit.evaluate(
-            self.stream,
-            din.as_slice(),
-            daux.as_slice(),
-            [&mut *da, &mut *db, &mut *dc],
-        )?;
+        for (m, y) in [Matrix::A, Matrix::B, Matrix::C]
+            .into_iter()
+            .zip([&mut *da, &mut *db, &mut *dc])
+        {
+            circuit.evaluate(
+                self.stream,
+                m,
+                din.as_slice(),
+                daux.as_slice(),
+                &mut y.as_mut_slice(),
+            )?;
+        }
         let rows = circuit.rows();
+        self.drop_circuit((circuit, noted));
         let bad = r1cs_check(
             self.stream,
             Some(self.arena),
@@ -1049,6 +1310,84 @@ impl DeviceRun<'_> {
         if let Some(j) = bad {
             return Err(super::unsatisfied(self.partition, j, rows));
         }
+        Ok(())
+    }
+
+    /// The SpMV and H stages on two domain buffers (compiled path, in the GPU section,
+    /// [`HLayout::Two`]): a = A·z into `dh`, b = B·z into `dbc`, the R1CS check with c = C·z
+    /// computed block by block ([`CircuitOnDevice::check_blockwise`]; reported with the SpMV as
+    /// [`Stage::Spmv`]), then the H step with c = C·z computed again into `dbc` once b is
+    /// consumed ([`Self::h_step_shared`]).
+    ///
+    /// # Errors
+    /// As [`Self::spmv`] and [`Self::h_step`].
+    fn spmv_h_shared(
+        &mut self,
+        matrices: Matrices<'_>,
+        (din, daux): (&DeviceBuffer<Fr>, &DeviceBuffer<Fr>),
+        dh: &mut DeviceBuffer<Fr>,
+        dbc: &mut DeviceBuffer<Fr>,
+    ) -> Result<()> {
+        let deadline = stage_deadline("spmv", self.timeout);
+        let t = Instant::now();
+        let (mut circuit, noted) = self.circuit(matrices)?;
+        let (input, aux) = (din.as_slice(), daux.as_slice());
+        circuit.evaluate(self.stream, Matrix::A, input, aux, &mut dh.as_mut_slice())?;
+        circuit.evaluate(self.stream, Matrix::B, input, aux, &mut dbc.as_mut_slice())?;
+        let rows = circuit.rows();
+        let bad = {
+            let mut scratch = self.dev.alloc_in::<Fr>(
+                Some(self.arena),
+                rows.min(crate::gpu::memory::layout::SPMV_BLOCK_ROWS as usize),
+            )?;
+            circuit.check_blockwise(
+                self.stream,
+                Some(self.arena),
+                input,
+                aux,
+                dh.slice(..rows)?,
+                dbc.slice(..rows)?,
+                &mut scratch,
+            )?
+        };
+        self.report(Stage::Spmv, t.elapsed());
+        if let Some(j) = bad {
+            return Err(super::unsatisfied(self.partition, j, rows));
+        }
+        drop(deadline);
+        let stream = self.stream;
+        self.h_step_shared(dh, dbc, |bc| {
+            circuit.evaluate(stream, Matrix::C, input, aux, bc)
+        })?;
+        self.drop_circuit((circuit, noted));
+        Ok(())
+    }
+
+    /// The H stage on two domain buffers (in the GPU section, [`HLayout::Two`]): a in `dh` and
+    /// b in `dbc`, then `fill_c` writes c into `dbc` once b is consumed (the GPU SpMV's C·z, or
+    /// c staged from the host; [`ntt::h_step_shared`]). h's n coefficients end in `dh`; `dbc`'s
+    /// bytes are noted freed; reported as [`Stage::Ntt`].
+    ///
+    /// # Errors
+    /// Driver errors; a stage timeout (`"ntt"`); `fill_c`'s errors.
+    fn h_step_shared(
+        &mut self,
+        dh: &mut DeviceBuffer<Fr>,
+        dbc: &mut DeviceBuffer<Fr>,
+        fill_c: impl FnOnce(&mut device::DeviceSliceMut<'_, Fr>) -> Result<()>,
+    ) -> Result<()> {
+        let _deadline = stage_deadline("ntt", self.timeout);
+        let t = Instant::now();
+        let stream = self.stream;
+        ntt::h_step_shared(
+            stream,
+            &mut dh.as_mut_slice(),
+            &mut dbc.as_mut_slice(),
+            fill_c,
+        )?;
+        stream.synchronize()?;
+        self.report(Stage::Ntt, t.elapsed());
+        self.work.note_freed(32 * self.n as u64);
         Ok(())
     }
 
@@ -1497,18 +1836,16 @@ impl ProverBackend for GpuBackend {
     }
 
     fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {
-        // Conservative: the circuit once, and for every worker of the device the H step's three
-        // domain buffers and z (what a worker's plan must hold for the GPU SpMV), beside the
-        // safety margin; resident parameters are left out (a plan without them is a lower tier
-        // with the same H-step room).
+        // The least a partition's GPU SpMV runs in (its workers take turns for it): z, the H
+        // step on two domain buffers, the blockwise check's block of c and the streamed
+        // matrices' block slots, beside the safety margin.
         let l = &cc.layout;
-        let domain_log2 = (l.num_constraints().max(1) as u64)
-            .next_power_of_two()
-            .trailing_zeros();
-        let per_worker = h_step_bytes(domain_log2, 3)
-            + spmv_work_bytes(l.num_inputs() as u64, l.num_aux() as u64);
-        let need = DeviceCircuit::bytes_for(cc)
-            + self.workers_per_device * per_worker
+        let rows = l.num_constraints().max(1) as u64;
+        let domain_log2 = rows.next_power_of_two().trailing_zeros();
+        let need = h_step_bytes(domain_log2, 2)
+            + spmv_work_bytes(l.num_inputs() as u64, l.num_aux() as u64)
+            + r1cs_block_bytes(rows)
+            + StreamedCircuit::bytes_for(cc).min(DeviceCircuit::bytes_for(cc))
             + crate::gpu::memory::alloc::SAFETY_MARGIN;
         !self.gpu_spmv || self.capacities.iter().any(|&c| c < need)
     }

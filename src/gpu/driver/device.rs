@@ -1305,8 +1305,19 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
 }
 
 impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
+    /// The sub-range `range` (element indices within this slice), borrowed mutably.
+    ///
+    /// Errors: [`Error::Internal`] when the range is out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        let (s, e) = range_of(range, self.len)?;
+        Ok(DeviceSliceMut {
+            device: self.device,
+            ptr: self.ptr + (s * std::mem::size_of::<T>()) as u64,
+            len: e - s,
+            _t: PhantomData,
+        })
+    }
     /// Reborrows as a read-only slice.
-    #[cfg(any(test, feature = "internals"))]
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
             device: self.device,

@@ -37,7 +37,7 @@ pub struct UploadStats {
 /// in flight (at most two), which it releases only after that wait (fields drop after `drop`).
 struct Drain<'a> {
     stream: &'a Stream,
-    pins: [Option<PinGuard>; 2],
+    pins: [Vec<PinGuard>; 2],
 }
 
 impl Drop for Drain<'_> {
@@ -48,82 +48,92 @@ impl Drop for Drain<'_> {
     }
 }
 
-/// Runs `f(k, slice)` for every pass `k` of `passes`, where `slice` is pass k's host data in
-/// device memory (one of `bufs`, each at least as long as the longest pass). Pass k+1 is
-/// uploaded on a copy stream while `f` runs on pass k; `f` must not return with queued work
-/// that still reads its slice (see the module docs). Empty passes are still given to `f` (as
-/// empty slices).
+/// Runs `f(k, slices)` for every pass `k` of `passes`, where `slices` are pass k's `N` host
+/// arrays in device memory (the `N` buffers of one of the two slots `bufs`, buffer i at least as
+/// long as the longest pass's array i). Pass k+1 is uploaded on a copy stream while `f` runs on
+/// pass k; `f` must not return with queued work that still reads its slices (see the module
+/// docs). Empty passes are still given to `f` (as empty slices). `N` = 1 for an MSM's bases;
+/// a CSR row block is three arrays (row offsets, columns, coefficient indices).
 ///
 /// Returns `f`'s results in pass order and the [`UploadStats`].
 ///
 /// # Errors
 /// [`Error::Internal`] when a buffer is shorter than a pass; [`Error::Cuda`] from the copies;
 /// whatever `f` returns (the first error stops the loop; queued copies are drained first).
-pub fn for_each_pass<T: DeviceRepr, R>(
+pub fn for_each_pass<T: DeviceRepr, R, const N: usize>(
     dev: &Arc<Device>,
     registry: &PinnedRegistry,
-    bufs: &mut [DeviceBuffer<T>; 2],
-    passes: &[&[T]],
-    mut f: impl FnMut(usize, DeviceSlice<'_, T>) -> Result<R>,
+    bufs: [&mut [DeviceBuffer<T>; N]; 2],
+    passes: &[[&[T]; N]],
+    mut f: impl FnMut(usize, [DeviceSlice<'_, T>; N]) -> Result<R>,
 ) -> Result<(Vec<R>, UploadStats)> {
-    let cap = bufs[0].len().min(bufs[1].len());
-    if let Some(p) = passes.iter().find(|p| p.len() > cap) {
-        return Err(Error::internal(format!(
-            "upload pass of {} elements exceeds the {cap}-element buffers",
-            p.len()
-        )));
+    for i in 0..N {
+        let cap = bufs[0][i].len().min(bufs[1][i].len());
+        if let Some(p) = passes.iter().find(|p| p[i].len() > cap) {
+            return Err(Error::internal(format!(
+                "upload pass of {} elements exceeds the {cap}-element buffers",
+                p[i].len()
+            )));
+        }
     }
     let copy = Stream::new(dev)?;
     let done = [Event::new(dev, false)?, Event::new(dev, false)?];
     let mut drain = Drain {
         stream: &copy,
-        pins: [None, None],
+        pins: [Vec::new(), Vec::new()],
     };
     let mut stats = UploadStats::default();
     let mut out = Vec::with_capacity(passes.len());
     let queue = |k: usize,
-                 buf: &mut DeviceBuffer<T>,
-                 pins: &mut [Option<PinGuard>; 2],
+                 slot: &mut [DeviceBuffer<T>; N],
+                 pins: &mut Vec<PinGuard>,
                  stats: &mut UploadStats|
      -> Result<()> {
-        let src = passes[k];
-        let pin = registry.pin_slice(src);
-        let mut dst = buf.slice_mut(..src.len())?;
-        if pin.is_pinned() {
-            // SAFETY: `src` is borrowed from `passes` for the whole call, and every return
-            // path (errors and unwinding included) synchronises `copy` first (`Drain`); the
-            // pin guard goes to `Drain` right below, which releases it only after that wait.
-            unsafe { dst.copy_from_host_async(src, &copy)? };
-            pins[k % 2] = Some(pin);
-        } else {
-            // Pageable: the driver stages it synchronously (no overlap; counted as waiting).
-            let t = Instant::now();
-            dst.copy_from_host(src)?;
-            stats.waited += t.elapsed();
+        for (buf, &src) in slot.iter_mut().zip(&passes[k]) {
+            let pin = registry.pin_slice(src);
+            let mut dst = buf.slice_mut(..src.len())?;
+            if pin.is_pinned() {
+                // SAFETY: `src` is borrowed from `passes` for the whole call, and every return
+                // path (errors and unwinding included) synchronises `copy` first (`Drain`); the
+                // pin guard goes to `Drain` right below, which releases it only after that wait.
+                unsafe { dst.copy_from_host_async(src, &copy)? };
+                pins.push(pin);
+            } else {
+                // Pageable: the driver stages it synchronously (no overlap; counted as waiting).
+                let t = Instant::now();
+                dst.copy_from_host(src)?;
+                stats.waited += t.elapsed();
+            }
+            stats.bytes += std::mem::size_of_val(src) as u64;
         }
-        done[k % 2].record(&copy)?;
-        stats.bytes += std::mem::size_of_val(src) as u64;
-        Ok(())
+        done[k % 2].record(&copy)
     };
+    let [b0, b1] = bufs;
     if !passes.is_empty() {
-        queue(0, &mut bufs[0], &mut drain.pins, &mut stats)?;
+        queue(0, b0, &mut drain.pins[0], &mut stats)?;
     }
     for k in 0..passes.len() {
         let t = Instant::now();
         done[k % 2].synchronize()?;
         stats.waited += t.elapsed();
-        drain.pins[k % 2] = None; // pass k is on the device
-        let (b0, b1) = bufs.split_at_mut(1);
+        drain.pins[k % 2].clear(); // pass k is on the device
         let (cur, next) = if k % 2 == 0 {
-            (&b0[0], &mut b1[0])
+            (&*b0, &mut *b1)
         } else {
-            (&b1[0], &mut b0[0])
+            (&*b1, &mut *b0)
         };
         if k + 1 < passes.len() {
             // `next` was read by pass k−1's `f`, which has returned (no queued reads left).
-            queue(k + 1, next, &mut drain.pins, &mut stats)?;
+            queue(k + 1, next, &mut drain.pins[(k + 1) % 2], &mut stats)?;
         }
-        out.push(f(k, cur.slice(..passes[k].len())?)?);
+        let mut slices = Vec::with_capacity(N);
+        for (buf, src) in cur.iter().zip(&passes[k]) {
+            slices.push(buf.slice(..src.len())?);
+        }
+        let slices: [DeviceSlice<'_, T>; N] = slices
+            .try_into()
+            .map_err(|_| Error::internal("upload pass: slice count"))?;
+        out.push(f(k, slices)?);
     }
     Ok((out, stats))
 }

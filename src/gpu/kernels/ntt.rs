@@ -564,79 +564,187 @@ pub fn h_step_with(
             c.len()
         )));
     }
-    let log_n = log2_len(n)?;
     same_device(stream, b)?;
     same_device(stream, c)?;
-    let ninv = inv_n(n)?;
-    let g = Scalar::MULTIPLICATIVE_GENERATOR;
-    let z = g.pow_vartime([n as u64]) - Scalar::ONE;
-    let z_inv = Option::<Scalar>::from(z.invert())
-        .ok_or_else(|| Error::internal("Z vanishes on the coset"))?;
-    // The 1/n of the inverse transforms are folded into the constants, so that a, b and the
-    // result are scaled by g^±i alone (one product per element fewer each): with a' = n A and
-    // b' = n B on the coset (unscaled inverse transforms), a' b' / (Z n^3) = A B / (Z n), and the
-    // last inverse transform's own 1/n is the n^-3's third factor.
-    // coefficients * g^i, bit-reversed; then coset evaluations, natural order
-    let to_coset = |x: &mut DeviceSliceMut<'_, Scalar>| -> Result<()> {
-        passes(
+    let h = HStep::new(stream, n, product)?;
+    h.to_coset(a)?;
+    h.to_coset(b)?;
+    h.c_over_z(c)?;
+    h.combine(a, b)?;
+    h.interpolate(a)?;
+    h.subtract(a, c)
+}
+
+/// [`h_step`] on two domain buffers instead of three, for a card that cannot hold three
+/// (2 × 4 GiB instead of 3 × 4 GiB at 2^27): `bc` holds b (evaluations, natural order) on
+/// entry; once A·B is formed on the coset, `fill_c` writes c into `bc` (queued on `stream` or
+/// synchronous), and C's coefficients take b's place. The same transforms and passes as
+/// [`h_step`] in another order (A·B's interpolation before C's transform, independent of
+/// it), so `a` ends equal to [`h_step`]'s result element for element. Errors as [`h_step`],
+/// plus `fill_c`'s.
+pub fn h_step_shared(
+    stream: &Stream,
+    a: &mut DeviceSliceMut<'_, Scalar>,
+    bc: &mut DeviceSliceMut<'_, Scalar>,
+    fill_c: impl FnOnce(&mut DeviceSliceMut<'_, Scalar>) -> Result<()>,
+) -> Result<()> {
+    let n = a.len();
+    if bc.len() != n {
+        return Err(Error::internal(format!(
+            "h_step_shared: lengths differ (a {n}, bc {})",
+            bc.len()
+        )));
+    }
+    same_device(stream, bc)?;
+    let h = HStep::new(stream, n, DEFAULT_PRODUCT)?;
+    h.to_coset(a)?;
+    h.to_coset(bc)?;
+    h.combine(a, bc)?;
+    h.interpolate(a)?;
+    // The combine kernel reads `bc` on `stream`; `fill_c` may write it from the host with a
+    // copy that does not order itself after `stream`'s work, so that work ends first.
+    stream.synchronize()?;
+    fill_c(bc)?;
+    h.c_over_z(bc)?;
+    h.subtract(a, bc)
+}
+
+/// The stages of the H step on a domain of n = 2^`log_n` points (see [`h_step`]), each queued
+/// on `stream`.
+///
+/// The 1/n of the inverse transforms are folded into the constants, so that a, b and the
+/// result are scaled by g^±i alone (one product per element fewer each): with a' = n A and
+/// b' = n B on the coset (unscaled inverse transforms), a' b' / (Z n^3) = A B / (Z n), and the
+/// last inverse transform's own 1/n is the n^-3's third factor.
+struct HStep<'s> {
+    stream: &'s Stream,
+    n: usize,
+    log_n: u32,
+    ninv: Scalar,
+    z_inv: Scalar,
+    product: PassProduct,
+}
+
+impl<'s> HStep<'s> {
+    fn new(stream: &'s Stream, n: usize, product: PassProduct) -> Result<Self> {
+        let log_n = log2_len(n)?;
+        let ninv = inv_n(n)?;
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let z = g.pow_vartime([n as u64]) - Scalar::ONE;
+        let z_inv = Option::<Scalar>::from(z.invert())
+            .ok_or_else(|| Error::internal("Z vanishes on the coset"))?;
+        Ok(HStep {
             stream,
+            n,
+            log_n,
+            ninv,
+            z_inv,
+            product,
+        })
+    }
+
+    fn check(&self, x: &DeviceSliceMut<'_, Scalar>) -> Result<()> {
+        if x.len() != self.n {
+            return Err(Error::internal(format!(
+                "h_step: a buffer of {} for a domain of {}",
+                x.len(),
+                self.n
+            )));
+        }
+        same_device(self.stream, x)
+    }
+
+    /// Evaluations (natural order) → coefficients × g^i (bit-reversed) → coset evaluations
+    /// (natural order), unscaled by 1/n.
+    fn to_coset(&self, x: &mut DeviceSliceMut<'_, Scalar>) -> Result<()> {
+        self.check(x)?;
+        passes(
+            self.stream,
             x,
             false,
             true,
             Scaling::None,
             Scaling::MulCosetPowers(Scalar::ONE),
-            product,
+            self.product,
         )?;
         passes(
-            stream,
+            self.stream,
             x,
             true,
             false,
             Scaling::None,
             Scaling::None,
-            product,
+            self.product,
         )
-    };
-    to_coset(a)?;
-    to_coset(b)?;
-    // C / Z in coefficients, bit-reversed order
-    passes(
-        stream,
-        c,
-        false,
-        true,
-        Scaling::None,
-        Scaling::Mul(ninv * z_inv),
-        product,
-    )?;
-    let dev = stream.device();
-    let k = dev.kernel("cuzk_ntt_h_combine")?;
-    let mut args = KernelArgs::new();
-    args.push_ptr(a.device_ptr())
-        .push_ptr(b.device_ptr())
-        .push_u32(log_n)
-        .push(z_inv * ninv * ninv * ninv);
-    let grid = (n as u32).div_ceil(256);
-    // SAFETY: cuzk_ntt_h_combine(Fr* a, const Fr* b, unsigned log_n, Fr k); both slices hold
-    // 2^log_n elements on this stream's device.
-    unsafe { stream.launch(&k, "cuzk_ntt_h_combine", grid, 256, 0, &mut args)? };
-    passes(
-        stream,
-        a,
-        true,
-        true,
-        Scaling::None,
-        Scaling::MulCosetInversePowers(Scalar::ONE),
-        product,
-    )?;
-    let k = dev.kernel("cuzk_ntt_sub_bitrev")?;
-    let mut args = KernelArgs::new();
-    args.push_ptr(a.device_ptr())
-        .push_ptr(c.device_ptr())
-        .push_u32(log_n);
-    // SAFETY: cuzk_ntt_sub_bitrev(Fr* a, const Fr* c, unsigned log_n); both slices hold
-    // 2^log_n elements on this stream's device.
-    unsafe { stream.launch(&k, "cuzk_ntt_sub_bitrev", grid, 256, 0, &mut args) }
+    }
+
+    /// c's evaluations → C / Z in coefficients, bit-reversed order.
+    fn c_over_z(&self, c: &mut DeviceSliceMut<'_, Scalar>) -> Result<()> {
+        self.check(c)?;
+        passes(
+            self.stream,
+            c,
+            false,
+            true,
+            Scaling::None,
+            Scaling::Mul(self.ninv * self.z_inv),
+            self.product,
+        )
+    }
+
+    /// a ← a · b / (Z n^3) on the coset.
+    fn combine(
+        &self,
+        a: &mut DeviceSliceMut<'_, Scalar>,
+        b: &DeviceSliceMut<'_, Scalar>,
+    ) -> Result<()> {
+        self.check(a)?;
+        self.check(b)?;
+        let dev = self.stream.device();
+        let k = dev.kernel("cuzk_ntt_h_combine")?;
+        let mut args = KernelArgs::new();
+        args.push_ptr(a.device_ptr())
+            .push_ptr(b.device_ptr())
+            .push_u32(self.log_n)
+            .push(self.z_inv * self.ninv * self.ninv * self.ninv);
+        let grid = (self.n as u32).div_ceil(256);
+        // SAFETY: cuzk_ntt_h_combine(Fr* a, const Fr* b, unsigned log_n, Fr k); both slices hold
+        // 2^log_n elements on this stream's device (checked above).
+        unsafe { self.stream.launch(&k, "cuzk_ntt_h_combine", grid, 256, 0, &mut args) }
+    }
+
+    /// a's coset evaluations → coefficients (natural order).
+    fn interpolate(&self, a: &mut DeviceSliceMut<'_, Scalar>) -> Result<()> {
+        self.check(a)?;
+        passes(
+            self.stream,
+            a,
+            true,
+            true,
+            Scaling::None,
+            Scaling::MulCosetInversePowers(Scalar::ONE),
+            self.product,
+        )
+    }
+
+    /// a ← a − C/Z, C/Z read in bit-reversed order.
+    fn subtract(
+        &self,
+        a: &mut DeviceSliceMut<'_, Scalar>,
+        c: &DeviceSliceMut<'_, Scalar>,
+    ) -> Result<()> {
+        self.check(a)?;
+        self.check(c)?;
+        let k = self.stream.device().kernel("cuzk_ntt_sub_bitrev")?;
+        let mut args = KernelArgs::new();
+        args.push_ptr(a.device_ptr())
+            .push_ptr(c.device_ptr())
+            .push_u32(self.log_n);
+        let grid = (self.n as u32).div_ceil(256);
+        // SAFETY: cuzk_ntt_sub_bitrev(Fr* a, const Fr* c, unsigned log_n); both slices hold
+        // 2^log_n elements on this stream's device (checked above).
+        unsafe { self.stream.launch(&k, "cuzk_ntt_sub_bitrev", grid, 256, 0, &mut args) }
+    }
 }
 
 /// [`ntt`] on a host slice: uploads, transforms on a new stream of `device`, downloads into

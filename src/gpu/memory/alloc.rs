@@ -17,14 +17,18 @@
 //!
 //! # Tiers
 //! Tried in order per partition, from [`PlanOptions::start`] down (n = 2^`domain_log2`, sizes at
-//! the 32 GiB PoRep partition, n = 2^27, in parentheses):
+//! the 32 GiB PoRep partition, n = 2^27, in parentheses). A plan counts what is live at once:
+//! a partition's H side (the GPU SpMV, the R1CS check and the H step: domain buffers, z, the
+//! block slots of matrices streamed from host memory) is freed before its MSM side (h and aux,
+//! the MSM workspace, streamed bases) is allocated, so a tier needs the larger of the two
+//! ([`PartitionShape::h_side_bytes`], [`PartitionShape::msm_side_bytes`]).
 //!
 //! | tier | device memory |
 //! |---|---|
-//! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + d_a, d_b, d_c (3·n·32 B = 12 GiB) + the MSM workspace for whole-length MSMs over resident bases (the 2^27 H MSM's sorted list 6.5 GiB, its two-pass staging 3 GiB, its batch-affine chain states 1.6 GiB; the whole plan 27.1 GiB on the H200, 2026-12-03) |
-//! | [`Tier::FullStaging`] | d_a, d_b, d_c (12 GiB) + the MSM workspace of one 2^24-point pass + double-buffered streamed bases (2 × 2^24 × 192 B = 6 GiB) |
-//! | [`Tier::Partial`] | d_a + one buffer shared by b and c (2·n·32 B = 8 GiB) + the same MSM pass, or the largest smaller power-of-two pass that fits while the working memory still holds the device H step's 3·n·32 B (2^23 on a 16 GiB card: 8 + 2.7 + 3 GiB = 13.67 GiB; the workspace holds G2's batch-affine chain states since 2026-12-03) |
-//! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB) + an MSM chunk that fits (≥ 2^16 points) |
+//! | [`Tier::Resident`] | parameters (44.1 GiB, unless already resident) + max(H side with three domain buffers d_a, d_b, d_c (12 GiB) and z (3.9 GiB): 16.2 GiB; MSM side: h, aux and the workspace of whole-length MSMs over resident bases: 23.0 GiB) |
+//! | [`Tier::FullStaging`] | max(the same H side; h, aux, the MSM workspace of one 2^24-point pass and double-buffered streamed bases, 2 × 2^24 × 192 B = 6 GiB) |
+//! | [`Tier::Partial`] | max(H side with two domain buffers, b's shared with c, and the blockwise R1CS check: 12.2 GiB; h, aux and the same MSM pass, or the largest smaller power-of-two pass that fits: 2^23 on a 16 GiB card, 13.6 GiB) |
+//! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB; the H step on the CPU) + an MSM chunk that fits (≥ 2^16 points); skipped while other partitions hold memory that comes back ([`PlanOptions::gpu_h_step`]) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!
 //! Every figure is a sum of the buffer-size functions of [`crate::gpu::memory::layout`] — the same
@@ -68,11 +72,11 @@ pub const GIB: u64 = 1 << 30;
 /// growth, cuBLAS-style library workspaces and other processes' small allocations.
 pub const SAFETY_MARGIN: u64 = 512 << 20;
 
-#[cfg(any(test, feature = "internals"))]
 pub use crate::gpu::memory::layout::FR_BYTES;
 use crate::gpu::memory::layout::{
-    align_up, h_step_bytes, msm_workspace_bytes, streamed_bases_bytes, Accumulation, MsmLimits,
-    MsmShape, G1_LAYOUT, G2_LAYOUT,
+    align_up, h_step_bytes, msm_workspace_bytes, r1cs_block_bytes, spmv_work_bytes,
+    streamed_bases_bytes, streamed_circuit_bytes, Accumulation, MsmLimits, MsmShape, G1_LAYOUT,
+    G2_LAYOUT, SPMV_BLOCK_NNZ, SPMV_BLOCK_ROWS, SPMV_PLANNED_COEFFS, SPMV_PLANNED_ROW_NNZ,
 };
 
 /// Bytes of one G1 affine point as stored on the device (x, y in `Fp`, 2 × 48 B).
@@ -371,9 +375,10 @@ impl PartitionShape {
         MSM_PASS_POINTS.min(self.max_msm_len()).max(1)
     }
 
-    /// Bytes of the H-step buffers of a tier (n = [`Self::domain_size`], [`FR_BYTES`] each,
-    /// [`h_step_bytes`]): `Resident`/`FullStaging` 3·n·32 (d_a + d_b + d_c, 12 GiB at 2^27);
-    /// `Partial` 2·n·32 (8 GiB); `Streaming` n·32 (one domain buffer, h from the CPU NTT).
+    /// Bytes of the domain buffers of a tier's H side (n = 2^`domain_log2`, [`FR_BYTES`] each,
+    /// [`h_step_bytes`]): `Resident`/`FullStaging` 3·n·32 (d_a, d_b, d_c: 12 GiB at 2^27);
+    /// `Partial` 2·n·32 (d_a and one buffer b and c share: 8 GiB); `Streaming` n·32 (one domain
+    /// buffer, h from the CPU NTT).
     pub fn staging_bytes(&self, kind: TierKind) -> u64 {
         let buffers = match kind {
             TierKind::Resident | TierKind::FullStaging => 3,
@@ -381,6 +386,56 @@ impl PartitionShape {
             TierKind::Streaming => 1,
         };
         h_step_bytes(self.domain_log2, buffers)
+    }
+
+    /// Device bytes of a tier's H side — the SpMV, the R1CS check and the H step, which run
+    /// before any MSM: its domain buffers ([`Self::staging_bytes`]), z for the GPU SpMV
+    /// ([`spmv_work_bytes`], 3.9 GiB at 2^27), the block slots of matrices streamed from host
+    /// memory ([`streamed_circuit_bytes`] of a block of at most [`SPMV_BLOCK_NNZ`] non-zeros and
+    /// [`SPMV_PLANNED_ROW_NNZ`] a row on average), and with two buffers the blockwise
+    /// R1CS check's block of c ([`r1cs_block_bytes`]). 2^27: 16.2 GiB with three buffers,
+    /// 12.2 GiB with two. `Streaming`: its one buffer (h comes from the CPU).
+    pub fn h_side_bytes(&self, kind: TierKind) -> u64 {
+        let buffers = self.staging_bytes(kind);
+        if kind == TierKind::Streaming {
+            return buffers;
+        }
+        let rows = self.num_constraints.saturating_add(self.num_inputs);
+        let check = if kind == TierKind::Partial {
+            r1cs_block_bytes(rows)
+        } else {
+            0
+        };
+        let block_rows = rows.min(SPMV_BLOCK_ROWS);
+        buffers
+            .saturating_add(spmv_work_bytes(self.num_inputs, self.num_aux))
+            .saturating_add(streamed_circuit_bytes(
+                block_rows,
+                SPMV_BLOCK_NNZ.min(block_rows.saturating_mul(SPMV_PLANNED_ROW_NNZ)),
+                SPMV_PLANNED_COEFFS,
+            ))
+            .saturating_add(check)
+    }
+
+    /// Device bytes of a tier's MSM side with passes (or chunks) of `points` points: h
+    /// (n·32 B) and aux (`num_aux` × 32 B) beside the MSM part ([`Self::msm_bytes`]) — the GPU
+    /// SpMV keeps aux on the device from the start, so both are live during the H MSM.
+    /// `Streaming`: its domain buffer (aux takes h's room after the H MSM) and the chunk.
+    pub fn msm_side_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
+        let scalars = if kind == TierKind::Streaming {
+            self.staging_bytes(kind)
+        } else {
+            h_step_bytes(self.domain_log2, 1)
+                .saturating_add(align_up(self.num_aux.saturating_mul(FR_BYTES)))
+        };
+        scalars.saturating_add(self.msm_bytes(kind, points, lim))
+    }
+
+    /// Working bytes of a tier with passes of `points` points: what is live at once, the larger
+    /// of its H side and its MSM side (the H side's buffers are freed before the MSMs start).
+    fn work_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
+        self.h_side_bytes(kind)
+            .max(self.msm_side_bytes(kind, points, lim))
     }
 
     /// The MSMs the GPU backend runs over resident bases: H (h_len scalars), L (aux), A, B_G1
@@ -450,9 +505,11 @@ impl PartitionShape {
         )
     }
 
-    /// Total device bytes of a tier: [`Self::staging_bytes`] + [`Self::msm_bytes`] (+ the
-    /// parameters' [`Self::params_bytes`] for `Resident` unless `params_resident`). For
-    /// `Streaming` this is the largest chunk ([`Self::pass_points`] points); the smallest is
+    /// Total device bytes of a tier: the larger of its H side ([`Self::h_side_bytes`]) and its
+    /// MSM side ([`Self::msm_side_bytes`]) with [`Self::pass_points`] (+ the parameters'
+    /// [`Self::params_bytes`] for `Resident` unless `params_resident`). 2^27, `Resident`:
+    /// 44.1 + 23.0 GiB (the MSM side: h, aux and the whole-length MSM workspace). For
+    /// `Streaming` this is the largest chunk; the smallest is
     /// [`Self::streaming_min_bytes_with`].
     pub fn tier_bytes_with(&self, kind: TierKind, params_resident: bool, lim: &MsmLimits) -> u64 {
         let params = if kind == TierKind::Resident && !params_resident {
@@ -460,29 +517,23 @@ impl PartitionShape {
         } else {
             0
         };
-        params
-            .saturating_add(self.staging_bytes(kind))
-            .saturating_add(self.msm_bytes(kind, self.pass_points(), lim))
+        params.saturating_add(self.work_bytes(kind, self.pass_points(), lim))
     }
 
     /// Bytes of `Streaming` with chunks of `points` points.
     pub fn streaming_bytes(&self, points: u64, lim: &MsmLimits) -> u64 {
-        self.staging_bytes(TierKind::Streaming)
-            .saturating_add(self.msm_bytes(TierKind::Streaming, points, lim))
+        self.work_bytes(TierKind::Streaming, points, lim)
     }
 
     /// Bytes of `Partial` with MSM passes of `points` points.
     pub fn partial_bytes(&self, points: u64, lim: &MsmLimits) -> u64 {
-        self.staging_bytes(TierKind::Partial)
-            .saturating_add(self.msm_bytes(TierKind::Partial, points, lim))
+        self.work_bytes(TierKind::Partial, points, lim)
     }
 
-    /// Device bytes of `Partial` with its smallest pass that still leaves room for the device
-    /// H step (see [`Self::partial_fit`]).
+    /// Device bytes of `Partial` with its smallest pass (see [`Self::partial_fit`]).
     pub fn partial_min_bytes_with(&self, lim: &MsmLimits) -> u64 {
         self.partial_passes()
             .map(|p| self.partial_bytes(p, lim))
-            .filter(|&b| b >= h_step_bytes(self.domain_log2, 3))
             .min()
             .unwrap_or(u64::MAX)
     }
@@ -501,17 +552,12 @@ impl PartitionShape {
         )
     }
 
-    /// The largest MSM pass (`partial_passes`) with which `Partial` fits in `avail`
-    /// bytes *and* its working memory still holds the device H step's three domain buffers
-    /// (3·n·32 B: d_a and the shared b/c buffer, plus a third in the MSM room the H step runs
-    /// before) — otherwise the tier would be streaming under another name. `None` when no pass
-    /// does. 2^27 on a 16 GiB card: 2^23 (the 2^24 pass needs ≈ 18.9 GiB).
+    /// The largest MSM pass (`partial_passes`) with which `Partial` fits in `avail` bytes
+    /// (its working memory always holds the H step on two domain buffers, [`Self::h_side_bytes`]).
+    /// `None` when no pass does. 2^27 on a 16 GiB card: 2^23.
     pub fn partial_fit(&self, avail: u64, lim: &MsmLimits) -> Option<u64> {
-        let h = h_step_bytes(self.domain_log2, 3);
-        self.partial_passes().find(|&p| {
-            let b = self.partial_bytes(p, lim);
-            b <= avail && b >= h
-        })
+        self.partial_passes()
+            .find(|&p| self.partial_bytes(p, lim) <= avail)
     }
 
     /// Smallest streaming chunk, in points: [`MSM_CHUNK_ALIGN_POINTS`], or the whole longest MSM
@@ -695,6 +741,16 @@ pub struct PlanOptions {
     /// The parameters of this shape are already resident on the device (kept alive by an
     /// earlier [`Plan::params`]): `Resident` then needs only the staging and pass bytes.
     pub params_resident: bool,
+    /// Only tiers whose H step runs on the device (`Streaming`, whose H step runs on the CPU,
+    /// is skipped). For a partition that waits while other partitions of this process hold
+    /// device memory: their memory comes back, and waiting for it beats an H step on the CPU
+    /// (tens of seconds at 2^27 against a fraction of one).
+    pub gpu_h_step: bool,
+    /// Worst tier to accept (default `Streaming`: any). A partition waiting while other
+    /// partitions hold device memory takes no tier below the one the device would give it
+    /// once that memory is back ([`DeviceAllocator::tier_if_freed`]): on an 80 GB card one
+    /// partition at a time with the parameters resident beats two streaming their bases.
+    pub worst: TierKind,
 }
 
 impl Default for PlanOptions {
@@ -702,6 +758,8 @@ impl Default for PlanOptions {
         PlanOptions {
             start: TierKind::Resident,
             params_resident: false,
+            gpu_h_step: false,
+            worst: TierKind::Streaming,
         }
     }
 }
@@ -931,6 +989,63 @@ impl DeviceAllocator {
         Ok(self.insert_locked(&mut l, bytes, label))
     }
 
+    /// The best tier from `opts.start` down to `opts.worst` (`Streaming` skipped with
+    /// `opts.gpu_h_step`) that fits in `avail` bytes, with its bytes.
+    fn choose(&self, shape: &PartitionShape, opts: &PlanOptions, avail: u64) -> Option<(Tier, u64)> {
+        let lim = &self.limits;
+        TierKind::ALL
+            .into_iter()
+            .filter(|k| {
+                *k >= opts.start
+                    && *k <= opts.worst
+                    && !(opts.gpu_h_step && *k == TierKind::Streaming)
+            })
+            .find_map(|kind| match kind {
+                TierKind::Partial => shape.partial_fit(avail, lim).map(|points| {
+                    (
+                        Tier::Partial {
+                            pass_points: points,
+                        },
+                        shape.partial_bytes(points, lim),
+                    )
+                }),
+                TierKind::Streaming => streaming_fit(shape, avail, lim).map(|points| {
+                    (
+                        Tier::Streaming {
+                            chunk_points: points,
+                            chunk_bytes: shape.msm_bytes(kind, points, lim),
+                        },
+                        shape.streaming_bytes(points, lim),
+                    )
+                }),
+                _ => {
+                    let needed = shape.tier_bytes_with(kind, opts.params_resident, lim);
+                    let tier = match kind {
+                        TierKind::Resident => Tier::Resident,
+                        _ => Tier::FullStaging,
+                    };
+                    (needed <= avail).then_some((tier, needed))
+                }
+            })
+    }
+
+    /// The tier [`Self::plan`] would choose now if `freed` more bytes were available (the
+    /// working memory other partitions hold and will give back), without reserving anything;
+    /// `None` when none would fit.
+    ///
+    /// # Errors
+    /// The [`MemInfo`] error.
+    pub fn tier_if_freed(
+        &self,
+        shape: &PartitionShape,
+        opts: &PlanOptions,
+        freed: u64,
+    ) -> Result<Option<TierKind>> {
+        let l = lock(&self.shared.ledger);
+        let avail = self.snapshot_locked(&l)?.available.saturating_add(freed);
+        Ok(self.choose(shape, opts, avail).map(|(t, _)| t.kind()))
+    }
+
     fn plan_locked(
         &self,
         l: &mut Ledger,
@@ -939,40 +1054,7 @@ impl DeviceAllocator {
     ) -> Result<Plan> {
         let snap = self.snapshot_locked(l)?;
         let avail = snap.available;
-        for kind in TierKind::ALL.into_iter().filter(|k| *k >= opts.start) {
-            let lim = &self.limits;
-            let (tier, needed) = if kind == TierKind::Partial {
-                let Some(points) = shape.partial_fit(avail, lim) else {
-                    continue;
-                };
-                (
-                    Tier::Partial {
-                        pass_points: points,
-                    },
-                    shape.partial_bytes(points, lim),
-                )
-            } else if kind == TierKind::Streaming {
-                let Some(points) = streaming_fit(shape, avail, lim) else {
-                    continue;
-                };
-                (
-                    Tier::Streaming {
-                        chunk_points: points,
-                        chunk_bytes: shape.msm_bytes(kind, points, lim),
-                    },
-                    shape.streaming_bytes(points, lim),
-                )
-            } else {
-                let needed = shape.tier_bytes_with(kind, opts.params_resident, lim);
-                if needed > avail {
-                    continue;
-                }
-                let tier = match kind {
-                    TierKind::Resident => Tier::Resident,
-                    _ => Tier::FullStaging,
-                };
-                (tier, needed)
-            };
+        if let Some((tier, needed)) = self.choose(shape, opts, avail) {
             let params_bytes = if tier == Tier::Resident && !opts.params_resident {
                 shape.params_bytes()
             } else {
@@ -1344,7 +1426,8 @@ mod tests {
             TierKind::Partial => 2,
             TierKind::Streaming => 1,
         };
-        let domain = n_bufs * align_up((1u64 << s.domain_log2) * 32);
+        use crate::gpu::memory::layout::{csr_buffers, r1cs_block_bytes, spmv_work_bytes};
+        let buf = align_up((1u64 << s.domain_log2) * 32);
         let (shapes, bases) = match kind {
             TierKind::Resident => (s.resident_msms().to_vec(), 0),
             _ => (
@@ -1353,7 +1436,21 @@ mod tests {
             ),
         };
         let slots: [u64; MSM_SLOTS + 2] = msm_workspace_slots(&shapes, lim).unwrap();
-        domain + slots.iter().sum::<u64>() + bases
+        let msm = slots.iter().sum::<u64>() + bases;
+        if kind == TierKind::Streaming {
+            return buf + msm;
+        }
+        let rows = (s.num_constraints + s.num_inputs).min(1 << 21);
+        let blocks = 2 * csr_buffers(rows, (rows * 64).min(1 << 23)).iter().sum::<u64>()
+            + align_up((1 << 16) * 32);
+        let check = if kind == TierKind::Partial {
+            r1cs_block_bytes(s.num_constraints + s.num_inputs)
+        } else {
+            0
+        };
+        let h_side = n_bufs * buf + spmv_work_bytes(s.num_inputs, s.num_aux) + blocks + check;
+        let msm_side = buf + align_up(s.num_aux * 32) + msm;
+        h_side.max(msm_side)
     }
 
     #[test]
@@ -1390,6 +1487,7 @@ mod tests {
                             &PlanOptions {
                                 start: kind,
                                 params_resident: false,
+                                ..PlanOptions::default()
                             },
                         )
                         .unwrap();
@@ -1838,15 +1936,15 @@ mod tests {
 
     #[test]
     fn small_shape_tiers_and_oom_figure() {
-        // 2 KiB-like partition: the streaming chunk is the whole MSM, and Resident (7.3 MB of
-        // parameters) needs less than Streaming's double-buffered G2 slots
+        // 2 KiB-like partition: the streaming chunk is the whole MSM; Resident (7.3 MB of
+        // parameters) needs more than Streaming (its H side holds z and the SpMV's blocks)
         let s = PartitionShape::from_counts(30_000, 2, 20_000, 19_000, 5_000).unwrap();
         assert_eq!(s.domain_log2, 15);
         assert_eq!(s.pass_points(), 32_767);
         assert_eq!(s.min_chunk_points(), 32_767);
         let resident = s.tier_bytes(TierKind::Resident, false);
-        assert!(resident < s.streaming_min_bytes());
-        assert_eq!(s.min_bytes(TierKind::Resident, false), resident);
+        assert!(resident > s.streaming_min_bytes() && resident < 64 << 20);
+        assert_eq!(s.min_bytes(TierKind::Resident, false), s.streaming_min_bytes());
         assert_eq!(
             s.min_bytes(TierKind::FullStaging, false),
             s.streaming_min_bytes()
@@ -1855,12 +1953,18 @@ mod tests {
             shape().min_bytes(TierKind::Resident, false),
             shape().streaming_min_bytes()
         );
-        let (_m, a) = card(SAFETY_MARGIN + s.streaming_min_bytes());
+        let (_m, a) = card(SAFETY_MARGIN + resident);
         let p = a.plan(&s, &PlanOptions::default()).unwrap();
         assert_eq!(p.tier, Tier::Resident);
+        drop(p);
+        // a card that holds less takes the tiers below
+        let (_m, a) = card(SAFETY_MARGIN + s.streaming_min_bytes());
+        let p = a.plan(&s, &PlanOptions::default()).unwrap();
+        assert_eq!(p.tier.kind(), TierKind::Streaming);
         let start = PlanOptions {
             start: TierKind::Streaming,
             params_resident: false,
+            ..PlanOptions::default()
         };
         drop(p);
         let p = a.plan(&s, &start).unwrap();
@@ -1876,15 +1980,91 @@ mod tests {
             }
         );
         drop(p);
-        let (_m, a) = card(SAFETY_MARGIN + resident - 1);
+        let resident_only = PlanOptions {
+            gpu_h_step: true,
+            ..PlanOptions::default()
+        };
+        let (_m, a) = card(SAFETY_MARGIN + s.streaming_min_bytes() - 1);
         assert!(matches!(
-            a.plan(&s, &PlanOptions::default()),
-            Err(Error::OutOfDeviceMemory { needed, .. }) if needed == resident
+            a.plan(&s, &resident_only),
+            Err(Error::OutOfDeviceMemory { needed, .. }) if needed == s.streaming_min_bytes()
         ));
         let (_m, a) = card(SAFETY_MARGIN + s.streaming_min_bytes() - 1);
         assert!(matches!(
             a.plan(&s, &start),
             Err(Error::OutOfDeviceMemory { needed, .. }) if needed == s.streaming_min_bytes()
         ));
+    }
+
+    #[test]
+    fn the_32gib_partition_plans_what_is_live_at_once() {
+        let s = shape();
+        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
+        // H side: three domain buffers and z (16.0 GiB), two and the check's block (12.1 GiB)
+        let (h3, h2) = (
+            s.h_side_bytes(TierKind::FullStaging),
+            s.h_side_bytes(TierKind::Partial),
+        );
+        assert!(h3 > 15 * GIB && h3 < 17 * GIB, "{}", fmt_gib(h3));
+        assert!(h2 > 11 * GIB && h2 < 13 * GIB, "{}", fmt_gib(h2));
+        // Resident: h, aux and the whole-length workspace (23.0 GiB), not d_a, d_b, d_c beside
+        // the workspace (27.1 GiB): the parameters, the circuit and one partition fit an
+        // 80 GB card (78.16 GiB after the margin)
+        let resident = s.tier_bytes_with(TierKind::Resident, true, &lim);
+        assert!(resident < 23 * GIB, "{}", fmt_gib(resident));
+        assert!(s.params_bytes() + resident + 7 * GIB < 78 * GIB);
+        // a 16 GiB card: Partial with 2^23-point passes (13.6 GiB); 24 GiB: full staging
+        assert_eq!(tier_of(16 * GIB), Tier::Partial { pass_points: 1 << 23 });
+        assert_eq!(tier_of(24 * GIB), Tier::FullStaging);
+        // the largest of the two sides, whatever the pass
+        for p in [1u64 << 24, 1 << 23, 1 << 20] {
+            assert_eq!(
+                s.partial_bytes(p, &lim),
+                h2.max(s.msm_side_bytes(TierKind::Partial, p, &lim))
+            );
+        }
+        // a partition that waits while others hold memory never takes Streaming (H on the CPU)
+        // (half a 16 GiB card held by another partition)
+        let (_m, a) = card(16 * GIB);
+        let first = a.reserve(8 * GIB, "other").unwrap();
+        assert_eq!(
+            a.plan(&s, &PlanOptions::default()).unwrap().tier.kind(),
+            TierKind::Streaming
+        );
+        let waiting = PlanOptions {
+            gpu_h_step: true,
+            ..PlanOptions::default()
+        };
+        assert!(matches!(
+            a.plan(&s, &waiting),
+            Err(Error::OutOfDeviceMemory { .. })
+        ));
+        drop(first);
+        assert_eq!(a.plan(&s, &waiting).unwrap().tier.kind(), TierKind::Partial);
+
+        // An 80 GB card (80,550 MiB free) with the circuit kept: one partition with the
+        // parameters resident fits; while another holds full staging, the next waits for the
+        // resident tier instead of taking full staging too
+        let (_m, a) = card(80_550 * MIB);
+        let _circuit = a.reserve(6_840 * MIB, "circuit").unwrap();
+        let o = PlanOptions::default();
+        let other = a.plan(&s, &PlanOptions { start: TierKind::FullStaging, ..o }).unwrap();
+        assert_eq!(other.tier, Tier::FullStaging);
+        assert_eq!(a.plan(&s, &o).unwrap().tier, Tier::FullStaging);
+        let best = a.tier_if_freed(&s, &o, other.work.bytes()).unwrap();
+        assert_eq!(best, Some(TierKind::Resident));
+        let waiting = PlanOptions {
+            gpu_h_step: true,
+            worst: TierKind::Resident,
+            ..o
+        };
+        assert!(matches!(
+            a.plan(&s, &waiting),
+            Err(Error::OutOfDeviceMemory { .. })
+        ));
+        drop(other);
+        let p = a.plan(&s, &waiting).unwrap();
+        assert_eq!(p.tier, Tier::Resident);
+        assert!(p.params.is_some());
     }
 }

@@ -742,6 +742,39 @@ pub fn circuit_device_bytes(rows: u64, nnz: [u64; 3], coeffs: u64) -> u64 {
 /// Bytes of the R1CS check's result word on the device (one `u32`, aligned).
 pub const R1CS_FLAG_BYTES: u64 = ALIGN;
 
+/// Most rows of one block of a compiled circuit's matrix streamed from host memory, and of one
+/// block of the blockwise R1CS check (2^21 rows: a 32 GiB partition's 130.3 M rows are ~63
+/// blocks; the check's block of c is 64 MiB).
+pub const SPMV_BLOCK_ROWS: u64 = 1 << 21;
+
+/// Most non-zeros of one streamed block (2^23: 32 MiB per array; a block ends early where its
+/// rows would hold more).
+pub const SPMV_BLOCK_NNZ: u64 = 1 << 23;
+
+/// Non-zeros a row the planner budgets for a streamed block of few rows (a small circuit's
+/// block slots are sized by its rows: PoRep rows hold 1 to ~40, 2.4 on average in A).
+pub const SPMV_PLANNED_ROW_NNZ: u64 = 64;
+
+/// Most coefficients the planner budgets for a streamed circuit's table (2^16, 2 MiB; the
+/// PoRep circuits have a few dozen).
+pub const SPMV_PLANNED_COEFFS: u64 = 1 << 16;
+
+/// Device bytes of a compiled circuit whose matrices stream from host memory in row blocks
+/// (`gpu::kernels::spmv::StreamedCircuit`): two slots, each one block's CSR arrays
+/// ([`csr_buffers`] of `block_rows` rows and `block_nnz` non-zeros), and the coefficient table
+/// (`coeffs` × 32 B). At most ≈ 0.27 GiB ([`SPMV_BLOCK_ROWS`], [`SPMV_BLOCK_NNZ`]).
+pub fn streamed_circuit_bytes(block_rows: u64, block_nnz: u64, coeffs: u64) -> u64 {
+    2u64.saturating_mul(csr_buffers(block_rows, block_nnz).iter().sum::<u64>())
+        .saturating_add(align_up(coeffs.saturating_mul(FR_BYTES)))
+}
+
+/// Device bytes of the blockwise R1CS check's block of c (`min(rows, SPMV_BLOCK_ROWS)` × 32 B)
+/// and its result word: what the check needs when c has no domain buffer of its own (the H step
+/// on two domain buffers, b's shared with c).
+pub fn r1cs_block_bytes(rows: u64) -> u64 {
+    align_up(rows.min(SPMV_BLOCK_ROWS).saturating_mul(FR_BYTES)).saturating_add(R1CS_FLAG_BYTES)
+}
+
 /// Device bytes the GPU SpMV of one partition needs besides the H step's three domain buffers
 /// (which it writes a, b, c into): the witness z uploaded as two buffers, input (`inputs` × 32 B)
 /// and aux (`aux` × 32 B; kept on the device as the scalars of the L, A and B MSMs), and the R1CS
