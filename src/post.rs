@@ -118,8 +118,8 @@ pub struct PostRequest<'a> {
 }
 
 /// Checks `req` as the engine does before any heavy work — the proof type, the vanilla proofs'
-/// encoding and shape, the randomness and prover id, and the vanilla proofs themselves against
-/// the randomness — without parameters or a device: what the daemon runs before queueing.
+/// encoding and shape (one sector proof of the proof type's challenge count each), the
+/// randomness and prover id, and the vanilla proofs themselves against the randomness — without parameters or a device: what the daemon runs before queueing.
 ///
 /// # Errors
 /// [`Error::InvalidInput`], [`Error::MalformedInput`], [`Error::InvalidProverId`],
@@ -204,6 +204,25 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
         filecoin_proofs::as_safe_commitment(&prover_id, "prover_id")
             .map_err(|e| Error::InvalidInput(format!("{kind}: {e:#}")))?;
     let config: PoStConfig = proof.as_v1_config();
+    // One sector's vanilla proof holds one sector proof of `challenge_count` inclusion proofs
+    // (filecoin-proofs-api `generate_single_vanilla_proof`). filecoin-proofs would take extra
+    // sector proofs into the partition unchecked, so a crafted one fails only in synthesis.
+    for (i, v) in vanilla.iter().enumerate() {
+        let held = v.vanilla_proof.sectors.len();
+        if held != 1 {
+            return Err(Error::InvalidInput(format!(
+                "{kind} vanilla proof {i} holds {held} sector proofs, expected 1"
+            )));
+        }
+        let challenges = v.vanilla_proof.sectors[0].inclusion_proofs.len();
+        if challenges != config.challenge_count {
+            return Err(Error::InvalidInput(format!(
+                "{kind} vanilla proof {i} holds {challenges} inclusion proofs, expected {} for \
+                 {proof:?}",
+                config.challenge_count
+            )));
+        }
+    }
     let sectors: Vec<PublicSector<_>> = vanilla
         .iter()
         .map(|v| PublicSector {

@@ -169,6 +169,14 @@ fn bad_post_input_gets_typed_errors_before_proving() {
             100,
             "{kind}: truncated vanilla proof"
         );
+        // Two sector proofs in one sector's vanilla proof (bincode: sector id, comm_r, then the
+        // sector proofs' u64 count at byte 40): filecoin-proofs would take the second in
+        // unchecked; refused before proving.
+        let mut twice = vanilla.clone();
+        let body = twice[0][48..].to_vec();
+        twice[0][40..48].copy_from_slice(&2u64.to_le_bytes());
+        twice[0].extend_from_slice(&body);
+        assert_eq!(code(&twice, &RANDOMNESS), 101, "{kind}: two sector proofs");
         // A byte of a Merkle path changed: decodes, does not verify.
         let mut bent = vanilla.clone();
         let n = bent[0].len();

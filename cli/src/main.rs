@@ -67,8 +67,8 @@ enum Command {
     #[command(name = "gen-params", after_help = EXIT_CODES)]
     GenParams(GenParamsArgs),
     /// Serve the cuzk.v1.ProvingEngine gRPC API (Curio's cuzk daemon) until SIGINT / SIGTERM:
-    /// PoRep C2 jobs in a priority queue, proved on one engine (see the README's "Proving
-    /// daemon" section).
+    /// PoRep C2, WindowPoSt and WinningPoSt jobs in a priority queue, proved on one engine (see
+    /// the README's "Proving daemon" section).
     #[command(after_help = EXIT_CODES)]
     Serve(cuzk_daemon::ServeArgs),
 }

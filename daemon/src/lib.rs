@@ -2,8 +2,9 @@
 //!
 //! Serves `cuzk.v1.ProvingEngine`, the gRPC API Curio's cuzk client (`lib/cuzk`) speaks, over one
 //! long-lived [`cuzk::Engine`]: PoRep C2 jobs (`POREP_SEAL_COMMIT`, the C1 output as Curio wraps
-//! it) wait in a priority queue and are proved by `--jobs` worker threads; the other proof kinds
-//! answer UNIMPLEMENTED. See the README's "Proving daemon" section for running it and pointing
+//! it), WindowPoSt partitions and WinningPoSt (`WINDOW_POST_PARTITION`, `WINNING_POST`, the
+//! vanilla proofs Curio sends) wait in a priority queue and are proved by `--jobs` worker
+//! threads; SnapDeals answers UNIMPLEMENTED. See the README's "Proving daemon" section for running it and pointing
 //! Curio at it.
 //!
 //! Layout:

@@ -160,7 +160,7 @@ pub fn post_kind(req: &proto::SubmitProofRequest) -> Option<cuzk::ProofKind> {
 /// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, no
 /// `vanilla_proof`) and returns its priority, job and [`ContentKey`]. The vanilla proofs are
 /// checked after it, by [`crate::prover::Prover::check_post`] (the engine's
-/// [`cuzk::post::check`]: decoded and verified against the randomness and prover id; about a
+/// [`cuzk::post::check`]: decoded, one sector proof each, and verified against the randomness; about a
 /// second for a 32 GiB WindowPoSt partition's 2349 vanilla proofs, so both run on a blocking
 /// thread).
 ///
@@ -451,7 +451,8 @@ pub fn circuit_proof(id: &str) -> Result<RegisteredSealProof, DaemonError> {
     match kind {
         "porep" => Ok(proof),
         "wpost" | "winning" | "snap" => Err(DaemonError::Unimplemented(format!(
-            "circuit {id:?}: cuzk proves PoRep (porep-...) only"
+            "circuit {id:?}: PreloadSRS and EvictSRS take PoRep parameters (porep-...) only; \
+             PoSt parameters load with their first job"
         ))),
         _ => Err(DaemonError::InvalidArgument(format!(
             "unknown circuit id {id:?} (expected e.g. porep-32g)"
