@@ -133,6 +133,17 @@ impl From<PostJob> for ProofJob {
 }
 
 impl ProofJob {
+    /// The proof kind as the wire names it (GetStatus' queues and current kind).
+    pub fn proof_kind(&self) -> proto::ProofKind {
+        match self {
+            ProofJob::Porep(_) => proto::ProofKind::PorepSealCommit,
+            ProofJob::Post(j) if j.kind == cuzk::ProofKind::WinningPost => {
+                proto::ProofKind::WinningPost
+            }
+            ProofJob::Post(_) => proto::ProofKind::WindowPostPartition,
+        }
+    }
+
     /// The circuit id of the job's proof type (`porep-32g`, `wpost-32g`, `winning-32g`, ...).
     pub fn circuit_id(&self) -> String {
         match self {

@@ -20,7 +20,7 @@
 //! partitions not yet started never start. The worker is busy, and the status counts the job as
 //! in progress, until the call has returned; its result (if it finished anyway) is discarded.
 
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::error::DaemonError;
+use crate::proto;
 use crate::prover::{JobTimings, Prover};
 use crate::request::{ContentKey, Priority, ProofJob};
 
@@ -112,6 +113,8 @@ pub struct Job {
     pub priority: Priority,
     /// Circuit id of its proof type (`porep-32g`, ...).
     pub circuit: String,
+    /// Its proof kind.
+    pub kind: proto::ProofKind,
     /// When it was accepted.
     pub accepted: Instant,
     /// Cancel it when its last `Prove` caller goes away (submitted by `Prove`, not `SubmitProof`).
@@ -244,6 +247,10 @@ pub struct QueueSnapshot {
     pub running_jobs: Vec<String>,
     /// Running jobs per circuit id.
     pub running_by_circuit: HashMap<String, u32>,
+    /// (queued, running) jobs per proof kind, for the kinds that have any.
+    pub by_kind: BTreeMap<proto::ProofKind, (usize, usize)>,
+    /// The proof kinds of `running_jobs`, in the same order.
+    pub running_kinds: Vec<proto::ProofKind>,
 }
 
 /// The queue and its workers. Cheap to clone (shared).
@@ -386,6 +393,7 @@ impl Scheduler {
             key,
             priority,
             circuit: job.circuit_id(),
+            kind: job.proof_kind(),
             accepted: Instant::now(),
             cancel_with_caller,
             seq,
@@ -565,6 +573,7 @@ impl Scheduler {
             if let Some(j) = st.jobs.get(&e.id) {
                 if j.seq == e.seq && matches!(j.state(), JobState::Queued) {
                     snap.pending[e.priority as usize - 1] += 1;
+                    snap.by_kind.entry(j.kind).or_default().0 += 1;
                 }
             }
         }
@@ -574,6 +583,8 @@ impl Scheduler {
                     .running_by_circuit
                     .entry(j.circuit.clone())
                     .or_default() += 1;
+                snap.by_kind.entry(j.kind).or_default().1 += 1;
+                snap.running_kinds.push(j.kind);
             }
         }
         snap

@@ -286,6 +286,12 @@ fn status(s: &Scheduler) -> proto::GetStatusResponse {
     let mem = prover.memory();
     let c = s.counters();
     let running = snap.running_jobs.join(",");
+    let kinds = snap
+        .running_kinds
+        .iter()
+        .map(|k| k.as_str_name())
+        .collect::<Vec<_>>()
+        .join(",");
     let gpus = prover
         .devices()
         .into_iter()
@@ -295,11 +301,7 @@ fn status(s: &Scheduler) -> proto::GetStatusResponse {
             vram_total_bytes: d.total_bytes,
             vram_free_bytes: d.free_bytes,
             current_job_id: running.clone(),
-            current_proof_kind: if running.is_empty() {
-                String::new()
-            } else {
-                proto::ProofKind::PorepSealCommit.as_str_name().to_string()
-            },
+            current_proof_kind: kinds.clone(),
         })
         .collect();
     let loaded_srs = prover
@@ -316,15 +318,35 @@ fn status(s: &Scheduler) -> proto::GetStatusResponse {
             size_bytes: l.size_bytes,
         })
         .collect();
-    let pending: usize = snap.pending.iter().sum();
+    // PoRep's entry always (what an idle daemon answers), then one per other kind with jobs.
+    // PoRep's running count is the engine calls in progress less the other kinds' jobs.
+    let porep = proto::ProofKind::PorepSealCommit;
+    let others_running: usize = snap
+        .by_kind
+        .iter()
+        .filter(|(k, _)| **k != porep)
+        .map(|(_, (_, r))| r)
+        .sum();
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    let mut queues = vec![proto::QueueStatus {
+        proof_kind: porep.as_str_name().to_string(),
+        pending: count(snap.by_kind.get(&porep).map_or(0, |c| c.0)),
+        in_progress: count(snap.running.saturating_sub(others_running)),
+    }];
+    queues.extend(
+        snap.by_kind
+            .iter()
+            .filter(|(k, _)| **k != porep)
+            .map(|(k, (p, r))| proto::QueueStatus {
+                proof_kind: k.as_str_name().to_string(),
+                pending: count(*p),
+                in_progress: count(*r),
+            }),
+    );
     proto::GetStatusResponse {
         gpus,
         loaded_srs,
-        queues: vec![proto::QueueStatus {
-            proof_kind: proto::ProofKind::PorepSealCommit.as_str_name().to_string(),
-            pending: u32::try_from(pending).unwrap_or(u32::MAX),
-            in_progress: u32::try_from(snap.running).unwrap_or(u32::MAX),
-        }],
+        queues,
         total_proofs_completed: c.completed.load(Ordering::Relaxed),
         total_proofs_failed: c.failed.load(Ordering::Relaxed),
         uptime_seconds: s.uptime().as_secs(),

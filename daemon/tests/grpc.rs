@@ -836,6 +836,21 @@ async fn window_post_partitions_of_one_request_id_get_their_own_jobs() {
         assert_eq!(a.queue_position, i as u32 - 1, "{i}");
         ids.push(a.job_id);
     }
+    // GetStatus counts them under their kind (PoRep's entry stays, empty).
+    let st = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let queues: Vec<_> = st
+        .queues
+        .iter()
+        .map(|q| (q.proof_kind.as_str(), q.pending, q.in_progress))
+        .collect();
+    assert_eq!(
+        queues,
+        [("POREP_SEAL_COMMIT", 0, 0), ("WINDOW_POST_PARTITION", 3, 1)]
+    );
     // The same content (priority is not content) attaches to its job, running or queued.
     let mut same = reqs[0].clone();
     same.priority = Priority::Critical as i32;
