@@ -326,6 +326,56 @@ impl Scheduler {
         self.inner.started.elapsed()
     }
 
+    /// What [`Self::submit`] would do with a request of `request_id` and `key` before its job
+    /// is built: `Some` job (and its queue position) that it attaches to, `None` when it would
+    /// queue a new one. For checks too costly to run for a request that attaches or that the
+    /// queue refuses (a 32 GiB WindowPoSt's vanilla proofs); [`Self::submit`] decides again.
+    ///
+    /// # Errors
+    /// As [`Self::submit`].
+    pub fn would_attach(
+        &self,
+        request_id: &str,
+        key: ContentKey,
+    ) -> Result<Option<(Arc<Job>, u32)>, DaemonError> {
+        let mut st = lock(&self.inner.state);
+        self.attach_or_room(&mut st, request_id, key)
+    }
+
+    /// The job a request of `request_id` and `key` attaches to, or `None` when a new job may be
+    /// queued (the state lock held).
+    fn attach_or_room(
+        &self,
+        st: &mut State,
+        request_id: &str,
+        key: ContentKey,
+    ) -> Result<Option<(Arc<Job>, u32)>, DaemonError> {
+        if !st.accepting {
+            return Err(DaemonError::ShuttingDown("no new jobs are accepted".into()));
+        }
+        self.prune(st);
+        if !request_id.is_empty() {
+            // At most one job of a request id and key answers: a request attaches to it, or
+            // (when none does) becomes one.
+            let same = st
+                .jobs
+                .values()
+                .find(|j| j.request_id == request_id && j.key == key && j.answers())
+                .cloned();
+            if let Some(j) = same {
+                let pos = position(st, &j);
+                return Ok(Some((j, pos)));
+            }
+        }
+        if st.pending >= self.inner.cfg.max_queue {
+            return Err(DaemonError::QueueFull {
+                pending: st.pending,
+                limit: self.inner.cfg.max_queue,
+            });
+        }
+        Ok(None)
+    }
+
     /// Accepts a job, or attaches to an earlier job of the same request id and an equal content
     /// `key` (a retry of the same request) when that job is queued, running or completed.
     /// Returns the job and its queue position.
@@ -348,28 +398,8 @@ impl Scheduler {
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         let job: ProofJob = job.into();
         let mut st = lock(&self.inner.state);
-        if !st.accepting {
-            return Err(DaemonError::ShuttingDown("no new jobs are accepted".into()));
-        }
-        self.prune(&mut st);
-        if !request_id.is_empty() {
-            // At most one job of a request id and key answers: a request attaches to it, or
-            // (when none does) becomes one.
-            let same = st
-                .jobs
-                .values()
-                .find(|j| j.request_id == request_id && j.key == key && j.answers())
-                .cloned();
-            if let Some(j) = same {
-                let pos = position(&st, &j);
-                return Ok((j, pos));
-            }
-        }
-        if st.pending >= self.inner.cfg.max_queue {
-            return Err(DaemonError::QueueFull {
-                pending: st.pending,
-                limit: self.inner.cfg.max_queue,
-            });
+        if let Some(found) = self.attach_or_room(&mut st, request_id, key)? {
+            return Ok(found);
         }
         let id = if request_id.is_empty() {
             self.new_id(&mut st, "cuzk-job-")

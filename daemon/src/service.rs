@@ -17,12 +17,22 @@ use crate::scheduler::{ms, Job, Outcome, Scheduler};
 #[derive(Clone)]
 pub struct ProvingService {
     scheduler: Scheduler,
+    /// Vanilla-proof checks of PoSt requests running at once ([`MAX_POST_CHECKS`]).
+    post_checks: Arc<tokio::sync::Semaphore>,
 }
+
+/// PoSt requests whose vanilla proofs are checked at once; later ones wait for a turn. A 32 GiB
+/// WindowPoSt partition's check takes about a second of the host's cores and its vanilla
+/// proofs' memory, outside the engine's host budget.
+pub const MAX_POST_CHECKS: usize = 2;
 
 impl ProvingService {
     /// The service of `scheduler`.
     pub fn new(scheduler: Scheduler) -> Self {
-        ProvingService { scheduler }
+        ProvingService {
+            scheduler,
+            post_checks: Arc::new(tokio::sync::Semaphore::new(MAX_POST_CHECKS)),
+        }
     }
 
     /// Checks `req` and queues it (see [`Scheduler::submit`]).
@@ -69,8 +79,10 @@ impl ProvingService {
     }
 
     /// [`ProvingService::accept`] of a PoSt request of `kind`: checked and keyed
-    /// ([`request::check_post`]), its vanilla proofs checked by the prover
-    /// ([`crate::prover::Prover::check_post`]), both on a blocking thread; then queued.
+    /// ([`request::check_post`]); attached to its job when one of the same request id and
+    /// content answers, refused when the queue is full or the daemon stopping; else its vanilla
+    /// proofs are checked by the prover ([`crate::prover::Prover::check_post`], at most
+    /// [`MAX_POST_CHECKS`] at once), both checks on a blocking thread; then queued.
     async fn accept_post(
         &self,
         req: proto::SubmitProofRequest,
@@ -78,14 +90,30 @@ impl ProvingService {
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         let request_id = req.request_id.clone();
+        let task =
+            |e: tokio::task::JoinError| DaemonError::Internal(format!("PoSt check task: {e}"));
+        let (priority, job, key) =
+            tokio::task::spawn_blocking(move || request::check_post(req, kind))
+                .await
+                .map_err(task)??;
+        // A retry of a queued, running or completed job, a full queue or a stopping daemon:
+        // answered without checking the vanilla proofs again.
+        if let Some(found) = self.scheduler.would_attach(&request_id, key)? {
+            return Ok(found);
+        }
+        let turn = self
+            .post_checks
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| DaemonError::Internal(format!("PoSt check turn: {e}")))?;
         let prover = self.scheduler.prover().clone();
-        let (priority, job, key) = tokio::task::spawn_blocking(move || {
-            let (priority, job, key) = request::check_post(req, kind)?;
-            prover.check_post(&job)?;
-            Ok::<_, DaemonError>((priority, job, key))
+        let job = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            prover.check_post(&job).map(|()| job)
         })
         .await
-        .map_err(|e| DaemonError::Internal(format!("PoSt check task: {e}")))??;
+        .map_err(task)??;
         let (sectors, miner_id, partition) =
             (job.vanilla_proofs.len(), job.miner_id, job.partition_index);
         let (job, pos) =

@@ -859,6 +859,8 @@ async fn window_post_partitions_of_one_request_id_get_their_own_jobs() {
         let a = c.submit_proof(r).await.unwrap().into_inner();
         assert_eq!(&a.job_id, want);
     }
+    // Their vanilla proofs were not checked again: one check per job.
+    assert_eq!(p.post_checks(), reqs.len());
     p.release_all();
     let mut proofs = Vec::new();
     for (jid, r) in ids.iter().zip(&reqs) {
@@ -875,9 +877,10 @@ async fn window_post_partitions_of_one_request_id_get_their_own_jobs() {
         assert!(!proofs.contains(&a.proof), "{jid}: another job's proof");
         proofs.push(a.proof);
     }
-    // A retry after completion: its completed job, no new engine call.
+    // A retry after completion: its completed job, no new engine call, no new check.
     let again = prove_ok(&mut c, reqs[1].clone()).await;
     assert_eq!((&again.job_id, &again.proof), (&ids[1], &proofs[1]));
+    assert_eq!(p.post_checks(), reqs.len());
     assert_eq!(
         p.started(),
         vec![POST_GATE, POST_GATE + 1, POST_GATE, POST_GATE + 1]

@@ -37,11 +37,18 @@ struct FakeState {
     released: HashSet<u64>,
     release_all: bool,
     cancelled: Vec<u64>,
+    /// PoSt vanilla checks run.
+    post_checks: usize,
 }
 
 impl FakeProver {
     pub fn new() -> Arc<FakeProver> {
         Arc::new(FakeProver::default())
+    }
+
+    /// PoSt vanilla checks run so far.
+    pub fn post_checks(&self) -> usize {
+        self.state.lock().unwrap().post_checks
     }
 
     /// Lets the job of `sector` finish (now or when it starts).
@@ -192,6 +199,7 @@ impl Prover for FakeProver {
 
     /// Fake vanilla proofs pass: the engine's check is `post_fixture`'s to test.
     fn check_post(&self, job: &PostJob) -> Result<(), cuzk::Error> {
+        self.state.lock().unwrap().post_checks += 1;
         if job.vanilla_proofs.is_empty() {
             return Err(cuzk::Error::InvalidInput("no vanilla proofs".into()));
         }
