@@ -17,7 +17,8 @@
 #   3. cargo test --release --features cuda,test-hooks --no-run
 #                                      — compiles all GPU code and every GPU test, those of the
 #                                        test kernels too (nvcc from scripts/install-cuda.sh when
-#                                        no CUDA toolkit is present); then runs the cuda build's
+#                                        no CUDA toolkit is present), and the released library's
+#                                        cuda build (`cargo check --lib --features cuda`); then runs the cuda build's
 #                                        unit tests of the GPU modules that need no device
 #                                        (`--lib -- gpu::`, against the driver stub here);
 #   4. cargo doc --no-deps -p cuzk --features cuda,test-hooks with RUSTDOCFLAGS=-D warnings
@@ -66,6 +67,8 @@ if ! command -v nvcc >/dev/null 2>&1; then
 fi
 export CUZK_CUDA_ARCHS=${CUZK_CUDA_ARCHS:-sm_90}
 cargo test --release --features cuda,test-hooks --no-run
+# The released library's own cuda build (no `internals`, no test hooks) compiles too.
+cargo check --lib --features cuda
 echo "== 3/4 host-only unit tests of the GPU modules (cargo test --lib -- gpu::, cuda build)"
 # The cuda build's unit tests of src/gpu/ and src/prover/gpu.rs that need no device (window
 # choice, planning, pinned ranges, host pools ...). Without an NVIDIA driver the test binary is

@@ -1052,7 +1052,6 @@ impl<E: PartitionExecutor> Scheduler<E> {
     }
 
     /// The executor.
-    #[cfg(any(test, feature = "internals"))]
     pub fn executor(&self) -> &Arc<E> {
         &self.shared.exec
     }

@@ -1103,6 +1103,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.ptr
     }
     /// The device owning the memory.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
@@ -1318,6 +1319,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         })
     }
     /// Reborrows as a read-only slice.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
             device: self.device,

@@ -126,6 +126,7 @@ impl DeviceCsr {
 /// # Errors
 /// [`Error::Internal`] when `y` is shorter than the rows, the buffers are on another device or z
 /// has more than `u32::MAX` variables; launch errors.
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 pub fn spmv(
     stream: &Stream,
     m: &DeviceCsr,
@@ -352,6 +353,7 @@ impl DeviceCircuit {
     /// # Errors
     /// [`Error::Internal`] when z does not have the circuit's sizes or an output is shorter
     /// than the rows; launch errors.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn evaluate(
         &self,
         stream: &Stream,
