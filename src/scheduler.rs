@@ -8,6 +8,13 @@
 //!   a device at a time. A queued partition goes to the device with the fewest partitions
 //!   assigned, ties broken by the most free memory ([`SchedulerConfig::free_memory`]), then the
 //!   lowest index.
+//! - **Batches**: a worker that takes a partition's first try also takes the queued first tries
+//!   with the same [`PartitionExecutor::batch_key`] (routed to its device or anywhere), up to
+//!   [`PartitionExecutor::max_batch`], and runs them in one [`PartitionExecutor::run_batch`]
+//!   call — the GPU backend's partitions whose L, A and B MSMs read the same streamed bases, so
+//!   one upload of the bases serves them all. A job the executor leaves out goes back to the
+//!   front of the queue (one that led its batch then runs alone); failed tries are retried
+//!   one by one.
 //! - Only the GPU region is limited (to [`SchedulerConfig::gpu_section_permits`] holders, 1 by
 //!   default): the executor takes its device's [`GpuSection`] ([`Attempt::enter_gpu`]) around
 //!   kernel launches, so one worker's host work (synthesis, uploads, epilogue) overlaps another's
@@ -65,6 +72,35 @@ pub trait PartitionExecutor: Send + Sync + 'static {
     /// Any [`Error`]; [`retry_class`] decides what the scheduler does with it. A panic is caught
     /// and treated as [`Error::Panic`] (not retried).
     fn run(&self, attempt: &Attempt<'_>, job: &Self::Job) -> Result<Self::Output>;
+
+    /// The batch `job` may join on `device`: jobs with the same key may run together in one
+    /// [`Self::run_batch`] call (the GPU backend: partitions whose remaining MSMs read the same
+    /// streamed bases). `None` (the default): it runs alone. Only a job's first try is batched.
+    fn batch_key(&self, _device: usize, _job: &Self::Job) -> Option<u64> {
+        None
+    }
+
+    /// The most jobs one batch holds (default 1: never batch).
+    fn max_batch(&self) -> usize {
+        1
+    }
+
+    /// Runs `jobs` (2 to [`Self::max_batch`] of them, one key) together on `attempt.device`
+    /// (`attempt` is the first job's try). Returns one entry per job, in order: its result, or
+    /// `None` for a job the executor left out, which goes back to the front of the queue (the
+    /// first job, if left out, then runs alone, so every batch makes progress). The default
+    /// runs the first job alone and leaves the others out.
+    fn run_batch(
+        &self,
+        attempt: &Attempt<'_>,
+        jobs: &[&Self::Job],
+    ) -> Vec<Option<Result<Self::Output>>> {
+        let mut out: Vec<_> = jobs.iter().map(|_| None).collect();
+        if let (Some(first), Some(job)) = (out.first_mut(), jobs.first()) {
+            *first = Some(self.run(attempt, job));
+        }
+        out
+    }
 }
 
 /// A [`PartitionExecutor`] from a closure: `FnExecutor::new(|attempt, job| ...)`.
@@ -535,6 +571,8 @@ struct Task<J, O> {
     last_error: Option<Error>,
     history: Vec<AttemptRecord>,
     gpu_wait: Duration,
+    /// Left out of a batch it led: runs alone.
+    alone: bool,
 }
 
 impl<J, O> Task<J, O> {
@@ -571,7 +609,8 @@ pub struct DeviceStats {
     pub retried: u64,
     /// Partitions running now.
     pub running: usize,
-    /// Most partitions seen running at once (≤ `workers`).
+    /// Most partitions seen running at once (≤ `workers` × the executor's
+    /// [`PartitionExecutor::max_batch`]: a batch counts each of its partitions).
     pub max_concurrent: usize,
     /// The device's GPU-section counters.
     pub gpu: GpuSectionStats,
@@ -611,6 +650,9 @@ struct Shared<E: PartitionExecutor> {
     sections: Vec<GpuSection>,
     next_call: AtomicU64,
 }
+
+/// One entry per job of a batch: its result, `None` when the executor left it out.
+type BatchResults<O> = Vec<Option<Result<O>>>;
 
 /// Tasks to finish with an error outside the lock (see `Shared::dispatch`).
 type Doomed<J, O> = Vec<(Task<J, O>, Error)>;
@@ -782,77 +824,188 @@ impl<E: PartitionExecutor> Shared<E> {
         (result, tier)
     }
 
-    fn worker_loop(&self, di: usize, worker: usize) {
+    /// Moves queued first tries that may join `task`'s batch on device index `di` (same
+    /// [`PartitionExecutor::batch_key`], routed here or anywhere) into a batch behind it, up to
+    /// [`PartitionExecutor::max_batch`]; each counts as running here.
+    fn gather(&self, di: usize, task: Task<E::Job, E::Output>) -> Vec<Task<E::Job, E::Output>> {
         let device = self.devices[di];
-        while let Some(mut task) = self.next_task(di) {
-            let (result, tier) = if task.cancelled() {
-                (Err(cancelled_error()), None)
+        let max = self.exec.max_batch();
+        let first_try = |t: &Task<E::Job, E::Output>| {
+            t.history.is_empty() && !t.alone && !t.cancelled() && !t.exhausted[di]
+        };
+        if max < 2 || !first_try(&task) {
+            return vec![task];
+        }
+        let Some(key) = self.exec.batch_key(device, &task.job) else {
+            return vec![task];
+        };
+        let mut batch = vec![task];
+        let mut st = lock(&self.state);
+        let mut i = 0;
+        while i < st.pending.len() && batch.len() < max {
+            let t = &st.pending[i];
+            let here = matches!(t.route, Route::Any) || t.route == Route::Device(di);
+            if here && first_try(t) && self.exec.batch_key(device, &t.job) == Some(key) {
+                batch.push(st.pending.remove(i).expect("index in range"));
             } else {
-                self.attempt(di, worker, &mut task)
-            };
-            let ran = !task.history.is_empty();
-            let mut st = lock(&self.state);
-            st.stats[di].running -= 1;
-            st.load[di] -= 1;
-            // the task to deliver now, if it is not retried
-            let done = match result {
-                Ok(o) => {
-                    st.stats[di].completed += 1;
-                    Some((task, Ok(o)))
+                i += 1;
+            }
+        }
+        let extra = batch.len() - 1;
+        st.load[di] += extra;
+        let s = &mut st.stats[di];
+        s.running += extra;
+        s.max_concurrent = s.max_concurrent.max(s.running);
+        batch
+    }
+
+    /// One try of the batch `tasks` (at least two) on device index `di`, panics caught (the
+    /// first task gets the panic, the others run alone). Returns each task's result (`None`:
+    /// left out) and the tier the try recorded; appends to the histories of those that ran.
+    fn attempt_batch(
+        &self,
+        di: usize,
+        worker: usize,
+        tasks: &mut [Task<E::Job, E::Output>],
+    ) -> (BatchResults<E::Output>, Option<TierKind>) {
+        let device = self.devices[di];
+        let first = &tasks[0];
+        let attempt = Attempt {
+            device,
+            worker,
+            call: first.call.id,
+            partition: first.partition,
+            number: 0,
+            start_tier: first.start_tier,
+            previous_error: None,
+            gpu: &self.sections[di],
+            tier: AtomicU8::new(0),
+            gpu_wait_ns: AtomicU64::new(0),
+        };
+        let jobs: Vec<&E::Job> = tasks.iter().map(|t| &t.job).collect();
+        let t0 = Instant::now();
+        let mut results = catch_unwind(AssertUnwindSafe(|| self.exec.run_batch(&attempt, &jobs)))
+            .unwrap_or_else(|p| {
+                let mut v: Vec<_> = jobs.iter().map(|_| None).collect();
+                v[0] = Some(Err(Error::from_panic(p)));
+                v
+            });
+        let elapsed = t0.elapsed();
+        results.resize_with(tasks.len(), || None);
+        let (tier, gpu_wait, start_tier) = (attempt.tier(), attempt.gpu_wait(), attempt.start_tier);
+        for (task, result) in tasks.iter_mut().zip(&results) {
+            let Some(result) = result else { continue };
+            task.gpu_wait += gpu_wait;
+            task.history.push(AttemptRecord {
+                device,
+                worker,
+                start_tier,
+                tier,
+                error: result.as_ref().err().map(|e| e.to_string()),
+                elapsed,
+            });
+        }
+        (results, tier)
+    }
+
+    fn worker_loop(&self, di: usize, worker: usize) {
+        while let Some(task) = self.next_task(di) {
+            let mut batch = self.gather(di, task);
+            if batch.len() == 1 {
+                let mut task = batch.pop().expect("one task");
+                let (result, tier) = if task.cancelled() {
+                    (Err(cancelled_error()), None)
+                } else {
+                    self.attempt(di, worker, &mut task)
+                };
+                self.settle(di, task, Some(result), tier);
+            } else {
+                let (results, tier) = self.attempt_batch(di, worker, &mut batch);
+                for (i, (mut task, result)) in batch.into_iter().zip(results).enumerate() {
+                    task.alone |= i == 0 && result.is_none();
+                    self.settle(di, task, result, tier);
                 }
-                Err(e) => {
-                    if retry_class(&e) == RetryClass::Retire && st.retired[di].is_none() {
-                        self.retire(&mut st, di, &e);
-                    }
-                    let step = if st.shutdown || task.cancelled() {
-                        Step::Fail
-                    } else {
-                        next_step(
-                            &mut task.exhausted,
-                            &st.retired,
-                            di,
-                            &e,
-                            tier,
-                            self.start_tier,
-                        )
-                    };
-                    match step {
-                        Step::Retry { route, start } => {
-                            st.stats[di].retried += 1;
-                            log::warn!(
-                                "partition {} of call {} failed on device {device} at tier {}: {e}; retrying {}",
-                                task.partition,
-                                task.call.id,
-                                tier.map_or("none", TierKind::name),
-                                match route {
-                                    Route::Device(_) => format!("on device {device} from tier {start}"),
-                                    Route::Any => "on another device".to_string(),
-                                }
-                            );
-                            task.route = route;
-                            task.start_tier = start;
-                            task.last_error = Some(e);
-                            st.pending.push_front(task);
-                            None
-                        }
-                        Step::Fail => {
-                            if ran {
-                                st.stats[di].failed += 1;
+            }
+        }
+    }
+
+    /// After a try of `task` on device index `di` that recorded `tier`: delivers its result,
+    /// retries it (see the module documentation) or — `result` `None`, left out of a batch —
+    /// puts it back at the front of the queue; then dispatches.
+    fn settle(
+        &self,
+        di: usize,
+        mut task: Task<E::Job, E::Output>,
+        result: Option<Result<E::Output>>,
+        tier: Option<TierKind>,
+    ) {
+        let device = self.devices[di];
+        let ran = !task.history.is_empty();
+        let mut st = lock(&self.state);
+        st.stats[di].running -= 1;
+        st.load[di] -= 1;
+        // the task to deliver now, if it is not retried
+        let done = match result {
+            None => {
+                st.pending.push_front(task);
+                None
+            }
+            Some(Ok(o)) => {
+                st.stats[di].completed += 1;
+                Some((task, Ok(o)))
+            }
+            Some(Err(e)) => {
+                if retry_class(&e) == RetryClass::Retire && st.retired[di].is_none() {
+                    self.retire(&mut st, di, &e);
+                }
+                let step = if st.shutdown || task.cancelled() {
+                    Step::Fail
+                } else {
+                    next_step(
+                        &mut task.exhausted,
+                        &st.retired,
+                        di,
+                        &e,
+                        tier,
+                        self.start_tier,
+                    )
+                };
+                match step {
+                    Step::Retry { route, start } => {
+                        st.stats[di].retried += 1;
+                        log::warn!(
+                            "partition {} of call {} failed on device {device} at tier {}: {e}; retrying {}",
+                            task.partition,
+                            task.call.id,
+                            tier.map_or("none", TierKind::name),
+                            match route {
+                                Route::Device(_) => format!("on device {device} from tier {start}"),
+                                Route::Any => "on another device".to_string(),
                             }
-                            Some((task, Err(e)))
+                        );
+                        task.route = route;
+                        task.start_tier = start;
+                        task.last_error = Some(e);
+                        st.pending.push_front(task);
+                        None
+                    }
+                    Step::Fail => {
+                        if ran {
+                            st.stats[di].failed += 1;
                         }
+                        Some((task, Err(e)))
                     }
                 }
-            };
-            let cancelled = self.dispatch(&mut st);
-            drop(st);
-            if let Some((task, result)) = done {
-                let dev = ran.then_some(device);
-                task.finish(result, dev, tier);
             }
-            for (task, e) in cancelled {
-                task.finish(Err(e), None, None);
-            }
+        };
+        let cancelled = self.dispatch(&mut st);
+        drop(st);
+        if let Some((task, result)) = done {
+            let dev = ran.then_some(device);
+            task.finish(result, dev, tier);
+        }
+        for (task, e) in cancelled {
+            task.finish(Err(e), None, None);
         }
     }
 
@@ -1016,6 +1169,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
             last_error: None,
             history: Vec::new(),
             gpu_wait: Duration::ZERO,
+            alone: false,
         });
         let mut st = lock(&self.shared.state);
         let rejected: Vec<_> = if st.shutdown {
@@ -1165,6 +1319,76 @@ mod tests {
             needed: 10,
             free: 1,
         }
+    }
+
+    /// Batches jobs by parity (at most three); job 4 is left out of a batch it does not lead,
+    /// job 6 fails its batched try with an out-of-memory error, job 7 has no key. Records
+    /// every batch and every lone run.
+    #[derive(Default)]
+    struct Batcher {
+        batches: Mutex<Vec<Vec<u64>>>,
+        alone: Mutex<Vec<(u64, u32)>>,
+    }
+
+    impl PartitionExecutor for Batcher {
+        type Job = u64;
+        type Output = u64;
+
+        fn run(&self, a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            lock(&self.alone).push((*job, a.number));
+            Ok(job * 10)
+        }
+
+        fn batch_key(&self, _device: usize, job: &u64) -> Option<u64> {
+            (*job != 7).then_some(job % 2)
+        }
+
+        fn max_batch(&self) -> usize {
+            3
+        }
+
+        fn run_batch(&self, a: &Attempt<'_>, jobs: &[&u64]) -> Vec<Option<Result<u64>>> {
+            a.record_tier(TierKind::Partial);
+            lock(&self.batches).push(jobs.iter().map(|&&j| j).collect());
+            jobs.iter()
+                .map(|&&j| match j {
+                    4 if *jobs[0] != 4 => None,
+                    6 => Some(Err(oom(a.device))),
+                    _ => Some(Ok(j * 10)),
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn batches_share_a_key_and_left_out_or_failed_jobs_run_alone() {
+        let exec = Arc::new(Batcher::default());
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 1)).unwrap();
+        let outcomes = s.submit((0..10).collect()).wait_outcomes();
+        for (j, o) in outcomes.iter().enumerate() {
+            assert_eq!(*o.result.as_ref().unwrap(), j as u64 * 10, "job {j}");
+        }
+        let batches = lock(&exec.batches).clone();
+        // one worker, every job queued at once: the first takes the next two even jobs.
+        assert_eq!(batches[0], vec![0, 2, 4], "{batches:?}");
+        for b in &batches {
+            assert!((2..=3).contains(&b.len()), "{batches:?}");
+            assert!(b.iter().all(|j| j % 2 == b[0] % 2 && *j != 7), "{batches:?}");
+        }
+        let mut alone = lock(&exec.alone).clone();
+        alone.sort_unstable();
+        // 4, left out, leads the next even batch; 6 is retried alone after its batch failed;
+        // 7 has no key and 9 no odd first try left to join.
+        assert_eq!(batches, vec![vec![0, 2, 4], vec![4, 6, 8], vec![1, 3, 5]]);
+        assert_eq!(alone, vec![(6, 1), (7, 0), (9, 0)], "{batches:?}");
+        assert_eq!(outcomes[6].attempts, 2);
+        assert_eq!(outcomes[6].history[0].tier, Some(TierKind::Partial));
+        assert_eq!(outcomes[4].attempts, 1);
+        let st = s.stats();
+        assert_eq!(st.devices[0].completed, 10);
+        assert_eq!(st.devices[0].retried, 1);
+        assert_eq!(st.devices[0].running, 0);
+        assert!(st.devices[0].max_concurrent >= 3, "{st:?}");
     }
 
     #[test]
