@@ -18,6 +18,9 @@
 #                 compute-sanitizer memcheck ($SANITIZER, default ./compute-sanitizer/compute-sanitizer;
 #                 NVIDIA's nvidia-cuda-sanitizer-api wheel unpacked): one pass and every partition split
 #                 (CUZK_H_AHEAD=always), two workers; any out-of-bounds access is named with its kernel
+#                 (SAN_SIZES, SAN_AHEAD pick the sizes and modes)
+#   post          the 2 KiB PoSt fixture (made on the first run, CUZK_POST_FIXTURE_DIR or the cache):
+#                 WinningPoSt and WindowPoSt GPU proofs == CPU proofs, each verified (gpu_post)
 #   real          the real fixtures (fixtures-gpu first when missing): GPU proof == CPU proof,
 #                 verify_seal and device memory back at baseline (gpu_prove: $PROOFS_2K / $PROOFS_8M
 #                 proofs from 8 threads, default 8 / 4), GPU SpMV == CPU SpMV (gpu_spmv), then
@@ -132,10 +135,13 @@ paths)
 sanitize)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu
   CS=${SANITIZER:-./compute-sanitizer/compute-sanitizer}; chmod +x "$CS"
-  for sz in 2KiB 8MiB; do for ahead in ${SAN_AHEAD:-off always}; do
+  for sz in ${SAN_SIZES:-2KiB 8MiB}; do for ahead in ${SAN_AHEAD:-off always}; do
     CUZK_FIXTURE_DIR=/tmp/fx${sz:0:1} CUZK_H_AHEAD=$ahead RUST_LOG=info t san_${sz}_$ahead timeout ${SAN_TIMEOUT:-240} \
       $CS --tool memcheck --print-limit 10 --error-exitcode 99 $F/prove --sector-size $sz --backend gpu --repeat 2
   done; done
+  ;;
+post)
+  RUST_LOG=info t gpu_post timeout 500 $F/gpu_post --nocapture
   ;;
 real)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu

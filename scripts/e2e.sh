@@ -11,7 +11,9 @@
 # when the disk does ≥ 800 MB/s, else from the page cache that gen-params left: said in summary).
 #
 # E2E_CAPS="24GiB 16GiB" and E2E_BASE=BIN: after a size's run, the same steady-state run under
-# each device cap, and uncapped with a baseline build (see the loop below).
+# each device cap, and uncapped with a baseline build (see the loop below). A cap written
+# CAP+base (e.g. 16GiB+base) runs with the environment $E2E_BASE_ENV added (e.g.
+# CUZK_MSM_BATCH=1: the same build without a feature, as the baseline of the same lease).
 # E2E_COLD="off always": after a size's run, one more cold proof per mode (page cache dropped
 # again, CUZK_H_AHEAD=mode, verified the same way), its time in the summary.
 #
@@ -121,11 +123,13 @@ for step in "$@"; do
   # the page cache; PCIe traffic from `nvidia-smi dmon -s t` (MB/s each second, summed).
   # E2E_BASE=BIN: the same uncapped with another cuzk build (the baseline, same lease).
   for cap in ${E2E_CAPS:-} ${E2E_BASE:+base}; do
-    bin=$F/cuzk; lim=$cap; [ "$cap" = base ] && { bin=$E2E_BASE; lim=; }
+    bin=$F/cuzk; lim=${cap%%+*}; envs=(); [ "$lim" != "$cap" ] && read -ra envs <<< "${E2E_BASE_ENV:-}"
+    [ "$cap" = base ] && { bin=$E2E_BASE; lim=; }
     ( nvidia-smi dmon -s t -d 1 > "$L/dmon-$cap.txt" 2>&1 ) & DMON=$!
     a=$(date +%s)
+    [ ${#envs[@]} -gt 0 ] && echo "== $cap: with ${envs[*]}" | tee -a "$S"
     CUZK_VRAM_LIMIT=$lim RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info t "prove-$cap" \
-      timeout "${E2E_CAP_TIMEOUT:-900}" $TV $bin prove "$C1/c1-wrapper.json" --prover-id f01000 \
+      env "${envs[@]}" timeout "${E2E_CAP_TIMEOUT:-900}" $TV $bin prove "$C1/c1-wrapper.json" --prover-id f01000 \
       --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof-$cap.bin"
     z=$(date +%s); kill $DMON 2>/dev/null
     c0=$(grep -oE "^proof 0: .* in [0-9.]+ s" "$L/prove-$cap.log" | grep -oE "[0-9.]+ s$" | cut -d' ' -f1 | cut -d. -f1)

@@ -72,6 +72,7 @@ pub enum Backend {
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 /// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
+/// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own) | `4` |
 /// | `CUZK_MSM_AFFINE_MIN_LIST` | *tuning*: shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -156,7 +157,20 @@ pub struct Tuning {
     /// When a compiled partition runs its H side (SpMV, R1CS check, H step, H MSM) apart from
     /// the other four MSMs (`CUZK_H_AHEAD`; default [`HAhead::WhileLoading`]).
     pub h_ahead: HAhead,
+    /// Partitions whose L, A and B MSMs share one streamed upload of the bases
+    /// (`CUZK_MSM_BATCH`, 1 ..= 16; `None`: [`DEFAULT_MSM_BATCH`]). Where no device can keep
+    /// the parameters resident, every compiled partition runs its H side first
+    /// ([`HAhead`]) and up to this many partitions then run L, A, B_G1 and B_G2 together on
+    /// one device: each pass of bases goes up once and serves each partition's scalars (the
+    /// device holds each partition's aux, 3.9 GiB at 32 GiB). 1: each partition streams its
+    /// own.
+    pub msm_batch: Option<usize>,
 }
+
+/// Partitions sharing one streamed upload of the bases by default ([`Tuning::msm_batch`]).
+pub const DEFAULT_MSM_BATCH: usize = 4;
+/// The most [`Tuning::msm_batch`] accepts.
+pub const MAX_MSM_BATCH: usize = 16;
 
 /// When a compiled partition runs its H side ahead of its other MSMs ([`Tuning::h_ahead`]).
 ///
@@ -378,6 +392,15 @@ impl EngineConfig {
                 }
             };
         }
+        if let Some(v) = env_text("CUZK_MSM_BATCH")? {
+            c.tuning.msm_batch = Some(
+                v.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|k| (1..=MAX_MSM_BATCH).contains(k))
+                    .ok_or_else(|| bad("CUZK_MSM_BATCH", &v, "expected 1 to 16 partitions"))?,
+            );
+        }
         if let Some(v) = env_text("CUZK_GPU_SPMV")? {
             c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
@@ -593,6 +616,18 @@ impl Tuning {
     pub fn with_partitions_ahead(mut self, partitions: usize) -> Self {
         self.partitions_ahead = Some(partitions);
         self
+    }
+
+    /// Sets [`Tuning::msm_batch`]: partitions sharing one streamed upload of the bases
+    /// (clamped to 1 ..= 16).
+    pub fn with_msm_batch(mut self, partitions: usize) -> Self {
+        self.msm_batch = Some(partitions.clamp(1, MAX_MSM_BATCH));
+        self
+    }
+
+    /// The partitions sharing one streamed upload of the bases ([`Tuning::msm_batch`]).
+    pub fn msm_batch(&self) -> usize {
+        self.msm_batch.unwrap_or(DEFAULT_MSM_BATCH)
     }
 
     /// Sets [`Tuning::h_ahead`]: when a partition runs its H side ahead of its other MSMs.
@@ -980,7 +1015,8 @@ mod tests {
                     .with_msm_accumulation(MsmAccumulation::Xyzz)
                     .with_msm_affine_min_list(0)
                     .with_gpu_start_tier(Tier::Partial)
-                    .with_partitions_ahead(1),
+                    .with_partitions_ahead(1)
+                    .with_msm_batch(40),
             );
         assert_eq!(c.parameter_dir.as_deref(), Some(std::path::Path::new("/p")));
         assert!(c.verify_production_params && c.allow_cpu_fallback);
@@ -996,6 +1032,7 @@ mod tests {
         assert_eq!(t.msm_affine_min_list, Some(0));
         assert_eq!(t.gpu_start_tier, Some(Tier::Partial));
         assert_eq!(t.partitions_ahead, Some(1));
+        assert_eq!((t.msm_batch(), Tuning::default().msm_batch()), (16, 4));
         let o = ProveOptions::default()
             .with_verify(false)
             .with_synthesis(Synthesis::Gadget)

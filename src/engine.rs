@@ -1705,7 +1705,14 @@ impl<'a> ProofRun<'a> {
         w: &mut circuit::Witness,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<Option<blstrs::G1Projective>> {
-        let mode = self.engine.config.tuning.h_ahead;
+        // Where the backend batches the L, A, B MSMs of several partitions over shared
+        // streamed bases, every partition is split so that those parts exist.
+        let mode = match self.engine.config.tuning.h_ahead {
+            HAhead::WhileLoading if self.engine.backend().split_for_shared_bases(cc) => {
+                HAhead::Always
+            }
+            m => m,
+        };
         let loaded = self.params.peek();
         // A failed load (`Some(None)`) goes to the one pass, which reports it at once.
         if mode == HAhead::Off

@@ -42,7 +42,7 @@ pub const G2_BYTES: usize = 192;
 /// A set of the five Groth16 queries (bits in the parameter file's order: H, L, A, B_G1,
 /// B_G2). A cold load decodes them in that order ([`Srs::load_with_vk_then`]); a
 /// split partition computes each query's MSM once its section is in ([`crate::prover::Part`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Queries(u8);
 
 impl Queries {

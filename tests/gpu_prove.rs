@@ -14,7 +14,7 @@ mod common;
 use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
-use cuzk::{Backend, Engine, EngineConfig, HAhead, ProveOptions, Tuning};
+use cuzk::{Backend, Engine, EngineConfig, HAhead, ProveOptions, Tier, Tuning};
 use cuzk_dev::fixture::{default_fixture_dir_for, ensure_fixture, Fixture, FixtureSize};
 
 fn gpu_present() -> bool {
@@ -157,4 +157,68 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
         after >> 20
     );
     assert_eq!(after, base, "device memory did not return to its baseline");
+}
+
+/// Eight proofs at once (distinct r, s) on a GPU engine whose partitions start below the
+/// resident tier, so every partition runs its H side first and the L, A, B MSMs of the
+/// partitions queued together run in batches over one streamed upload of the bases (passes
+/// of 128 points, forced, so each MSM runs several): each proof equals the CPU's with the same
+/// r, s and verifies, and at least one batch of two or more ran.
+#[test]
+fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
+    let Some((_serial, size, f)) = start() else {
+        return;
+    };
+    let c1 = f.read_c1().unwrap();
+    let cfg = |backend| {
+        EngineConfig::from_env()
+            .unwrap()
+            .with_parameter_dir(&f.param_dir)
+            .with_backend(backend)
+    };
+    let gpu = Engine::new(
+        cfg(Backend::Gpu).with_tuning(
+            Tuning::default()
+                .with_gpu_start_tier(Tier::FullStaging)
+                .with_msm_batch(4)
+                .with_partitions_ahead(8),
+        ),
+    )
+    .unwrap();
+    let cpu = Engine::new(cfg(Backend::Cpu)).unwrap();
+    // The fixtures have one partition: one r, s per proof.
+    let opts = |i: u64| {
+        ProveOptions::default().with_randomness(vec![(Fr::from(1000 + i), Fr::from(7 * i))])
+    };
+    cuzk::prover::gpu::force_shared_pass(128);
+    let tiers = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..8u64)
+            .map(|i| {
+                let (gpu, cpu, f, c1) = (&gpu, &cpu, &f, &c1);
+                s.spawn(move || {
+                    let g = gpu
+                        .prove_porep_c2(c1, f.sector_id, &f.prover_id, &opts(i))
+                        .unwrap();
+                    let c = cpu
+                        .prove_porep_c2(c1, f.sector_id, &f.prover_id, &opts(i))
+                        .unwrap();
+                    assert_eq!(g.proof, c.proof, "proof {i}: GPU and CPU differ");
+                    assert!(f.verify(&g.proof).unwrap(), "proof {i}");
+                    g.partitions
+                        .iter()
+                        .map(|p| p.tier.clone().unwrap_or_default())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    cuzk::prover::gpu::force_shared_pass(0);
+    println!("{size}: tiers {tiers:?}");
+    assert!(
+        tiers.iter().any(|t| t.contains("shared-bases-")),
+        "no batch over shared bases ran: {tiers:?}"
+    );
 }

@@ -86,6 +86,29 @@ fn forced_spmv_path() -> (bool, bool) {
     (false, false)
 }
 
+/// Test hook: the MSM pass (points) of batches sharing streamed bases; 0 (default) lets the
+/// plan decide. Process-wide, so that small fixtures run several passes per batch.
+#[cfg(feature = "test-hooks")]
+static FORCE_SHARED_PASS: AtomicU64 = AtomicU64::new(0);
+
+/// Forces the MSM pass of batches sharing streamed bases to `points` (test hook, process-wide;
+/// see `tests/gpu_prove.rs`); 0: the plan decides (the default).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn force_shared_pass(points: u64) {
+    FORCE_SHARED_PASS.store(points, Ordering::SeqCst);
+}
+
+/// The forced pass of batches sharing streamed bases, if any.
+fn forced_shared_pass() -> Option<u64> {
+    #[cfg(feature = "test-hooks")]
+    {
+        Some(FORCE_SHARED_PASS.load(Ordering::SeqCst)).filter(|&p| p > 0)
+    }
+    #[cfg(not(feature = "test-hooks"))]
+    None
+}
+
 /// Free/total memory straight from the driver (`cuMemGetInfo`), for the allocator.
 struct DriverMemInfo;
 
@@ -245,6 +268,8 @@ struct GpuExecutor {
     pinned_circuit: Mutex<Option<PinnedCircuit>>,
     /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
     stage_timeout: std::time::Duration,
+    /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`).
+    msm_batch: usize,
 }
 
 /// The GPU backend: one slot per device, and the partition scheduler over them.
@@ -256,6 +281,10 @@ pub struct GpuBackend {
     capacities: Vec<u64>,
     /// Workers per device.
     workers_per_device: u64,
+    /// `Tuning::msm_batch`.
+    msm_batch: usize,
+    /// Partitions start below the resident tier (`Tuning::gpu_start_tier`).
+    below_resident: bool,
 }
 
 impl GpuBackend {
@@ -314,6 +343,7 @@ impl GpuBackend {
             pinned: Mutex::new(Vec::new()),
             pinned_circuit: Mutex::new(None),
             stage_timeout: config.stage_timeout(),
+            msm_batch: config.tuning.msm_batch(),
         });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
@@ -332,6 +362,11 @@ impl GpuBackend {
             gpu_spmv: !config.tuning.cpu_spmv_only,
             capacities,
             workers_per_device: config.workers_per_device() as u64,
+            msm_batch: config.tuning.msm_batch(),
+            below_resident: config
+                .tuning
+                .gpu_start_tier
+                .is_some_and(|t| TierKind::from(t) > TierKind::Resident),
         })
     }
 }
@@ -641,6 +676,291 @@ impl PartitionExecutor for GpuExecutor {
             tier: tier_name,
         })
     }
+
+    /// Partitions' L, A, B MSMs ([`Part::Rest`] of a compiled partition, the whole parameter
+    /// set loaded) share a batch when the set is not resident on `device`: their key is the
+    /// parameter set, the circuit and the queries.
+    fn batch_key(&self, device: usize, job: &Arc<GpuJob>) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let Part::Rest(queries) = job.part else {
+            return None;
+        };
+        let cc = job.compiled.as_ref()?;
+        if self.msm_batch < 2 || !job.srs.is_complete() {
+            return None;
+        }
+        let slot = self.slot(device).ok()?;
+        let resident = slot
+            .resident
+            .lock()
+            .ok()?
+            .as_ref()
+            .is_some_and(|r| r.path == job.srs.path);
+        if resident {
+            return None;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (Arc::as_ptr(&job.srs) as usize, Arc::as_ptr(cc) as usize, queries).hash(&mut h);
+        Some(h.finish())
+    }
+
+    fn max_batch(&self) -> usize {
+        self.msm_batch
+    }
+
+    /// The batch's L, A, B MSMs together ([`Self::shared_bases`]); when the device cannot hold
+    /// two partitions' aux even with the others' memory back, the first job runs alone and the
+    /// others go back to the queue, as do those a smaller batch left out. An error is the
+    /// first job's (retried alone); the others go back to the queue.
+    fn run_batch(
+        &self,
+        attempt: &Attempt<'_>,
+        jobs: &[&Arc<GpuJob>],
+    ) -> Vec<Option<Result<GpuOutput>>> {
+        let mut out: Vec<Option<Result<GpuOutput>>> = jobs.iter().map(|_| None).collect();
+        match self.shared_bases(attempt, jobs) {
+            Ok(Some(done)) => {
+                for (o, r) in out.iter_mut().zip(done) {
+                    *o = Some(Ok(r));
+                }
+            }
+            Ok(None) => out[0] = Some(self.run(attempt, jobs[0])),
+            Err(e) => out[0] = Some(Err(e)),
+        }
+        out
+    }
+}
+
+/// Smallest MSM pass a batch of [`GpuExecutor::shared_bases`] uses: below it the passes' bucket
+/// reductions cost more than the shared uploads save.
+const SHARED_PASS_MIN_POINTS: u64 = 1 << 23;
+
+impl GpuExecutor {
+    /// The L, A, B MSMs ([`Part::Rest`]) of the leading `k` of `jobs` (same parameter set,
+    /// circuit and queries: [`PartitionExecutor::batch_key`]) on one device, every streamed
+    /// pass of bases uploaded once and used by each partition's scalars in turn
+    /// ([`streamed_msm`]): the bases cross the bus once per batch instead of once per
+    /// partition (34.6 GiB of L, A, B_G1 and B_G2 at 32 GiB).
+    ///
+    /// `k` and the pass are the most partitions, then the largest pass (from the default down
+    /// to [`SHARED_PASS_MIN_POINTS`]), whose aux and MSM part
+    /// ([`PartitionShape::shared_bases_bytes`]) fit the device now, waiting for other workers'
+    /// memory as [`plan_on`] does. Each partition's aux is uploaded (pinned), then the MSMs run
+    /// in the GPU section; the inputs' parts are summed on the CPU. Each job's report gets its
+    /// transfer, its wait for the section and a `k`-th of each shared MSM.
+    ///
+    /// Returns the first `k` jobs' outputs, or `None` when not two fit even with nothing but
+    /// what stays on the device reserved (the first job then runs alone).
+    ///
+    /// # Errors
+    /// Driver errors; [`Error::Internal`] for jobs that do not share a shape.
+    fn shared_bases(
+        &self,
+        attempt: &Attempt<'_>,
+        jobs: &[&Arc<GpuJob>],
+    ) -> Result<Option<Vec<GpuOutput>>> {
+        let slot = self.slot(attempt.device)?;
+        let first = jobs[0];
+        let (srs, part) = (&first.srs, first.part);
+        let Some(cc) = first.compiled.as_ref() else {
+            return Ok(None);
+        };
+        self.pin_params(srs);
+        let mut asgs = Vec::with_capacity(jobs.len());
+        for j in jobs {
+            asgs.push(
+                j.asg
+                    .lock()
+                    .map_err(|_| Error::internal("assignment lock poisoned"))?,
+            );
+        }
+        let a0: &Assignment = &asgs[0];
+        let same = |a: &Assignment| {
+            a.input.len() == a0.input.len()
+                && a.aux.len() == a0.aux.len()
+                && a.a_aux_density == a0.a_aux_density
+                && a.b_input_density == a0.b_input_density
+                && a.b_aux_density == a0.b_aux_density
+        };
+        if let Some(j) = asgs.iter().position(|a| !same(a)) {
+            return Err(Error::internal(format!(
+                "partition {} does not share partition {}'s shape",
+                jobs[j].partition, first.partition
+            )));
+        }
+        let shape = shape_of(a0, cc.layout.num_constraints())?;
+        // ---- The plan: the most partitions, then the largest pass, that fit now.
+        let lim = slot.alloc.msm_limits();
+        let mut cands = Vec::new();
+        for k in (2..=jobs.len()).rev() {
+            let mut pass = shape.pass_points();
+            if let Some(p) = forced_shared_pass() {
+                cands.push((k, p, shape.shared_bases_bytes(k as u64, p, &lim)));
+                continue;
+            }
+            loop {
+                cands.push((k, pass, shape.shared_bases_bytes(k as u64, pass, &lim)));
+                if pass / 2 < SHARED_PASS_MIN_POINTS.max(shape.min_chunk_points()) {
+                    break;
+                }
+                pass /= 2;
+            }
+        }
+        let bytes: Vec<u64> = cands.iter().map(|c| c.2).collect();
+        let (reservation, k, pass) = loop {
+            let idle = slot.alloc.reserved_bytes() <= slot.kept_bytes()?;
+            let wait = if idle {
+                std::time::Duration::ZERO
+            } else {
+                std::time::Duration::from_millis(200)
+            };
+            match slot.alloc.reserve_first(&bytes, "shared bases", wait)? {
+                Some((i, r)) => break (r, cands[i].0, cands[i].1 as usize),
+                None if idle => return Ok(None),
+                None => continue,
+            }
+        };
+        let tier = if pass as u64 >= shape.pass_points() {
+            TierKind::FullStaging
+        } else {
+            TierKind::Partial
+        }
+        .max(attempt.start_tier);
+        attempt.record_tier(tier);
+        let (jobs, asgs) = (&jobs[..k], &asgs[..k]);
+        let tier_name = format!("{}+shared-bases-{k}", tier.name());
+        log::info!(
+            "partitions {:?}: GPU {} worker {}, tier {tier_name} (L, A, B over one streamed \
+             upload of the bases, passes of {pass} points, {} reserved)",
+            jobs.iter().map(|j| j.partition).collect::<Vec<_>>(),
+            attempt.device,
+            attempt.worker,
+            fmt_gib(reservation.bytes()),
+        );
+        let dev = &slot.dev;
+        let arena = Arena::over(&reservation);
+        let timeout = Some(self.stage_timeout);
+        let mut timings: Vec<Timings> = jobs.iter().map(|_| Timings::default()).collect();
+        let report = |timings: &mut [Timings], stage: Stage, each: std::time::Duration| {
+            for (j, t) in jobs.iter().zip(timings.iter_mut()) {
+                j.reporter.report(t, Some(j.partition), stage, each);
+            }
+        };
+        // ---- Each partition's aux, uploaded outside the GPU section.
+        let _deadline = stage_deadline("upload", timeout);
+        let mut dauxs = Vec::with_capacity(k);
+        for ((j, asg), t) in jobs.iter().zip(asgs).zip(timings.iter_mut()) {
+            let t0 = Instant::now();
+            let d = {
+                let _pin = pinned_registry().pin_slice(&asg.aux);
+                upload_in(dev, &arena, &asg.aux)?
+            };
+            j.reporter
+                .report(t, Some(j.partition), Stage::Transfer, t0.elapsed());
+            dauxs.push(d);
+        }
+        let section = attempt.enter_gpu();
+        report(&mut timings, Stage::Wait, section.waited());
+        let _deadline = stage_deadline("msm", timeout);
+        let mut ws = msm_workspace(slot, &arena)?;
+        let sets: Vec<device::DeviceSlice<'_, Fr>> = dauxs.iter().map(|d| d.as_slice()).collect();
+        let want = part.queries();
+        let (ni, bi) = (a0.input.len(), a0.b_input_density.count());
+        let share = |t: std::time::Duration| t / k as u32;
+        // ---- L, A, B_G1 (G1): the same pass buffers for the three.
+        let mut g1 = vec![[G1Projective::identity(); 3]; k];
+        {
+            let mut bufs = [
+                dev.alloc_in::<G1Affine>(Some(&arena), pass)?,
+                dev.alloc_in::<G1Affine>(Some(&arena), pass)?,
+            ];
+            type G1Query<'q> = (Queries, &'q Query<G1Affine>, usize, Option<&'q crate::synth::Density>);
+            let aux_g1: [G1Query<'_>; 3] = [
+                (Queries::L, &QUERY_L, 0, None),
+                (Queries::A, &QUERY_A, ni, Some(&a0.a_aux_density)),
+                (Queries::B_G1, &QUERY_B_G1, bi, Some(&a0.b_aux_density)),
+            ];
+            for (q, &(which, query, offset, density)) in aux_g1.iter().enumerate() {
+                if !want.contains(which) {
+                    continue;
+                }
+                let t0 = Instant::now();
+                let (sums, _) = streamed_msm(
+                    dev,
+                    &mut bufs,
+                    &(query.host)(srs)[offset..],
+                    &sets,
+                    density,
+                    pass,
+                    |pt, sc, d| ws.msm::<G1>(pt, sc, d),
+                )?;
+                for (g, sum) in g1.iter_mut().zip(sums) {
+                    g[q] = sum;
+                }
+                report(&mut timings, query.stage, share(t0.elapsed()));
+            }
+        }
+        // ---- B_G2 (G2).
+        let mut g2 = vec![blstrs::G2Projective::identity(); k];
+        if want.contains(Queries::B_G2) {
+            let mut bufs = [
+                dev.alloc_in::<G2Affine>(Some(&arena), pass)?,
+                dev.alloc_in::<G2Affine>(Some(&arena), pass)?,
+            ];
+            let t0 = Instant::now();
+            let (sums, _) = streamed_msm(
+                dev,
+                &mut bufs,
+                &(QUERY_B_G2.host)(srs)[bi..],
+                &sets,
+                Some(&a0.b_aux_density),
+                pass,
+                |pt, sc, d| ws.msm::<G2>(pt, sc, d),
+            )?;
+            g2 = sums;
+            report(&mut timings, Stage::MsmBG2, share(t0.elapsed()));
+        }
+        ws.release()?;
+        drop(section);
+        log::info!(
+            "partitions {:?}: device {} shared bases: device-memory high-water {} of {} planned",
+            jobs.iter().map(|j| j.partition).collect::<Vec<_>>(),
+            dev.ordinal(),
+            fmt_gib(arena.high_water()),
+            fmt_gib(arena.capacity()),
+        );
+        // ---- The inputs' parts on the CPU, then each partition's sums.
+        let mut out = Vec::with_capacity(k);
+        for (i, (asg, timings)) in asgs.iter().zip(timings).enumerate() {
+            let (a_in, b1_in, b2_in) = super::cpu::input_msms(asg, srs, want);
+            out.push(GpuOutput {
+                msm: MsmResults {
+                    h: G1Projective::identity(),
+                    l: g1[i][0],
+                    a: a_in + g1[i][1],
+                    b_g1: b1_in + g1[i][2],
+                    b_g2: b2_in + g2[i],
+                },
+                timings,
+                device: attempt.device,
+                tier: tier_name.clone(),
+            });
+        }
+        Ok(Some(out))
+    }
+}
+
+/// The allocator's shape of a partition of compiled circuit `cc` (its counts and densities).
+fn circuit_shape(cc: &CompiledCircuit) -> Result<PartitionShape> {
+    let l = &cc.layout;
+    let ni = l.num_inputs() as u64;
+    PartitionShape::from_counts(
+        (l.num_constraints() as u64).saturating_sub(ni),
+        ni,
+        l.num_aux() as u64,
+        ni + cc.a_aux_density.count() as u64,
+        (cc.b_input_density.count() + cc.b_aux_density.count()) as u64,
+    )
 }
 
 /// The allocator's shape of a partition of `rows` constraints (the input constraints
@@ -858,20 +1178,33 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
     }
 }
 
-/// Σ over the passes of an MSM whose bases stream from host memory (`points`) into the two
-/// device buffers `bufs` (double-buffered: the next pass uploads while this one computes) and
-/// whose scalars are on the device (`scalars`, all `n` of them). Returns the sum and the time
-/// spent waiting for uploads.
+/// Σ over the passes of MSMs whose bases stream from host memory (`points`) into the two
+/// device buffers `bufs` (double-buffered: the next pass uploads while this one computes):
+/// one MSM per scalar set of `sets` (each on the device, all of one length `n`), every pass of
+/// bases uploaded once and used by each set in turn (the batched MSM of issue 44: k scalar
+/// sets against shared points, as icicle's batch MSM takes them). `density` (when given) is
+/// the sets' common density. Returns one sum per set, in order, and the time spent waiting
+/// for uploads.
+///
+/// # Errors
+/// [`Error::Internal`] for sets of different lengths or none; the uploads' and `msm`'s errors.
 fn streamed_msm<A: device::DeviceRepr, P: Group>(
     dev: &Arc<Device>,
     bufs: &mut [DeviceBuffer<A>; 2],
     points: &[A],
-    scalars: device::DeviceSlice<'_, Fr>,
+    sets: &[device::DeviceSlice<'_, Fr>],
     density: Option<&crate::synth::Density>,
     chunk: usize,
     mut msm: impl FnMut(Points<'_, A>, Scalars<'_>, Option<&[u64]>) -> Result<P>,
-) -> Result<(P, std::time::Duration)> {
-    let passes = super::msm_passes(scalars.len(), density, chunk);
+) -> Result<(Vec<P>, std::time::Duration)> {
+    let n = sets
+        .first()
+        .ok_or_else(|| Error::internal("a streamed MSM without scalars"))?
+        .len();
+    if sets.iter().any(|s| s.len() != n) {
+        return Err(Error::internal("streamed MSM scalar sets of different lengths"));
+    }
+    let passes = super::msm_passes(n, density, chunk);
     let host: Vec<[&[A]; 1]> = passes.iter().map(|p| [&points[p.points.clone()]]).collect();
     let [b0, b1] = bufs;
     let bufs = [std::array::from_mut(b0), std::array::from_mut(b1)];
@@ -882,16 +1215,17 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
                 (Some(w), Some(d)) => Some(&d.words()[w.clone()]),
                 _ => None,
             };
-            msm(
-                Points::Device(pts),
-                Scalars::Device(scalars.slice(p.s..p.e)?),
-                words,
-            )
+            sets.iter()
+                .map(|s| msm(Points::Device(pts), Scalars::Device(s.slice(p.s..p.e)?), words))
+                .collect::<Result<Vec<P>>>()
         })?;
-    Ok((
-        sums.into_iter().fold(P::identity(), |a, b| a + b),
-        stats.waited,
-    ))
+    let mut total = vec![P::identity(); sets.len()];
+    for pass in sums {
+        for (t, x) in total.iter_mut().zip(pass) {
+            *t += x;
+        }
+    }
+    Ok((total, stats.waited))
 }
 
 /// One query's vector of a parameter set (H, L, A, B_G1: G1; B_G2: G2): where its points
@@ -1705,15 +2039,16 @@ impl Bases<'_> {
                 let bufs = pass
                     .as_mut()
                     .ok_or_else(|| Error::internal("a streamed MSM without its pass buffers"))?;
-                streamed_msm(
+                let (sums, waited) = streamed_msm(
                     dev,
                     bufs,
                     &(query.host)(srs)[range],
-                    scalars,
+                    &[scalars],
                     density,
                     *chunk,
                     |pt, sc, d| ws.msm::<G>(pt, sc, d),
-                )
+                )?;
+                Ok((sums.into_iter().sum(), waited))
             }
         }
     }
@@ -1833,6 +2168,25 @@ impl ProverBackend for GpuBackend {
 
     fn parallel_partitions(&self) -> Option<usize> {
         Some(self.capacities.len() * self.workers_per_device as usize)
+    }
+
+    fn split_for_shared_bases(&self, cc: &CompiledCircuit) -> bool {
+        if self.msm_batch < 2 {
+            return false;
+        }
+        if self.below_resident {
+            return true;
+        }
+        let Ok(shape) = circuit_shape(cc) else {
+            return false;
+        };
+        // No device can hold the resident tier (parameters and working memory) beside the
+        // safety margin.
+        let slots = &self.scheduler.executor().slots;
+        !slots.iter().zip(&self.capacities).any(|(slot, &cap)| {
+            let need = shape.tier_bytes_with(TierKind::Resident, false, &slot.alloc.msm_limits());
+            need.saturating_add(crate::gpu::memory::alloc::SAFETY_MARGIN) <= cap
+        })
     }
 
     fn abc_on_host(&self, cc: &CompiledCircuit) -> bool {

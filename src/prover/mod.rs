@@ -221,6 +221,16 @@ pub trait ProverBackend: Send + Sync {
         None
     }
 
+    /// Whether the engine should run each compiled partition of `cc` in two parts — its H side
+    /// ([`Part::HOnly`]), then its L, A and B MSMs ([`Part::Rest`]) — so that the backend can
+    /// batch the second parts of several partitions over one streamed upload of the bases
+    /// (the GPU backend: where no device can keep the parameters resident, unless
+    /// `Tuning::msm_batch` is 1). Default: no.
+    fn split_for_shared_bases(&self, cc: &CompiledCircuit) -> bool {
+        let _ = cc;
+        false
+    }
+
     /// How the engine's pool of witness buffers ([`crate::gpu::memory::hostpool::HostPool`]) serves
     /// this backend: the registry that page-locks them (`None`: plain pageable `Vec`s) and the
     /// most idle buffers kept between partitions (0: each is freed after its partition). The

@@ -520,6 +520,18 @@ impl PartitionShape {
         params.saturating_add(self.work_bytes(kind, self.pass_points(), lim))
     }
 
+    /// Device bytes of the L, A and B MSMs of `partitions` partitions sharing streamed passes
+    /// of `points` points (the GPU backend's batches, [`crate::config::Tuning::msm_batch`]):
+    /// each partition's aux (`num_aux` × 32 B, 3.9 GiB at 32 GiB) beside one MSM part
+    /// ([`Self::msm_bytes`]: the pass workspace and the double-buffered G2 base slots), which
+    /// the partitions use in turn. At 2^27 with 2^23-point passes: two partitions 13.4 GiB (no
+    /// more than one partition's `Partial` plan, 13.6 GiB), four 21.2 GiB (a 24 GiB card).
+    pub fn shared_bases_bytes(&self, partitions: u64, points: u64, lim: &MsmLimits) -> u64 {
+        partitions
+            .saturating_mul(align_up(self.num_aux.saturating_mul(FR_BYTES)))
+            .saturating_add(self.msm_bytes(TierKind::Partial, points, lim))
+    }
+
     /// Bytes of `Streaming` with chunks of `points` points.
     pub fn streaming_bytes(&self, points: u64, lim: &MsmLimits) -> u64 {
         self.work_bytes(TierKind::Streaming, points, lim)
@@ -989,6 +1001,42 @@ impl DeviceAllocator {
         Ok(self.insert_locked(&mut l, bytes, label))
     }
 
+    /// Reserves the first of `candidates` (bytes, best first) that fits, for a purpose named
+    /// by `label`; when none does, waits up to `timeout` for one of this allocator's
+    /// reservations to drop (re-reading the driver at least every 50 ms) and tries again.
+    /// Returns the index of the one reserved and its reservation, `None` when none fitted in
+    /// time.
+    ///
+    /// # Errors
+    /// The [`MemInfo`] error.
+    pub fn reserve_first(
+        &self,
+        candidates: &[u64],
+        label: &'static str,
+        timeout: Duration,
+    ) -> Result<Option<(usize, Reservation)>> {
+        const POLL: Duration = Duration::from_millis(50);
+        let deadline = Instant::now() + timeout;
+        let mut l = lock(&self.shared.ledger);
+        loop {
+            let available = self.snapshot_locked(&l)?.available;
+            if let Some(i) = candidates.iter().position(|&b| b <= available) {
+                let r = self.insert_locked(&mut l, candidates[i], label);
+                return Ok(Some((i, r)));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            l = self
+                .shared
+                .released
+                .wait_timeout(l, (deadline - now).min(POLL))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     /// The best tier from `opts.start` down to `opts.worst` (`Streaming` skipped with
     /// `opts.gpu_h_step`) that fits in `avail` bytes, with its bytes.
     fn choose(&self, shape: &PartitionShape, opts: &PlanOptions, avail: u64) -> Option<(Tier, u64)> {
@@ -1451,6 +1499,27 @@ mod tests {
         let h_side = n_bufs * buf + spmv_work_bytes(s.num_inputs, s.num_aux) + blocks + check;
         let msm_side = buf + align_up(s.num_aux * 32) + msm;
         h_side.max(msm_side)
+    }
+
+    /// A batch of L, A, B MSMs over shared bases on the cards the issue names: two 32 GiB
+    /// partitions with 2^23-point passes fit in the room of the H side a 16 GiB card's
+    /// `Partial` plan holds (the other worker's turn), and a whole 24 GiB card holds four.
+    #[test]
+    fn shared_bases_batches_fit_the_small_cards() {
+        let s = PartitionShape::porep_32gib();
+        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
+        let aux = align_up(s.num_aux * FR_BYTES);
+        let one = s.shared_bases_bytes(1, 1 << 23, &lim);
+        assert_eq!(one, aux + s.msm_bytes(TierKind::Partial, 1 << 23, &lim));
+        assert_eq!(s.shared_bases_bytes(3, 1 << 23, &lim), one + 2 * aux);
+        // 16 GiB: two partitions in no more than one partition's Partial plan (13.55 GiB).
+        let two = s.shared_bases_bytes(2, 1 << 23, &lim);
+        assert!(two <= s.partial_bytes(1 << 23, &lim), "{}", fmt_gib(two));
+        assert!(two <= 16 * GIB - SAFETY_MARGIN - 2 * GIB, "{}", fmt_gib(two));
+        // 24 GiB: four with 2^23-point passes, not four with 2^24.
+        let card = 24 * GIB - SAFETY_MARGIN;
+        assert!(s.shared_bases_bytes(4, 1 << 23, &lim) <= card);
+        assert!(s.shared_bases_bytes(4, 1 << 24, &lim) > card);
     }
 
     #[test]
