@@ -627,7 +627,9 @@ impl Tuning {
 
     /// The partitions sharing one streamed upload of the bases ([`Tuning::msm_batch`]).
     pub fn msm_batch(&self) -> usize {
-        self.msm_batch.unwrap_or(DEFAULT_MSM_BATCH)
+        self.msm_batch
+            .unwrap_or(DEFAULT_MSM_BATCH)
+            .clamp(1, MAX_MSM_BATCH)
     }
 
     /// Sets [`Tuning::h_ahead`]: when a partition runs its H side ahead of its other MSMs.

@@ -14,7 +14,8 @@
 //!   call — the GPU backend's partitions whose L, A and B MSMs read the same streamed bases, so
 //!   one upload of the bases serves them all. A job the executor leaves out goes back to the
 //!   front of the queue (one that led its batch then runs alone); failed tries are retried
-//!   one by one.
+//!   one by one. A batchable first try with no partner yields to a queued job that batches
+//!   with nothing (the GPU backend: an H side), so partners can queue up meanwhile.
 //! - Only the GPU region is limited (to [`SchedulerConfig::gpu_section_permits`] holders, 1 by
 //!   default): the executor takes its device's [`GpuSection`] ([`Attempt::enter_gpu`]) around
 //!   kernel launches, so one worker's host work (synthesis, uploads, epilogue) overlaps another's
@@ -826,7 +827,10 @@ impl<E: PartitionExecutor> Shared<E> {
 
     /// Moves queued first tries that may join `task`'s batch on device index `di` (same
     /// [`PartitionExecutor::batch_key`], routed here or anywhere) into a batch behind it, up to
-    /// [`PartitionExecutor::max_batch`]; each counts as running here.
+    /// [`PartitionExecutor::max_batch`]; each counts as running here (the device's load counts
+    /// the batch once, so its other workers still get work). When none may join, a queued job
+    /// that batches with nothing (routed here or anywhere) runs instead and `task` goes back to
+    /// the front of the queue: it waits for partners while other work is there.
     fn gather(&self, di: usize, task: Task<E::Job, E::Output>) -> Vec<Task<E::Job, E::Output>> {
         let device = self.devices[di];
         let max = self.exec.max_batch();
@@ -851,8 +855,22 @@ impl<E: PartitionExecutor> Shared<E> {
                 i += 1;
             }
         }
+        if batch.len() == 1 {
+            // A lone batchable first try: a queued job that batches with nothing (an H side,
+            // another proof kind, a retry) runs first, so that partners can queue up meanwhile.
+            let other = st.pending.iter().position(|t| {
+                let here = matches!(t.route, Route::Any) || t.route == Route::Device(di);
+                here && !t.cancelled()
+                    && (!first_try(t) || self.exec.batch_key(device, &t.job).is_none())
+            });
+            if let Some(i) = other {
+                let other = st.pending.remove(i).expect("index in range");
+                let lone = batch.pop().expect("one task");
+                st.pending.push_front(lone);
+                return vec![other];
+            }
+        }
         let extra = batch.len() - 1;
-        st.load[di] += extra;
         let s = &mut st.stats[di];
         s.running += extra;
         s.max_concurrent = s.max_concurrent.max(s.running);
@@ -918,12 +936,14 @@ impl<E: PartitionExecutor> Shared<E> {
                 } else {
                     self.attempt(di, worker, &mut task)
                 };
-                self.settle(di, task, Some(result), tier);
+                self.settle(di, task, Some(result), tier, true);
             } else {
                 let (results, tier) = self.attempt_batch(di, worker, &mut batch);
-                for (i, (mut task, result)) in batch.into_iter().zip(results).enumerate() {
+                let settled: Vec<_> = batch.into_iter().zip(results).enumerate().collect();
+                // in reverse: left-out tasks go back to the front of the queue in their order
+                for (i, (mut task, result)) in settled.into_iter().rev() {
                     task.alone |= i == 0 && result.is_none();
-                    self.settle(di, task, result, tier);
+                    self.settle(di, task, result, tier, i == 0);
                 }
             }
         }
@@ -938,14 +958,23 @@ impl<E: PartitionExecutor> Shared<E> {
         mut task: Task<E::Job, E::Output>,
         result: Option<Result<E::Output>>,
         tier: Option<TierKind>,
+        lead: bool,
     ) {
         let device = self.devices[di];
         let ran = !task.history.is_empty();
         let mut st = lock(&self.state);
         st.stats[di].running -= 1;
-        st.load[di] -= 1;
+        if lead {
+            st.load[di] -= 1;
+        }
         // the task to deliver now, if it is not retried
         let done = match result {
+            None if st.shutdown => Some((
+                task,
+                Err(Error::Internal(
+                    "scheduler dropped before the partition ran".into(),
+                )),
+            )),
             None => {
                 st.pending.push_front(task);
                 None
@@ -1910,5 +1939,194 @@ mod tests {
         assert!(h.wait_timeout(Duration::from_secs(10)));
         assert_eq!(h.completed(), 2);
         assert_eq!(h.join().unwrap(), vec![1, 2]);
+    }
+
+    /// Every job has key 0; a batch runs only its leader (the trait's default `run_batch`,
+    /// what the GPU backend does when two partitions' aux do not fit) and leaves the rest out.
+    #[derive(Default)]
+    struct LeaderOnly {
+        order: Mutex<Vec<u64>>,
+    }
+    impl PartitionExecutor for LeaderOnly {
+        type Job = u64;
+        type Output = u64;
+        fn run(&self, _a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            lock(&self.order).push(*job);
+            Ok(*job)
+        }
+        fn batch_key(&self, _device: usize, _job: &u64) -> Option<u64> {
+            Some(0)
+        }
+        fn max_batch(&self) -> usize {
+            4
+        }
+    }
+
+    #[test]
+    fn left_out_jobs_keep_their_place() {
+        let exec = Arc::new(LeaderOnly::default());
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 1)).unwrap();
+        s.submit((0..12).collect()).join().unwrap();
+        let order = lock(&exec.order).clone();
+        let pos1 = order.iter().position(|&j| j == 1).unwrap();
+        // FIFO would run job 1 second; left-out jobs are pushed back reversed and re-gathered
+        // behind each new leader, so they run last.
+        assert!(pos1 <= 3, "job 1 ran at position {pos1}: order {order:?}");
+    }
+
+    /// Key 0 for even jobs, none for odd ones. A batch waits (up to 3 s) for job 7 to run
+    /// on the device's other worker; job 1 waits for the batch to start.
+    #[derive(Default)]
+    struct NeedsOther {
+        batch_started: Gate,
+        seven_ran: Gate,
+        timed_out: AtomicBool,
+    }
+    impl PartitionExecutor for NeedsOther {
+        type Job = u64;
+        type Output = u64;
+        fn run(&self, _a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            match job {
+                1 => self.batch_started.wait(),
+                7 => self.seven_ran.open(),
+                _ => {}
+            }
+            Ok(*job)
+        }
+        fn batch_key(&self, _device: usize, job: &u64) -> Option<u64> {
+            (job % 2 == 0).then_some(0)
+        }
+        fn max_batch(&self) -> usize {
+            4
+        }
+        fn run_batch(&self, _a: &Attempt<'_>, jobs: &[&u64]) -> Vec<Option<Result<u64>>> {
+            self.batch_started.open();
+            let g = lock(&self.seven_ran.0);
+            let (_g, r) = self
+                .seven_ran
+                .1
+                .wait_timeout_while(g, Duration::from_secs(3), |open| !*open)
+                .unwrap();
+            if r.timed_out() {
+                self.timed_out.store(true, Ordering::SeqCst);
+            }
+            jobs.iter().map(|&&j| Some(Ok(j))).collect()
+        }
+    }
+
+    #[test]
+    fn a_batch_does_not_idle_the_other_worker() {
+        let exec = Arc::new(NeedsOther::default());
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 2)).unwrap();
+        // 1 and 0 go to the two workers; 0 gathers 2 and 4; 7 stays queued.
+        assert_eq!(s.submit(vec![1, 0, 2, 4, 7]).join().unwrap(), vec![1, 0, 2, 4, 7]);
+        assert!(
+            !exec.timed_out.load(Ordering::SeqCst),
+            "job 7 did not run on the idle second worker while the batch ran"
+        );
+    }
+
+    /// Jobs >= 10 have key 0 (job 11 is left out of its batch); job 100 waits on `z`. The
+    /// batch waits on `go` after telling `started`.
+    #[derive(Default)]
+    struct ShutdownBatch {
+        z: Gate,
+        started: Gate,
+        go: Gate,
+    }
+    impl PartitionExecutor for ShutdownBatch {
+        type Job = u64;
+        type Output = u64;
+        fn run(&self, _a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            if *job == 100 {
+                self.z.wait();
+            }
+            Ok(*job)
+        }
+        fn batch_key(&self, _device: usize, job: &u64) -> Option<u64> {
+            (*job >= 10 && *job < 100).then_some(0)
+        }
+        fn max_batch(&self) -> usize {
+            4
+        }
+        fn run_batch(&self, _a: &Attempt<'_>, jobs: &[&u64]) -> Vec<Option<Result<u64>>> {
+            self.started.open();
+            self.go.wait();
+            jobs.iter()
+                .map(|&&j| (j != 11).then_some(Ok(j)))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn shutdown_while_batching_finishes_every_partition() {
+        let exec = Arc::new(ShutdownBatch::default());
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0, 1], 1)).unwrap();
+        // 1 → device 0 (done at once), 100 → device 1 (held on z).
+        let h1 = s.submit(vec![1, 100]);
+        while h1.completed() < 1 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // 10 → device 0, which gathers 11 and 12 (device 1 is busy).
+        let h2 = s.submit(vec![10, 11, 12]);
+        exec.started.wait();
+        exec.z.open();
+        assert!(h1.wait_timeout(Duration::from_secs(10)));
+        // device 1 is idle now; drop the scheduler while the batch runs
+        let dropper = std::thread::spawn(move || drop(s));
+        std::thread::sleep(Duration::from_millis(300));
+        exec.go.open();
+        dropper.join().unwrap();
+        assert!(
+            h2.wait_timeout(Duration::from_secs(3)),
+            "job 11, left out of a batch during shutdown, was never finished ({} of 3 done)",
+            h2.completed()
+        );
+    }
+
+
+    /// Jobs ≥ 10 batch together; job 1 (no key) opens `started`, then waits on `gate`.
+    /// Records lone runs and batches.
+    #[derive(Default)]
+    struct Defer {
+        started: Gate,
+        gate: Gate,
+        order: Mutex<Vec<Vec<u64>>>,
+    }
+    impl PartitionExecutor for Defer {
+        type Job = u64;
+        type Output = u64;
+        fn run(&self, _a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            if *job == 1 {
+                self.started.open();
+                self.gate.wait();
+            }
+            lock(&self.order).push(vec![*job]);
+            Ok(*job)
+        }
+        fn batch_key(&self, _device: usize, job: &u64) -> Option<u64> {
+            (*job >= 10).then_some(0)
+        }
+        fn max_batch(&self) -> usize {
+            4
+        }
+        fn run_batch(&self, _a: &Attempt<'_>, jobs: &[&u64]) -> Vec<Option<Result<u64>>> {
+            lock(&self.order).push(jobs.iter().map(|&&j| j).collect());
+            jobs.iter().map(|&&j| Some(Ok(j))).collect()
+        }
+    }
+
+    #[test]
+    fn a_lone_batchable_job_yields_to_other_work_and_gains_a_partner() {
+        let exec = Arc::new(Defer::default());
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 1)).unwrap();
+        // 10 has no partner: job 1 (no key) runs first, and 11 arrives meanwhile.
+        let h1 = s.submit(vec![10, 1]);
+        exec.started.wait();
+        let h2 = s.submit(vec![11]);
+        exec.gate.open();
+        assert_eq!(h1.join().unwrap(), vec![10, 1]);
+        assert_eq!(h2.join().unwrap(), vec![11]);
+        assert_eq!(*lock(&exec.order), vec![vec![1], vec![10, 11]]);
     }
 }

@@ -690,9 +690,11 @@ impl PartitionExecutor for GpuExecutor {
             return None;
         }
         let slot = self.slot(device).ok()?;
+        // Called under the scheduler's lock: a parameter set being made resident (its lock
+        // held for the upload) means no batch, not a wait.
         let resident = slot
             .resident
-            .lock()
+            .try_lock()
             .ok()?
             .as_ref()
             .is_some_and(|r| r.path == job.srs.path);
