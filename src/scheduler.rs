@@ -335,6 +335,20 @@ impl<'a> Attempt<'a> {
         g
     }
 
+    /// This try, finished (its `error` if it failed, its wall time `elapsed`): its GPU-section
+    /// wait and its record.
+    fn finished(&self, error: Option<String>, elapsed: Duration) -> (Duration, AttemptRecord) {
+        let record = AttemptRecord {
+            device: self.device,
+            worker: self.worker,
+            start_tier: self.start_tier,
+            tier: self.tier(),
+            error,
+            elapsed,
+        };
+        (self.gpu_wait(), record)
+    }
+
     /// Total time this try waited for the GPU section.
     pub fn gpu_wait(&self) -> Duration {
         Duration::from_nanos(self.gpu_wait_ns.load(Ordering::Relaxed))
@@ -593,6 +607,12 @@ impl<J, O> Task<J, O> {
     fn cancelled(&self) -> bool {
         self.call.cancelled.load(Ordering::SeqCst)
     }
+
+    /// Appends a finished try to the history and adds its GPU-section wait.
+    fn record(&mut self, (gpu_wait, record): (Duration, AttemptRecord)) {
+        self.gpu_wait += gpu_wait;
+        self.history.push(record);
+    }
 }
 
 /// Per-device counters of a [`Scheduler`].
@@ -811,17 +831,9 @@ impl<E: PartitionExecutor> Shared<E> {
         let t0 = Instant::now();
         let result = catch_unwind(AssertUnwindSafe(|| self.exec.run(&attempt, &task.job)))
             .unwrap_or_else(|p| Err(Error::from_panic(p)));
-        let elapsed = t0.elapsed();
-        let (tier, gpu_wait, start_tier) = (attempt.tier(), attempt.gpu_wait(), attempt.start_tier);
-        task.gpu_wait += gpu_wait;
-        task.history.push(AttemptRecord {
-            device,
-            worker,
-            start_tier,
-            tier,
-            error: result.as_ref().err().map(|e| e.to_string()),
-            elapsed,
-        });
+        let tier = attempt.tier();
+        let done = attempt.finished(result.as_ref().err().map(|e| e.to_string()), t0.elapsed());
+        task.record(done);
         (result, tier)
     }
 
@@ -910,20 +922,13 @@ impl<E: PartitionExecutor> Shared<E> {
             });
         let elapsed = t0.elapsed();
         results.resize_with(tasks.len(), || None);
-        let (tier, gpu_wait, start_tier) = (attempt.tier(), attempt.gpu_wait(), attempt.start_tier);
         for (task, result) in tasks.iter_mut().zip(&results) {
-            let Some(result) = result else { continue };
-            task.gpu_wait += gpu_wait;
-            task.history.push(AttemptRecord {
-                device,
-                worker,
-                start_tier,
-                tier,
-                error: result.as_ref().err().map(|e| e.to_string()),
-                elapsed,
-            });
+            if let Some(result) = result {
+                let error = result.as_ref().err().map(|e| e.to_string());
+                task.record(attempt.finished(error, elapsed));
+            }
         }
-        (results, tier)
+        (results, attempt.tier())
     }
 
     fn worker_loop(&self, di: usize, worker: usize) {

@@ -46,18 +46,21 @@ fn start() -> Option<(std::sync::MutexGuard<'static, ()>, FixtureSize, Fixture)>
     Some((serial, size, f))
 }
 
+/// The environment's configuration on `f`'s parameters with `backend`.
+fn config(f: &Fixture, backend: Backend) -> EngineConfig {
+    EngineConfig::from_env()
+        .unwrap()
+        .with_parameter_dir(&f.param_dir)
+        .with_backend(backend)
+}
+
 #[test]
 fn gpu_proof_on_every_spmv_path_equals_cpu_proof() {
     let Some((_serial, size, f)) = start() else {
         return;
     };
     let c1 = f.read_c1().unwrap();
-    let cfg = |backend| {
-        EngineConfig::from_env()
-            .unwrap()
-            .with_parameter_dir(&f.param_dir)
-            .with_backend(backend)
-    };
+    let cfg = |backend| config(&f, backend);
     // One pass per partition (its H side reports the path)
     let cfg = |backend| cfg(backend).with_tuning(Tuning::default().with_h_ahead(HAhead::Off));
     let rs = vec![(Fr::from(5u64), Fr::from(99u64))];
@@ -99,12 +102,7 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
         f.dir.display()
     );
     let c1 = f.read_c1().unwrap();
-    let cfg = |backend| {
-        EngineConfig::from_env()
-            .unwrap()
-            .with_parameter_dir(&f.param_dir)
-            .with_backend(backend)
-    };
+    let cfg = |backend| config(&f, backend);
     let gpu = Engine::new(cfg(Backend::Gpu)).unwrap();
     let cpu = Engine::new(cfg(Backend::Cpu)).unwrap();
     let rs = vec![(Fr::from(77u64), Fr::from(1234567u64))];
@@ -170,12 +168,7 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
         return;
     };
     let c1 = f.read_c1().unwrap();
-    let cfg = |backend| {
-        EngineConfig::from_env()
-            .unwrap()
-            .with_parameter_dir(&f.param_dir)
-            .with_backend(backend)
-    };
+    let cfg = |backend| config(&f, backend);
     let gpu = Engine::new(
         cfg(Backend::Gpu).with_tuning(
             Tuning::default()
