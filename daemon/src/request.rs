@@ -490,6 +490,16 @@ fn size_name(size: u64) -> String {
 mod tests {
     use super::*;
 
+    type Edit = fn(&mut proto::SubmitProofRequest);
+
+    /// Edits that leave what is proved unchanged (the caller's key, the queue order, an
+    /// implied size): the content key must not change.
+    const SAME_CONTENT: [Edit; 3] = [
+        |r| r.request_id = "other".into(),
+        |r| r.priority = proto::Priority::Critical as i32,
+        |r| r.sector_size = 0,
+    ];
+
     fn wrapper(sector: u64, size: u64, proof: &str) -> Vec<u8> {
         let inner =
             format!(r#"{{"registered_proof":"{proof}","vanilla_proofs":{{"x":[1,2,[3]]}}}}"#);
@@ -565,14 +575,7 @@ mod tests {
             ..Default::default()
         };
         let key = ContentKey::of(&base, p);
-        // Not part of what is proved: the caller's key, the queue order, an implied size.
-        type Edit = fn(&mut proto::SubmitProofRequest);
-        let same: [Edit; 3] = [
-            |r| r.request_id = "other".into(),
-            |r| r.priority = proto::Priority::Critical as i32,
-            |r| r.sector_size = 0,
-        ];
-        for edit in same {
+        for edit in SAME_CONTENT {
             let mut r = base.clone();
             edit(&mut r);
             assert_eq!(ContentKey::of(&r, p), key, "{r:?}");
@@ -639,13 +642,7 @@ mod tests {
             key
         };
         let k = key(&base);
-        type Edit = fn(&mut proto::SubmitProofRequest);
-        let same: [Edit; 3] = [
-            |r| r.request_id = "other".into(),
-            |r| r.priority = proto::Priority::Critical as i32,
-            |r| r.sector_size = 0,
-        ];
-        for edit in same {
+        for edit in SAME_CONTENT {
             let mut r = base.clone();
             edit(&mut r);
             assert_eq!(key(&r), k, "{r:?}");
