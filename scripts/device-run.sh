@@ -205,7 +205,7 @@ e2e-wait)
   for d in /tmp/e2e/*/; do n=$(basename "$d"); [ "$n" = "*" ] && continue
     [ -e "$d/timeline.txt" ] && cp "$d/timeline.txt" "$OUT/$n-timeline.txt"
     [ -e "$d/prove.log" ] && gzip -c "$d/prove.log" > "$OUT/$n-prove.log.gz"
-    for f in "$d"cold-*.log "$d"timeline-cold-*.txt; do [ -e "$f" ] && gzip -c "$f" > "$OUT/$n-$(basename "$f").gz"; done
+    for f in "$d"cold-*.log "$d"timeline-cold-*.txt "$d"prove-*.log; do [ -e "$f" ] && gzip -c "$f" > "$OUT/$n-$(basename "$f").gz"; done
     for l in "$d"*.log; do [ -e "$l" ] && { echo "=== $l"; tail -n 300 "$l"; }; done > "$OUT/$n.txt"; done
   cat /tmp/e2e/summary.txt
   ;;

@@ -13,7 +13,9 @@
 # E2E_CAPS="24GiB 16GiB" and E2E_BASE=BIN: after a size's run, the same steady-state run under
 # each device cap, and uncapped with a baseline build (see the loop below). A cap written
 # CAP+base (e.g. 16GiB+base) runs with the environment $E2E_BASE_ENV added (e.g.
-# CUZK_MSM_BATCH=1: the same build without a feature, as the baseline of the same lease).
+# CUZK_MSM_BATCH=1: the same build without a feature, as the baseline of the same lease) and,
+# with E2E_BASE_BIN=BIN, with that build instead (an older commit as the baseline).
+# E2E_MAIN=0: no uncapped run first (the caps only; proof 0 of each cap is then its cold one).
 # E2E_COLD="off always": after a size's run, one more cold proof per mode (page cache dropped
 # again, CUZK_H_AHEAD=mode, verified the same way), its time in the summary.
 #
@@ -93,6 +95,7 @@ for step in "$@"; do
     echo "cold proof: page cache dropped" | tee -a "$S"
   else cat "$pf" > /dev/null; echo "cold proof: parameter file in the page cache (disk too slow, or no drop_caches)" | tee -a "$S"; fi
   rm -f "$L/proof.bin" "$L/bad.bin"
+  if [ "${E2E_MAIN:-1}" = 1 ]; then
   a=$(date +%s)
   RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info,cuzk::srs=debug t prove $TV $F/cuzk prove "$C1/c1-wrapper.json" \
     --prover-id f01000 --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof.bin"
@@ -118,16 +121,18 @@ for step in "$@"; do
   $F/cuzk verify "$C1/c1.json" --sector-num 7 --prover-id f01000 --params "$P" --proof "$L/bad.bin" \
     > "$L/verify-bad.log" 2>&1
   echo "flipped byte 1000: cuzk verify exit $? (51 = rejected)" | tee -a "$S"
+  fi
   # E2E_CAPS="24GiB 16GiB": the same `prove --repeat R --jobs 2` (two GPU workers) with the
   # device capped at each size (CUZK_VRAM_LIMIT, a smaller card on this one), parameters warm in
   # the page cache; PCIe traffic from `nvidia-smi dmon -s t` (MB/s each second, summed).
   # E2E_BASE=BIN: the same uncapped with another cuzk build (the baseline, same lease).
   for cap in ${E2E_CAPS:-} ${E2E_BASE:+base}; do
     bin=$F/cuzk; lim=${cap%%+*}; envs=(); [ "$lim" != "$cap" ] && read -ra envs <<< "${E2E_BASE_ENV:-}"
+    [ "$lim" != "$cap" ] && [ -n "${E2E_BASE_BIN:-}" ] && bin=$E2E_BASE_BIN
     [ "$cap" = base ] && { bin=$E2E_BASE; lim=; }
     ( nvidia-smi dmon -s t -d 1 > "$L/dmon-$cap.txt" 2>&1 ) & DMON=$!
     a=$(date +%s)
-    [ ${#envs[@]} -gt 0 ] && echo "== $cap: with ${envs[*]}" | tee -a "$S"
+    [ "$lim" != "$cap" ] && echo "== $cap: with ${envs[*]:-} ${E2E_BASE_BIN:+build $E2E_BASE_BIN}" | tee -a "$S"
     CUZK_VRAM_LIMIT=$lim RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info t "prove-$cap" \
       env "${envs[@]}" timeout "${E2E_CAP_TIMEOUT:-900}" $TV $bin prove "$C1/c1-wrapper.json" --prover-id f01000 \
       --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/proof-$cap.bin"

@@ -74,7 +74,7 @@ internal_modules! {
 pub use cancel::CancelToken;
 pub use config::{
     Backend, CircuitCache, EngineConfig, HAhead, MsmAccumulation, ProveOptions, Synthesis, Tier,
-    Tuning,
+    Tuning, DEFAULT_MSM_BATCH, MAX_MSM_BATCH,
 };
 pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport, ProofOutput};
 pub use error::{DeviceFault, Error, Result};

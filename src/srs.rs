@@ -84,6 +84,11 @@ impl Queries {
         Queries(self.0 & q.0)
     }
 
+    /// The queries in either set.
+    pub const fn or(self, q: Queries) -> Queries {
+        Queries(self.0 | q.0)
+    }
+
     /// The queries of this set not in `q`.
     pub fn without(self, q: Queries) -> Queries {
         Queries(self.0 & !q.0)

@@ -490,7 +490,9 @@ impl PartitionExecutor for GpuExecutor {
             .compiled
             .as_ref()
             .filter(|_| asg.a.is_empty() && job.part.h_side());
-        let shape = shape_of(&asg, rows)?;
+        // The plan holds what this part runs: a split partition's H side plans no aux (nor
+        // L, A, B workspaces) beside its H MSM, so that MSM gets larger passes.
+        let shape = shape_of(&asg, rows)?.with_queries(job.part.queries());
         // An incomplete parameter set (a split partition during a cold load: the sections
         // decoded so far) is never made resident.
         let partial = !srs.is_complete();
@@ -790,7 +792,7 @@ impl GpuExecutor {
                 jobs[j].partition, first.partition
             )));
         }
-        let shape = shape_of(a0, cc.layout.num_constraints())?;
+        let shape = shape_of(a0, cc.layout.num_constraints())?.with_queries(part.queries());
         // ---- The plan: the most partitions, then the largest pass, that fit now.
         let lim = slot.alloc.msm_limits();
         let mut cands = Vec::new();
@@ -1413,11 +1415,14 @@ fn run_on(
             blstrs::G2Projective::identity(),
         )
     };
-    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B.
-    let daux_kept = dz.map(|(din, daux)| {
-        drop(din);
-        daux
-    });
+    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B; an H side
+    // alone (`Part::HOnly`) frees it before its H MSM, whose plan has no room for it.
+    let daux_kept = dz
+        .filter(|_| part.rest())
+        .map(|(din, daux)| {
+            drop(din);
+            daux
+        });
     let bases = match &resident {
         Some(r) => Bases::Resident(r),
         None => Bases::Streamed { srs, chunk },

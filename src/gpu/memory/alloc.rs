@@ -31,6 +31,11 @@
 //! | [`Tier::Streaming`] | one domain buffer (n·32 B = 4 GiB; the H step on the CPU) + an MSM chunk that fits (≥ 2^16 points); skipped while other partitions hold memory that comes back ([`PlanOptions::gpu_h_step`]) |
 //! | — | [`Error::OutOfDeviceMemory`] with the smallest tier's bytes ([`PartitionShape::min_bytes`]) as `needed` |
 //!
+//! A split partition's parts plan only their own MSMs ([`PartitionShape::queries`]): its H side
+//! has no aux beside the H MSM and passes of up to [`MSM_PASS_POINTS_G1`] points (2^24 at 2^27
+//! on a 16 GiB card, where the whole partition gets 2^23; 2^25 on a 24 GiB card); its L, A, B
+//! MSMs have no H side and no h.
+//!
 //! Every figure is a sum of the buffer-size functions of [`crate::gpu::memory::layout`] — the same
 //! functions the GPU code sizes its buffers with ([`msm_workspace_bytes`] for the MSM workspace,
 //! whose window choice is `layout::window_bits_for`; [`h_step_bytes`]; [`streamed_bases_bytes`])
@@ -61,6 +66,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::srs::Queries;
 
 /// One mebibyte (2^20 bytes).
 #[cfg(any(test, feature = "internals"))]
@@ -84,9 +90,14 @@ pub const G1_AFFINE_BYTES: u64 = G1_LAYOUT.affine_bytes;
 /// Bytes of one G2 affine point as stored on the device (x, y in `Fp2`, 2 × 96 B).
 pub const G2_AFFINE_BYTES: u64 = G2_LAYOUT.affine_bytes;
 
-/// Points processed by one on-device MSM pass in the streamed tiers (2^24). An MSM longer
-/// than this runs in several passes whose partial sums are added.
+/// Points processed by one on-device MSM pass in the streamed tiers (2^24) when the work has
+/// G2 MSMs (B_G2): its double-buffered base slots take 2 × 2^24 × 192 B = 6 GiB. An MSM
+/// longer than a pass runs in several passes whose partial sums are added.
 pub const MSM_PASS_POINTS: u64 = 1 << 24;
+/// Points of a pass when the work has G1 MSMs only (a split partition's H side: 2^25, the
+/// same 6 GiB of base slots): fewer passes, each paying its bucket reduction once (G1 at
+/// 2^27 on an H100: eight 2^24-point passes 1.07 s, four 2^25-point passes 0.95 s).
+pub const MSM_PASS_POINTS_G1: u64 = 1 << 25;
 /// Granularity and minimum of a streaming chunk, in points (2^16).
 pub const MSM_CHUNK_ALIGN_POINTS: u64 = 1 << 16;
 /// Largest NTT domain the planner accepts (2^40 points); larger shapes are
@@ -273,6 +284,11 @@ pub struct PartitionShape {
     pub b_g1_len: u64,
     /// Length of the B query in G2.
     pub b_g2_len: u64,
+    /// The MSMs this work runs on the device ([`Queries::ALL`] for a whole partition; a split
+    /// partition's H side is [`Queries::H`], its other MSMs [`Queries::REST`]): a plan holds
+    /// only their scalars, workspaces and base slots, and the H side (SpMV, R1CS check, H
+    /// step) only with [`Queries::H`].
+    pub queries: Queries,
 }
 
 impl PartitionShape {
@@ -314,7 +330,14 @@ impl PartitionShape {
             a_len,
             b_g1_len: b_len,
             b_g2_len: b_len,
+            queries: Queries::ALL,
         })
+    }
+
+    /// The same shape for the work of `queries` only (a split partition's part, see
+    /// [`Self::queries`]).
+    pub fn with_queries(self, queries: Queries) -> Self {
+        PartitionShape { queries, ..self }
     }
 
     /// The 32 GiB PoRep partition: 130,278,541 constraints without the 328 input constraints
@@ -333,6 +356,7 @@ impl PartitionShape {
             a_len: 129_800_000,
             b_g1_len: 33_100_000,
             b_g2_len: 33_100_000,
+            queries: Queries::ALL,
         }
     }
 
@@ -369,10 +393,15 @@ impl PartitionShape {
         .unwrap_or(0)
     }
 
-    /// Points of one MSM pass in the non-streaming tiers: `min(MSM_PASS_POINTS, max_msm_len)`,
-    /// at least 1.
+    /// Points of one MSM pass in the non-streaming tiers: `min(MSM_PASS_POINTS, max_msm_len)`
+    /// ([`MSM_PASS_POINTS_G1`] when [`Self::queries`] has no G2 MSM), at least 1.
     pub fn pass_points(&self) -> u64 {
-        MSM_PASS_POINTS.min(self.max_msm_len()).max(1)
+        let cap = if self.queries.contains(Queries::B_G2) {
+            MSM_PASS_POINTS
+        } else {
+            MSM_PASS_POINTS_G1
+        };
+        cap.min(self.max_msm_len()).max(1)
     }
 
     /// Bytes of the domain buffers of a tier's H side (n = 2^`domain_log2`, [`FR_BYTES`] each,
@@ -396,6 +425,9 @@ impl PartitionShape {
     /// R1CS check's block of c ([`r1cs_block_bytes`]). 2^27: 16.2 GiB with three buffers,
     /// 12.2 GiB with two. `Streaming`: its one buffer (h comes from the CPU).
     pub fn h_side_bytes(&self, kind: TierKind) -> u64 {
+        if !self.queries.contains(Queries::H) {
+            return 0;
+        }
         let buffers = self.staging_bytes(kind);
         if kind == TierKind::Streaming {
             return buffers;
@@ -422,11 +454,15 @@ impl PartitionShape {
     /// SpMV keeps aux on the device from the start, so both are live during the H MSM.
     /// `Streaming`: its domain buffer (aux takes h's room after the H MSM) and the chunk.
     pub fn msm_side_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
-        let scalars = if kind == TierKind::Streaming {
-            self.staging_bytes(kind)
-        } else {
-            h_step_bytes(self.domain_log2, 1)
-                .saturating_add(align_up(self.num_aux.saturating_mul(FR_BYTES)))
+        let h = self.queries.contains(Queries::H);
+        let aux = !self.queries.and(Queries::REST).is_empty();
+        let aux_bytes = align_up(self.num_aux.saturating_mul(FR_BYTES));
+        let scalars = match (kind, h, aux) {
+            (TierKind::Streaming, true, _) => self.staging_bytes(kind),
+            (_, true, true) => h_step_bytes(self.domain_log2, 1).saturating_add(aux_bytes),
+            (_, true, false) => h_step_bytes(self.domain_log2, 1),
+            (_, false, true) => aux_bytes,
+            (_, false, false) => 0,
         };
         scalars.saturating_add(self.msm_bytes(kind, points, lim))
     }
@@ -486,12 +522,38 @@ impl PartitionShape {
     /// otherwise the workspace of [`Self::pass_msms`]`(points)` plus the double-buffered base
     /// slots of the larger (G2) points, [`streamed_bases_bytes`].
     pub fn msm_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
-        let ws = |shapes: &[MsmShape]| msm_workspace_bytes(shapes, lim).unwrap_or(u64::MAX);
+        let ws = |shapes: [MsmShape; 3]| {
+            let used: Vec<MsmShape> = shapes
+                .into_iter()
+                .zip(self.msm_kinds_used())
+                .filter_map(|(s, used)| used.then_some(s))
+                .collect();
+            msm_workspace_bytes(&used, lim).unwrap_or(u64::MAX)
+        };
         match kind {
-            TierKind::Resident => ws(&self.resident_msms()),
-            _ => ws(&Self::pass_msms(points))
-                .saturating_add(streamed_bases_bytes(points, &G2_LAYOUT)),
+            TierKind::Resident => ws(self.resident_msms()),
+            _ => {
+                // The base slots hold the larger points the work streams: G2 with B_G2.
+                let group = if self.queries.contains(Queries::B_G2) {
+                    &G2_LAYOUT
+                } else {
+                    &G1_LAYOUT
+                };
+                ws(Self::pass_msms(points)).saturating_add(streamed_bases_bytes(points, group))
+            }
         }
+    }
+
+    /// Which of the three MSM kinds of [`Self::resident_msms`] / [`Self::pass_msms`] the
+    /// shape's [`Self::queries`] run: G1 without density (H, L), G1 with density (A, B_G1),
+    /// G2 (B_G2).
+    fn msm_kinds_used(&self) -> [bool; 3] {
+        let q = self.queries;
+        [
+            !q.and(Queries::H.or(Queries::L)).is_empty(),
+            !q.and(Queries::A.or(Queries::B_G1)).is_empty(),
+            q.contains(Queries::B_G2),
+        ]
     }
 
     /// Total device bytes of a tier with the default [`MsmLimits`] (on a
@@ -1520,6 +1582,42 @@ mod tests {
         let card = 24 * GIB - SAFETY_MARGIN;
         assert!(s.shared_bases_bytes(4, 1 << 23, &lim) <= card);
         assert!(s.shared_bases_bytes(4, 1 << 24, &lim) > card);
+    }
+
+    #[test]
+    fn a_split_partitions_parts_plan_only_their_own_msms() {
+        let s = PartitionShape::porep_32gib();
+        let (h, rest) = (s.with_queries(Queries::H), s.with_queries(Queries::REST));
+        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
+        let aux = align_up(s.num_aux * FR_BYTES);
+        let hbuf = h_step_bytes(s.domain_log2, 1);
+        let p = 1u64 << 24;
+        // The H side alone: no aux and no L, A, B workspace or G2 base slots beside its H MSM.
+        assert_eq!(h.h_side_bytes(TierKind::Partial), s.h_side_bytes(TierKind::Partial));
+        let g1 = msm_workspace_bytes(&PartitionShape::pass_msms(p)[..1], &lim).unwrap()
+            + streamed_bases_bytes(p, &G1_LAYOUT);
+        assert_eq!(h.msm_side_bytes(TierKind::Partial, p, &lim), hbuf + g1);
+        // The other MSMs alone: no H side, no h.
+        assert_eq!(rest.h_side_bytes(TierKind::Partial), 0);
+        assert_eq!(
+            rest.msm_side_bytes(TierKind::Partial, p, &lim),
+            aux + s.msm_bytes(TierKind::Partial, p, &lim)
+        );
+        // A 16 GiB card: the whole partition runs 2^23-point passes, its H side 2^24 in its
+        // two-buffer H step's room (12.2 GiB), and the other MSMs need less than either.
+        let card = 16 * GIB - SAFETY_MARGIN;
+        assert_eq!(s.partial_fit(card, &lim), Some(1 << 23));
+        assert_eq!(h.partial_fit(card, &lim), Some(1 << 24));
+        let (hb, wb) = (h.partial_bytes(1 << 24, &lim), s.partial_bytes(1 << 23, &lim));
+        assert_eq!(hb, h.h_side_bytes(TierKind::Partial), "{}", fmt_gib(hb));
+        assert!(hb < wb, "{} vs {}", fmt_gib(hb), fmt_gib(wb));
+        assert!(rest.partial_bytes(1 << 23, &lim) + 4 * GIB <= wb);
+        // G1 MSMs only: passes of 2^25 points where they fit (a 24 GiB card's full staging).
+        assert_eq!((h.pass_points(), rest.pass_points()), (1 << 25, 1 << 24));
+        let a = DeviceAllocator::new(0, Arc::new(FakeMemInfo::new(&[(24 * GIB, 24 * GIB)])), None);
+        let plan = a.plan(&h, &PlanOptions::default()).unwrap();
+        assert_eq!(plan.tier, Tier::FullStaging);
+        assert_eq!(plan.tier.msm_pass_points(&h), 1 << 25);
     }
 
     #[test]
