@@ -160,8 +160,10 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
 /// Eight proofs at once (distinct r, s) on a GPU engine whose partitions start below the
 /// resident tier, so every partition runs its H side first and the L, A, B MSMs of the
 /// partitions queued together run in batches over one streamed upload of the bases (passes
-/// of 128 points, forced, so each MSM runs several): each proof equals the CPU's with the same
-/// r, s and verifies, and at least one batch of two or more ran.
+/// of 2^18 points, forced, so each MSM runs several: a 2 KiB partition has 1.34 M aux
+/// variables; much smaller passes make thousands of blocking MSMs per batch, minutes of
+/// launches): each proof equals the CPU's with the same r, s and verifies, and at least one
+/// batch of two or more ran.
 #[test]
 fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let Some((_serial, size, f)) = start() else {
@@ -183,7 +185,7 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let opts = |i: u64| {
         ProveOptions::default().with_randomness(vec![(Fr::from(1000 + i), Fr::from(7 * i))])
     };
-    cuzk::prover::gpu::force_shared_pass(128);
+    cuzk::prover::gpu::force_shared_pass(1 << 18);
     let tiers = std::thread::scope(|s| {
         let hs: Vec<_> = (0..8u64)
             .map(|i| {
