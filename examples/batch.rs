@@ -685,6 +685,7 @@ fn run_partition(
         let mut ctx = PartitionCtx {
             partition: global,
             part: Default::default(),
+            priority: Default::default(),
             reporter: &reporter,
             timings: &mut t,
             device: None,
@@ -698,6 +699,7 @@ fn run_partition(
     let mut ctx = PartitionCtx {
         partition: global,
         part: Default::default(),
+        priority: Default::default(),
         reporter: &reporter,
         timings: &mut timings,
         device: None,
@@ -1283,6 +1285,7 @@ fn real_main() -> Result<ExitCode, Error> {
             let mut ctx = PartitionCtx {
                 partition: 0,
                 part: Default::default(),
+                priority: Default::default(),
                 reporter: &reporter,
                 timings: &mut t,
                 device: None,

@@ -331,6 +331,65 @@ impl Synthesis {
     }
 }
 
+/// How urgent a proof call is ([`ProveOptions::priority`]): where calls share the engine, a
+/// call's partitions go ahead of every partition of a lower priority that has not started yet,
+/// first come first served within a priority. Partitions that have started are never
+/// interrupted. Ordered `Low < Normal < High < Critical`.
+///
+/// What it orders (the GPU backend): the engine's gate of partitions in flight (a partition is
+/// admitted while fewer than the gate's limit of partitions of its priority or higher are in
+/// flight, so a higher priority never waits for lower-priority witnesses), the partition
+/// scheduler's queue (and which batch a partition may join), and each device's GPU section
+/// (between the kernels of two partitions). The CPU backend runs concurrent calls side by side:
+/// there it changes nothing.
+///
+/// Curio's use: PoRep C2 and SnapDeals `Normal`, WindowPoSt `High`, WinningPoSt `Critical`.
+/// The variants are numbered as Curio's `cuzk.v1` wire `Priority` (LOW = 1 … CRITICAL = 4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Priority {
+    /// Behind every other priority.
+    Low = 1,
+    /// The default (Curio's PoRep C2 and SnapDeals).
+    #[default]
+    Normal = 2,
+    /// Ahead of `Normal` and `Low` (Curio's WindowPoSt).
+    High = 3,
+    /// Ahead of every other priority (Curio's WinningPoSt: block production waits on it).
+    Critical = 4,
+}
+
+impl Priority {
+    /// Every priority, lowest first.
+    pub const ALL: [Priority; 4] = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
+
+    /// `"low"`, `"normal"`, `"high"` or `"critical"` (logs, metrics labels).
+    pub fn name(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+
+    /// The place of this priority in [`Priority::ALL`] (0 for `Low` … 3 for `Critical`).
+    pub fn index(self) -> usize {
+        self as usize - 1
+    }
+}
+
+impl std::fmt::Display for Priority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl EngineConfig {
     /// The default configuration with the environment variables of the table above applied
     /// (those of [`EngineConfig`] and [`Tuning`]).
@@ -670,6 +729,9 @@ pub struct ProveOptions {
     /// Stops the call at its next checkpoint once set, with [`Error::Cancelled`] (see
     /// [`crate::CancelToken`]). `None` (the default): the call runs to its end.
     pub cancel: Option<crate::CancelToken>,
+    /// Where the call's partitions queue among those of concurrent calls ([`Priority`];
+    /// default [`Priority::Normal`]).
+    pub priority: Priority,
 }
 
 impl Default for ProveOptions {
@@ -680,6 +742,7 @@ impl Default for ProveOptions {
             randomness: None,
             synthesis: Synthesis::default(),
             cancel: None,
+            priority: Priority::Normal,
         }
     }
 }
@@ -725,6 +788,13 @@ impl ProveOptions {
         self
     }
 
+    /// Sets [`ProveOptions::priority`]: where the call's partitions queue among those of
+    /// concurrent calls.
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
     /// Fixes the Groth16 blinding factors `(r, s)`, one pair per partition (a count that
     /// differs from the proof's partitions is [`Error::InvalidInput`]): for known-answer tests
     /// only; a proof made with known factors reveals its witness. cuzk's own tests only
@@ -744,6 +814,7 @@ impl std::fmt::Debug for ProveOptions {
             .field("randomness", &self.randomness.as_ref().map(|v| v.len()))
             .field("synthesis", &self.synthesis)
             .field("cancel", &self.cancel)
+            .field("priority", &self.priority)
             .finish()
     }
 }

@@ -170,6 +170,29 @@ impl Engine {
                 Err(e) => return Err(e),
             },
         };
+        Self::with_gpu(config, gpu)
+    }
+
+    /// Testing only: an engine whose partitions run on `backend` where the GPU backend's would
+    /// (its gate of partitions in flight sized by `backend`'s
+    /// [`ProverBackend::parallel_partitions`]): for engine-level tests of what the GPU backend
+    /// does around its devices (admission, priorities) on machines without one. Only with the
+    /// feature `test-hooks`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a bad `config`.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn with_backend_for_test(
+        config: EngineConfig,
+        backend: Arc<dyn ProverBackend>,
+    ) -> Result<Arc<Engine>> {
+        config.validate()?;
+        Self::with_gpu(config, Some(backend))
+    }
+
+    /// The engine of a checked `config` over the GPU backend `gpu` (`None`: the CPU).
+    fn with_gpu(config: EngineConfig, gpu: Option<Arc<dyn ProverBackend>>) -> Result<Arc<Engine>> {
         let budget = Arc::new(HostBudget::new(config.host_memory_limit));
         // The GPU backend pins the pool's buffers and keeps one idle per worker; without a
         // device the buffers are plain `Vec`s, freed after their partition as before.
@@ -675,6 +698,12 @@ impl Engine {
     #[cfg(feature = "internals")]
     pub fn host_pool(&self) -> &HostPool {
         &self.host_pool
+    }
+
+    /// The engine's gate of partitions in flight (see [`crate::pipeline`]).
+    #[cfg(feature = "internals")]
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 }
 
@@ -1445,7 +1474,7 @@ impl<'a> ProofRun<'a> {
     /// [`Error::Cancelled`]; [`Error::OutOfHostMemory`] from the budget.
     fn admit(&self, k: usize) -> Result<(Pass<'a>, Permit<'a>)> {
         self.cancelled()?;
-        let pass = self.engine.gate.enter();
+        let pass = self.engine.gate.enter(self.options.priority);
         self.cancelled()?;
         let memory = self.engine.budget.acquire_as(
             self.need,
@@ -1499,6 +1528,7 @@ impl<'a> ProofRun<'a> {
     ) -> Result<Computed> {
         let mut ctx = PartitionCtx {
             host_top_up: self.host_top_up.clone(),
+            priority: self.options.priority,
             ..PartitionCtx::new(k, self.reporter, t)
         };
         let msm = self.engine.backend().compute(asg, srs, &mut ctx)?;
@@ -1591,6 +1621,7 @@ impl<'a> ProofRun<'a> {
     ) -> (Result<Computed>, bool) {
         let mut ctx = PartitionCtx {
             host_top_up: self.host_top_up.clone(),
+            priority: self.options.priority,
             ..PartitionCtx::new(k, self.reporter, t)
         };
         let (mut ahead, mut parts) = (false, 1);

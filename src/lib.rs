@@ -19,7 +19,8 @@
 //! # Public API
 //!
 //! Everything a caller needs is at the crate root ([`Engine`], [`EngineConfig`] and its
-//! [`Tuning`], [`ProveOptions`], [`C2Output`], [`Error`], progress and cancellation types), plus
+//! [`Tuning`], [`ProveOptions`] and its [`Priority`], [`C2Output`], [`Error`], progress and
+//! cancellation types), plus
 //! [`c1::prover_id_from_actor_id`] and the C ABI in [`ffi`]. Settings are built from
 //! `Default` (or `from_env`) with `with_*` setters; the structs and enums are
 //! `#[non_exhaustive]`, so later versions can add fields and variants without breaking callers.
@@ -73,8 +74,8 @@ internal_modules! {
 
 pub use cancel::CancelToken;
 pub use config::{
-    Backend, CircuitCache, EngineConfig, HAhead, MsmAccumulation, ProveOptions, Synthesis, Tier,
-    Tuning, DEFAULT_MSM_BATCH, MAX_MSM_BATCH,
+    Backend, CircuitCache, EngineConfig, HAhead, MsmAccumulation, Priority, ProveOptions,
+    Synthesis, Tier, Tuning, DEFAULT_MSM_BATCH, MAX_MSM_BATCH,
 };
 pub use engine::{prove_porep_c2, C2Output, Engine, PartitionReport, ProofOutput};
 pub use error::{DeviceFault, Error, Result};

@@ -7,7 +7,16 @@
 //! `slots + ahead` partitions at once across all calls — `slots` the partitions the backend
 //! runs at once (GPU: devices × workers per device), `ahead` the witnesses made while they
 //! run ([`crate::Tuning::partitions_ahead`]) — and the host-memory budget
-//! ([`crate::budget`]) still decides below that. Admission is first come, first served.
+//! ([`crate::budget`]) still decides below that.
+//!
+//! Admission follows the calls' [`Priority`] ([`crate::ProveOptions::priority`]): a partition is
+//! admitted while fewer than `slots + ahead` partitions **of its priority or higher** are in
+//! flight, waiters of a higher priority before those of a lower one, first come, first served
+//! within a priority. So a higher-priority call never waits for lower-priority witnesses: its
+//! partitions are admitted beside them at once (a WinningPoSt's witness is made while PoRep
+//! partitions hold every place, and reaches the partition scheduler's queue ahead of theirs),
+//! and the lower-priority ones wait while it holds places. Beyond `slots + ahead` only the
+//! higher priorities' own partitions are added; the host budget bounds them all.
 //!
 //! Steady state is then max(witness, GPU) per partition instead of their sum, and peak host
 //! memory is the parameters, the compiled circuit and `slots + ahead` witness buffers. One
@@ -17,9 +26,13 @@
 //! budget alone bounds how many witnesses are held (all ten of a 32 GiB proof on a 128 GiB
 //! host: 93 GiB in use at the peak, BENCHMARKS.md).
 
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
 use std::sync::{Condvar, Mutex};
 
-/// A counting gate of partitions in flight (see the module docs).
+use crate::config::Priority;
+
+/// A counting gate of partitions in flight, by priority (see the module docs).
 #[derive(Debug)]
 pub struct Gate {
     /// Most partitions admitted at once; `usize::MAX`: no gate.
@@ -30,16 +43,27 @@ pub struct Gate {
 
 #[derive(Debug, Default)]
 struct GateState {
-    in_flight: usize,
-    /// Tickets handed out and the next one to admit (first come, first served).
+    /// Partitions admitted now, per [`Priority::index`].
+    in_flight: [usize; Priority::ALL.len()],
+    /// Waiters in the order they are admitted: the highest priority first, then by ticket
+    /// (arrival).
+    waiting: BTreeSet<(Reverse<Priority>, u64)>,
+    /// The next waiter's ticket.
     next_ticket: u64,
-    serving: u64,
+}
+
+impl GateState {
+    /// Partitions of `priority` or higher in flight.
+    fn at_or_above(&self, priority: Priority) -> usize {
+        self.in_flight[priority.index()..].iter().sum()
+    }
 }
 
 /// One admitted partition; its place is given back when this drops.
 #[derive(Debug)]
 pub struct Pass<'a> {
     gate: &'a Gate,
+    priority: Priority,
 }
 
 impl Gate {
@@ -57,40 +81,54 @@ impl Gate {
         (self.limit != usize::MAX).then_some(self.limit)
     }
 
-    /// Partitions admitted now.
+    /// Partitions admitted now (all priorities).
     #[cfg(any(test, feature = "internals"))]
     pub fn in_flight(&self) -> usize {
-        self.state.lock().map_or(0, |s| s.in_flight)
+        self.state.lock().map_or(0, |s| s.in_flight.iter().sum())
     }
 
-    /// Waits for a place (in arrival order) and takes it.
-    pub fn enter(&self) -> Pass<'_> {
+    /// Partitions waiting for a place now.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn waiting(&self) -> usize {
+        self.state.lock().map_or(0, |s| s.waiting.len())
+    }
+
+    /// Waits for a place and takes it: once fewer than the limit of partitions of `priority`
+    /// or higher are in flight and no earlier waiter of `priority`, nor any waiter of a higher
+    /// one, is left.
+    pub fn enter(&self, priority: Priority) -> Pass<'_> {
         let mut s = match self.state.lock() {
             Ok(s) => s,
             // A poisoned gate admits (the budget still bounds memory).
             Err(p) => p.into_inner(),
         };
-        let ticket = s.next_ticket;
+        let me = (Reverse(priority), s.next_ticket);
         s.next_ticket += 1;
-        while s.serving != ticket || s.in_flight >= self.limit {
+        s.waiting.insert(me);
+        // The first waiter is the only one that may be admitted: when it cannot (its priority's
+        // places are taken), no later one can, as their priorities are not higher.
+        while s.waiting.first() != Some(&me) || s.at_or_above(priority) >= self.limit {
             s = match self.freed.wait(s) {
                 Ok(s) => s,
                 Err(p) => p.into_inner(),
             };
         }
-        s.serving += 1;
-        s.in_flight += 1;
+        s.waiting.remove(&me);
+        s.in_flight[priority.index()] += 1;
         drop(s);
-        // The next ticket may be admissible too.
+        // The next waiter may be admissible too.
         self.freed.notify_all();
-        Pass { gate: self }
+        Pass {
+            gate: self,
+            priority,
+        }
     }
 }
 
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
         if let Ok(mut s) = self.gate.state.lock() {
-            s.in_flight -= 1;
+            s.in_flight[self.priority.index()] -= 1;
         }
         self.gate.freed.notify_all();
     }
@@ -183,7 +221,7 @@ mod tests {
                 let (gate, peak, now) = (gate.clone(), peak.clone(), now.clone());
                 s.spawn(move || {
                     for _ in 0..20 {
-                        let _p = gate.enter();
+                        let _p = gate.enter(Priority::Normal);
                         let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                         peak.fetch_max(n, Ordering::SeqCst);
                         std::thread::sleep(std::time::Duration::from_micros(200));
@@ -199,13 +237,13 @@ mod tests {
     #[test]
     fn the_gate_admits_in_arrival_order() {
         let gate = Arc::new(Gate::new(Some(1)));
-        let first = gate.enter();
+        let first = gate.enter(Priority::Normal);
         let order = Arc::new(Mutex::new(Vec::new()));
         std::thread::scope(|s| {
             for i in 0..4 {
                 let (g, order) = (gate.clone(), order.clone());
                 s.spawn(move || {
-                    let _p = g.enter();
+                    let _p = g.enter(Priority::Normal);
                     order.lock().unwrap().push(i);
                 });
                 // Each waiter takes its ticket before the next one starts.
@@ -217,6 +255,71 @@ mod tests {
         });
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
         assert_eq!(Gate::new(None).limit(), None);
+    }
+
+    /// Waits until `n` partitions wait at `gate`.
+    fn until_waiting(gate: &Gate, n: usize) {
+        while gate.waiting() < n {
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn higher_priorities_are_admitted_beside_lower_ones_which_then_wait() {
+        use Priority::{Critical, High, Low, Normal};
+        let gate = Gate::new(Some(2));
+        let (a, b) = (gate.enter(Normal), gate.enter(Normal));
+        let order = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for (i, (name, p)) in [("n1", Normal), ("low", Low), ("n2", Normal)]
+                .into_iter()
+                .enumerate()
+            {
+                let (gate, order) = (&gate, &order);
+                s.spawn(move || {
+                    let _p = gate.enter(p);
+                    order.lock().unwrap().push(name);
+                });
+                until_waiting(gate, i + 1);
+            }
+            // Both places are taken by Normal partitions: High and Critical come in beside them.
+            let h = gate.enter(High);
+            let c = gate.enter(Critical);
+            assert_eq!((gate.in_flight(), gate.waiting()), (4, 3));
+            // A Normal place given back is not one while High and Critical hold two.
+            drop(a);
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(order.lock().unwrap().is_empty());
+            drop(h);
+            drop(c);
+            // Normal first, one at a time beside b, in arrival order; then Low.
+            while order.lock().unwrap().len() < 2 {
+                std::thread::yield_now();
+            }
+            drop(b);
+        });
+        assert_eq!(*order.lock().unwrap(), vec!["n1", "n2", "low"]);
+        assert_eq!(gate.in_flight(), 0);
+    }
+
+    #[test]
+    fn waiters_of_a_higher_priority_go_first() {
+        use Priority::{Critical, Normal};
+        let gate = Gate::new(Some(1));
+        let held = gate.enter(Critical);
+        let order = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for (i, (name, p)) in [("n", Normal), ("c", Critical)].into_iter().enumerate() {
+                let (gate, order) = (&gate, &order);
+                s.spawn(move || {
+                    let _p = gate.enter(p);
+                    order.lock().unwrap().push(name);
+                });
+                until_waiting(gate, i + 1);
+            }
+            drop(held);
+        });
+        assert_eq!(*order.lock().unwrap(), vec!["c", "n"]);
     }
 
     #[test]

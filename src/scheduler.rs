@@ -3,7 +3,15 @@
 //!
 //! - [`Scheduler::submit`] takes one call's partitions (any `Job` type) and returns a
 //!   [`CallHandle`]; its results come back in partition order, whatever order they ran in.
-//!   Many threads may submit at once; their partitions share one FIFO queue.
+//!   Many threads may submit at once; their partitions share one queue.
+//! - **Priorities**: [`Scheduler::submit_with_priority`] gives a call's partitions a
+//!   [`Priority`] ([`Scheduler::submit`]: [`Priority::Normal`]). The queue is ordered by
+//!   priority, then by arrival (first come, first served within a priority): a partition of a
+//!   higher priority is dispatched before every queued partition of a lower one, at the next
+//!   free worker (running partitions are never interrupted); a worker handed a partition while
+//!   a higher-priority one was queued meanwhile runs that one instead. Jobs that go back to the
+//!   queue (left out of a batch, a lone batchable job that yields, a retry, a retired device's)
+//!   go to the front of their own priority, behind every queued job of a higher one.
 //! - Each device has `workers_per_device` worker threads, so at most that many partitions run on
 //!   a device at a time. A queued partition goes to the device with the fewest partitions
 //!   assigned, ties broken by the most free memory ([`SchedulerConfig::free_memory`]), then the
@@ -14,12 +22,17 @@
 //!   call — the GPU backend's partitions whose L, A and B MSMs read the same streamed bases, so
 //!   one upload of the bases serves them all. A job the executor leaves out goes back to the
 //!   front of the queue (one that led its batch then runs alone); failed tries are retried
-//!   one by one. A batchable first try with no partner yields to a queued job that batches
-//!   with nothing (the GPU backend: an H side), so partners can queue up meanwhile.
+//!   one by one. A batchable first try with no partner yields to a queued job of its priority
+//!   or higher that batches with nothing (the GPU backend: an H side), so partners can queue
+//!   up meanwhile. A batch holds jobs of one priority only (its leader's): a lower-priority
+//!   partner would add its work to a higher-priority leader's wait for the batch, and a
+//!   higher-priority job always leads a batch of its own (the queue gives it to a worker first).
 //! - Only the GPU region is limited (to [`SchedulerConfig::gpu_section_permits`] holders, 1 by
 //!   default): the executor takes its device's [`GpuSection`] ([`Attempt::enter_gpu`]) around
 //!   kernel launches, so one worker's host work (synthesis, uploads, epilogue) overlaps another's
-//!   kernels. Time spent waiting for it is measured.
+//!   kernels. Time spent waiting for it is measured. A waiter of a higher priority enters before
+//!   every waiter of a lower one (a partition of lower priority that leaves the section between
+//!   two of its kernels does not get it back while one waits).
 //! - Failures (see [`retry_class`]): [`Error::OutOfDeviceMemory`] and [`Error::Cuda`] are retried
 //!   on the same device one tier lower than the tier the attempt recorded
 //!   ([`Attempt::record_tier`]), then — when no lower tier is left, or the attempt recorded none
@@ -51,6 +64,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::config::Priority;
 use crate::error::{Error, Result};
 use crate::gpu::memory::alloc::{PlanOptions, TierKind};
 
@@ -178,11 +192,12 @@ pub struct GpuSectionStats {
 }
 
 /// A counting semaphore around one device's GPU region (kernels and transfers), so workers of
-/// the device overlap host work with each other's device work. Entering is measured.
+/// the device overlap host work with each other's device work. Entering is measured; a waiter
+/// of a higher [`Priority`] enters before every waiter of a lower one.
 #[derive(Debug)]
 pub struct GpuSection {
     permits: usize,
-    inside: Mutex<usize>,
+    inside: Mutex<SectionState>,
     freed: Condvar,
     entries: AtomicU64,
     wait_ns: AtomicU64,
@@ -194,7 +209,7 @@ impl GpuSection {
     pub fn new(permits: usize) -> Self {
         GpuSection {
             permits: permits.max(1),
-            inside: Mutex::new(0),
+            inside: Mutex::new(SectionState::default()),
             freed: Condvar::new(),
             entries: AtomicU64::new(0),
             wait_ns: AtomicU64::new(0),
@@ -202,17 +217,21 @@ impl GpuSection {
         }
     }
 
-    /// Blocks until a permit is free and takes it; the guard gives it back on drop (also when
-    /// unwinding).
-    pub fn enter(&self) -> GpuSectionGuard<'_> {
+    /// Blocks until a permit is free and no waiter of a higher priority than `priority` is
+    /// left, then takes it; the guard gives it back on drop (also when unwinding).
+    pub fn enter(&self, priority: Priority) -> GpuSectionGuard<'_> {
         let t0 = Instant::now();
-        let mut n = lock(&self.inside);
-        while *n >= self.permits {
-            n = self.freed.wait(n).unwrap_or_else(PoisonError::into_inner);
+        let mut st = lock(&self.inside);
+        if !st.admits(self.permits, priority) {
+            st.waiting[priority.index()] += 1;
+            while !st.admits(self.permits, priority) {
+                st = self.freed.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+            st.waiting[priority.index()] -= 1;
         }
-        *n += 1;
-        self.max_inside.fetch_max(*n, Ordering::Relaxed);
-        drop(n);
+        st.inside += 1;
+        self.max_inside.fetch_max(st.inside, Ordering::Relaxed);
+        drop(st);
         let waited = t0.elapsed();
         self.entries.fetch_add(1, Ordering::Relaxed);
         self.wait_ns
@@ -235,6 +254,22 @@ impl GpuSection {
     }
 }
 
+/// Holders of a [`GpuSection`] and its waiters by priority.
+#[derive(Debug, Default)]
+struct SectionState {
+    inside: usize,
+    /// Waiters per [`Priority::index`].
+    waiting: [usize; Priority::ALL.len()],
+}
+
+impl SectionState {
+    /// Whether a waiter of `priority` may enter now: a permit is free and no waiter of a higher
+    /// priority is there.
+    fn admits(&self, permits: usize, priority: Priority) -> bool {
+        self.inside < permits && self.waiting[priority.index() + 1..].iter().all(|&n| n == 0)
+    }
+}
+
 /// A held permit of a [`GpuSection`].
 #[derive(Debug)]
 pub struct GpuSectionGuard<'a> {
@@ -251,8 +286,9 @@ impl GpuSectionGuard<'_> {
 
 impl Drop for GpuSectionGuard<'_> {
     fn drop(&mut self) {
-        *lock(&self.section.inside) -= 1;
-        self.section.freed.notify_one();
+        lock(&self.section.inside).inside -= 1;
+        // Every waiter: the one to enter is the first of the highest priority waiting.
+        self.section.freed.notify_all();
     }
 }
 
@@ -275,6 +311,8 @@ pub struct Attempt<'a> {
     // Read by the scheduler's tests; the GPU backend's executor does not need it.
     #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub previous_error: Option<&'a Error>,
+    /// The call's priority ([`Scheduler::submit_with_priority`]; a batch's: its leader's).
+    pub priority: Priority,
     gpu: &'a GpuSection,
     tier: AtomicU8,
     gpu_wait_ns: AtomicU64,
@@ -288,6 +326,7 @@ impl fmt::Debug for Attempt<'_> {
             .field("call", &self.call)
             .field("partition", &self.partition)
             .field("number", &self.number)
+            .field("priority", &self.priority)
             .field("start_tier", &self.start_tier)
             .field("tier", &self.tier())
             .finish()
@@ -326,10 +365,11 @@ impl<'a> Attempt<'a> {
         tier_from_code(self.tier.load(Ordering::SeqCst))
     }
 
-    /// Enters this device's GPU section (blocks while other workers hold it); the wait is added
-    /// to [`Self::gpu_wait`] and to the partition's report.
+    /// Enters this device's GPU section (blocks while other workers hold it, or wait for it with
+    /// a higher priority than [`Self::priority`]); the wait is added to [`Self::gpu_wait`] and
+    /// to the partition's report.
     pub fn enter_gpu(&self) -> GpuSectionGuard<'a> {
-        let g = self.gpu.enter();
+        let g = self.gpu.enter(self.priority);
         self.gpu_wait_ns
             .fetch_add(g.waited().as_nanos() as u64, Ordering::Relaxed);
         g
@@ -580,6 +620,7 @@ struct Task<J, O> {
     job: J,
     call: Arc<CallShared<O>>,
     partition: usize,
+    priority: Priority,
     route: Route,
     start_tier: TierKind,
     exhausted: Vec<bool>,
@@ -612,6 +653,71 @@ impl<J, O> Task<J, O> {
     fn record(&mut self, (gpu_wait, record): (Duration, AttemptRecord)) {
         self.gpu_wait += gpu_wait;
         self.history.push(record);
+    }
+
+    /// Whether this task may run on device index `di` now: routed there or anywhere, the
+    /// device not exhausted for it, the call not cancelled.
+    fn runs_on(&self, di: usize) -> bool {
+        (self.route == Route::Any || self.route == Route::Device(di))
+            && !self.exhausted[di]
+            && !self.cancelled()
+    }
+}
+
+/// The queue of tasks waiting for a worker: by priority (highest first), then in arrival
+/// order. Reads go through `Deref`; every insertion keeps that order.
+struct Queue<J, O>(VecDeque<Task<J, O>>);
+
+impl<J, O> std::ops::Deref for Queue<J, O> {
+    type Target = VecDeque<Task<J, O>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<J, O> Queue<J, O> {
+    fn new() -> Self {
+        Queue(VecDeque::new())
+    }
+
+    /// Queues a new task: behind every task of its priority or higher.
+    fn push_back(&mut self, task: Task<J, O>) {
+        let i = self.0.partition_point(|t| t.priority >= task.priority);
+        self.0.insert(i, task);
+    }
+
+    /// Queues a task again (left out of a batch, yielding, retried, moved off a device): ahead
+    /// of every task of its priority or lower, behind those of a higher one.
+    fn push_front(&mut self, task: Task<J, O>) {
+        let i = self.0.partition_point(|t| t.priority > task.priority);
+        self.0.insert(i, task);
+    }
+
+    fn remove(&mut self, i: usize) -> Option<Task<J, O>> {
+        self.0.remove(i)
+    }
+
+    /// The index of the first task of a higher priority than `than` that may run on device
+    /// index `di`.
+    fn first_above(&self, than: Priority, di: usize) -> Option<usize> {
+        self.0
+            .iter()
+            .take_while(|t| t.priority > than)
+            .position(|t| t.runs_on(di))
+    }
+
+    /// Routes the tasks bound to device index `di` anywhere, from `start` (the device retired).
+    fn unroute(&mut self, di: usize, start: TierKind) {
+        for t in self.0.iter_mut() {
+            if t.route == Route::Device(di) {
+                t.route = Route::Any;
+                t.start_tier = start;
+            }
+        }
+    }
+
+    fn drain(&mut self) -> std::collections::vec_deque::Drain<'_, Task<J, O>> {
+        self.0.drain(..)
     }
 }
 
@@ -650,7 +756,7 @@ pub struct SchedulerStats {
 }
 
 struct State<J, O> {
-    pending: VecDeque<Task<J, O>>,
+    pending: Queue<J, O>,
     inbox: Vec<VecDeque<Task<J, O>>>,
     /// Assigned (in inbox) + running, per device index.
     load: Vec<usize>,
@@ -790,10 +896,16 @@ impl<E: PartitionExecutor> Shared<E> {
     }
 
     /// Blocks until the device's inbox has a task (counted as running), `None` at shutdown.
+    /// A task of a higher priority queued since the inbox's was assigned (and able to run
+    /// here) takes its place: the inbox's goes back to the queue.
     fn next_task(&self, di: usize) -> Option<Task<E::Job, E::Output>> {
         let mut st = lock(&self.state);
         loop {
-            if let Some(t) = st.inbox[di].pop_front() {
+            if let Some(mut t) = st.inbox[di].pop_front() {
+                if let Some(i) = st.pending.first_above(t.priority, di) {
+                    let higher = st.pending.remove(i).expect("index in range");
+                    st.pending.push_front(std::mem::replace(&mut t, higher));
+                }
                 let s = &mut st.stats[di];
                 s.running += 1;
                 s.max_concurrent = s.max_concurrent.max(s.running);
@@ -824,6 +936,7 @@ impl<E: PartitionExecutor> Shared<E> {
             number: task.history.len() as u32,
             start_tier: task.start_tier,
             previous_error: task.last_error.as_ref(),
+            priority: task.priority,
             gpu: &self.sections[di],
             tier: AtomicU8::new(0),
             gpu_wait_ns: AtomicU64::new(0),
@@ -838,11 +951,13 @@ impl<E: PartitionExecutor> Shared<E> {
     }
 
     /// Moves queued first tries that may join `task`'s batch on device index `di` (same
-    /// [`PartitionExecutor::batch_key`], routed here or anywhere) into a batch behind it, up to
-    /// [`PartitionExecutor::max_batch`]; each counts as running here (the device's load counts
-    /// the batch once, so its other workers still get work). When none may join, a queued job
-    /// that batches with nothing (routed here or anywhere) runs instead and `task` goes back to
-    /// the front of the queue: it waits for partners while other work is there.
+    /// [`PartitionExecutor::batch_key`] and priority, routed here or anywhere) into a batch
+    /// behind it, up to [`PartitionExecutor::max_batch`]; each counts as running here (the
+    /// device's load counts the batch once, so its other workers still get work). When none may
+    /// join, a queued job of `task`'s priority or higher that batches with nothing (routed here
+    /// or anywhere) runs instead and `task` goes back to the front of its priority in the
+    /// queue: it waits for partners while other work of its rank is there, never while only
+    /// lower-priority work is.
     fn gather(&self, di: usize, task: Task<E::Job, E::Output>) -> Vec<Task<E::Job, E::Output>> {
         let device = self.devices[di];
         let max = self.exec.max_batch();
@@ -856,23 +971,28 @@ impl<E: PartitionExecutor> Shared<E> {
             return vec![task];
         };
         let mut batch = vec![task];
+        let priority = batch[0].priority;
         let mut st = lock(&self.state);
         let mut i = 0;
         while i < st.pending.len() && batch.len() < max {
             let t = &st.pending[i];
-            let here = matches!(t.route, Route::Any) || t.route == Route::Device(di);
-            if here && first_try(t) && self.exec.batch_key(device, &t.job) == Some(key) {
+            if t.runs_on(di)
+                && t.priority == priority
+                && first_try(t)
+                && self.exec.batch_key(device, &t.job) == Some(key)
+            {
                 batch.push(st.pending.remove(i).expect("index in range"));
             } else {
                 i += 1;
             }
         }
         if batch.len() == 1 {
-            // A lone batchable first try: a queued job that batches with nothing (an H side,
-            // another proof kind, a retry) runs first, so that partners can queue up meanwhile.
+            // A lone batchable first try: a queued job of its priority or higher that batches
+            // with nothing (an H side, another proof kind, a retry) runs first, so that partners
+            // can queue up meanwhile.
             let other = st.pending.iter().position(|t| {
-                let here = matches!(t.route, Route::Any) || t.route == Route::Device(di);
-                here && !t.cancelled()
+                t.runs_on(di)
+                    && t.priority >= priority
                     && (!first_try(t) || self.exec.batch_key(device, &t.job).is_none())
             });
             if let Some(i) = other {
@@ -908,6 +1028,7 @@ impl<E: PartitionExecutor> Shared<E> {
             number: 0,
             start_tier: first.start_tier,
             previous_error: None,
+            priority: first.priority,
             gpu: &self.sections[di],
             tier: AtomicU8::new(0),
             gpu_wait_ns: AtomicU64::new(0),
@@ -1054,17 +1175,13 @@ impl<E: PartitionExecutor> Shared<E> {
         st.stats[di].retired = true;
         let queued: Vec<_> = st.inbox[di].drain(..).collect();
         st.load[di] -= queued.len();
-        for mut t in queued {
+        // in reverse: they go back to the front of their priority in their order
+        for mut t in queued.into_iter().rev() {
             t.route = Route::Any;
             t.start_tier = self.start_tier;
             st.pending.push_front(t);
         }
-        for t in st.pending.iter_mut() {
-            if t.route == Route::Device(di) {
-                t.route = Route::Any;
-                t.start_tier = self.start_tier;
-            }
-        }
+        st.pending.unroute(di, self.start_tier);
     }
 }
 
@@ -1139,7 +1256,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
             free_memory,
             start_tier,
             state: Mutex::new(State {
-                pending: VecDeque::new(),
+                pending: Queue::new(),
                 inbox: (0..n).map(|_| VecDeque::new()).collect(),
                 load: vec![0; n],
                 stats: devices
@@ -1178,9 +1295,19 @@ impl<E: PartitionExecutor> Scheduler<E> {
         Ok(sched)
     }
 
-    /// Queues one call's partitions (index = position in `jobs`) and returns its handle.
-    /// Never blocks on the work itself.
+    /// Queues one call's partitions (index = position in `jobs`) at [`Priority::Normal`] and
+    /// returns its handle. Never blocks on the work itself.
     pub fn submit(&self, jobs: Vec<E::Job>) -> CallHandle<E::Output> {
+        self.submit_with_priority(Priority::Normal, jobs)
+    }
+
+    /// [`Self::submit`] at `priority`: the partitions queue behind those of their priority or
+    /// higher and ahead of every queued partition of a lower one (see the module docs).
+    pub fn submit_with_priority(
+        &self,
+        priority: Priority,
+        jobs: Vec<E::Job>,
+    ) -> CallHandle<E::Output> {
         let id = self.shared.next_call.fetch_add(1, Ordering::Relaxed);
         let n = jobs.len();
         let call = Arc::new(CallShared {
@@ -1197,6 +1324,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
             job,
             call: Arc::clone(&call),
             partition,
+            priority,
             route: Route::Any,
             start_tier: self.shared.start_tier,
             exhausted: vec![false; nd],
@@ -1209,7 +1337,9 @@ impl<E: PartitionExecutor> Scheduler<E> {
         let rejected: Vec<_> = if st.shutdown {
             tasks.collect()
         } else {
-            st.pending.extend(tasks);
+            for t in tasks {
+                st.pending.push_back(t);
+            }
             Vec::new()
         };
         let cancelled = self.shared.dispatch(&mut st);
@@ -1285,7 +1415,7 @@ impl<E: PartitionExecutor> Drop for Scheduler<E> {
             load,
             ..
         } = &mut *st;
-        let mut queued: Vec<_> = pending.drain(..).collect();
+        let mut queued: Vec<_> = pending.drain().collect();
         for (d, inbox) in inbox.iter_mut().enumerate() {
             load[d] -= inbox.len();
             queued.extend(inbox.drain(..));
@@ -1948,14 +2078,22 @@ mod tests {
 
     /// Every job has key 0; a batch runs only its leader (the trait's default `run_batch`,
     /// what the GPU backend does when two partitions' aux do not fit) and leaves the rest out.
+    /// Records what runs; with `hold_first`, the first run tells `started` and waits on `go`.
     #[derive(Default)]
     struct LeaderOnly {
         order: Mutex<Vec<u64>>,
+        hold_first: bool,
+        started: Gate,
+        go: Gate,
     }
     impl PartitionExecutor for LeaderOnly {
         type Job = u64;
         type Output = u64;
         fn run(&self, _a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            if self.hold_first && lock(&self.order).is_empty() {
+                self.started.open();
+                self.go.wait();
+            }
             lock(&self.order).push(*job);
             Ok(*job)
         }
@@ -2133,5 +2271,209 @@ mod tests {
         assert_eq!(h1.join().unwrap(), vec![10, 1]);
         assert_eq!(h2.join().unwrap(), vec![11]);
         assert_eq!(*lock(&exec.order), vec![vec![1], vec![10, 11]]);
+    }
+
+    /// Every try, in the order they ran: (job, priority, try number).
+    type Tries = Arc<Mutex<Vec<(u32, Priority, u32)>>>;
+
+    /// A scheduler of one device with one worker, busy with job 0 ([`held_worker`]).
+    struct Held {
+        s: Scheduler<Exec<u32, u32>>,
+        /// Job 0's call.
+        first: CallHandle<u32>,
+        /// Lets job 0's first try go on.
+        gate: Arc<Gate>,
+        tries: Tries,
+    }
+
+    /// One device with one worker that records every try; the first try of job 0 holds the
+    /// worker until the gate opens, then fails with out of device memory when `fail` is set.
+    /// Submits job 0 (NORMAL) and returns once it runs.
+    fn held_worker(fail: bool) -> Held {
+        let gate = Arc::new(Gate::default());
+        let tries = Tries::default();
+        let (g2, t2) = (gate.clone(), tries.clone());
+        let s = sched(vec![0], 1, move |a: &Attempt<'_>, j: &u32| {
+            let held = *j == 0 && a.number == 0;
+            if held {
+                g2.wait();
+            }
+            lock(&t2).push((*j, a.priority, a.number));
+            if held && fail {
+                a.record_tier(a.start_tier);
+                return Err(oom(a.device));
+            }
+            Ok(*j)
+        });
+        let first = s.submit(vec![0]);
+        while s.stats().devices[0].running < 1 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Held {
+            s,
+            first,
+            gate,
+            tries,
+        }
+    }
+
+    #[test]
+    fn higher_priorities_run_first_and_each_priority_in_arrival_order() {
+        use Priority::{Critical, High, Low, Normal};
+        // The worker is busy with job 0 until the gate opens: every call below is queued.
+        let Held {
+            s,
+            first,
+            gate,
+            tries,
+        } = held_worker(false);
+        let calls: Vec<(Priority, Vec<u32>)> = vec![
+            (Low, vec![40]),
+            (Normal, vec![1, 2, 3]),
+            (High, vec![20, 21]),
+            (Normal, vec![4]),
+            (Critical, vec![30]),
+            (High, vec![22]),
+        ];
+        let handles: Vec<_> = calls
+            .into_iter()
+            .map(|(p, jobs)| s.submit_with_priority(p, jobs))
+            .collect();
+        assert_eq!(s.stats().queued, 9);
+        gate.open();
+        assert_eq!(first.join().unwrap(), vec![0]);
+        for h in handles {
+            h.join().unwrap();
+        }
+        let order: Vec<u32> = lock(&tries).iter().map(|t| t.0).collect();
+        assert_eq!(
+            order,
+            vec![0, 30, 20, 21, 22, 1, 2, 3, 4, 40],
+            "CRITICAL, HIGH, NORMAL, LOW; each in arrival order"
+        );
+    }
+
+    #[test]
+    fn retries_and_left_out_jobs_go_back_behind_higher_priorities() {
+        // Job 0's first try fails: retried at the front of NORMAL (ahead of job 1, queued
+        // before the failure), behind a HIGH job queued meanwhile.
+        let Held {
+            s,
+            first,
+            gate,
+            tries,
+        } = held_worker(true);
+        let normal = s.submit(vec![1]);
+        let high = s.submit_with_priority(Priority::High, vec![9]);
+        gate.open();
+        assert_eq!(first.join().unwrap(), vec![0]);
+        assert_eq!(normal.join().unwrap(), vec![1]);
+        assert_eq!(high.join().unwrap(), vec![9]);
+        assert_eq!(
+            *lock(&tries),
+            vec![
+                (0, Priority::Normal, 0),
+                (9, Priority::High, 0),
+                (0, Priority::Normal, 1),
+                (1, Priority::Normal, 0),
+            ]
+        );
+
+        // Jobs left out of a NORMAL batch go back behind a CRITICAL job queued while it ran.
+        let exec = Arc::new(LeaderOnly {
+            hold_first: true,
+            ..LeaderOnly::default()
+        });
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 1)).unwrap();
+        let normal = s.submit(vec![0, 1, 2, 3]);
+        exec.started.wait();
+        let critical = s.submit_with_priority(Priority::Critical, vec![100]);
+        exec.go.open();
+        assert_eq!(normal.join().unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(critical.join().unwrap(), vec![100]);
+        let order = lock(&exec.order).clone();
+        assert_eq!(order[..2], [0, 100], "{order:?}");
+    }
+
+    /// What [`Defer`] runs (lone runs and batches, in order) when `calls` are submitted while
+    /// job 1 (no key) holds the only worker.
+    fn deferred_order(calls: Vec<(Priority, Vec<u64>)>) -> Vec<Vec<u64>> {
+        let exec = Arc::new(Defer::default());
+        let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 1)).unwrap();
+        let hold = s.submit(vec![1]);
+        exec.started.wait();
+        let handles: Vec<_> = calls
+            .into_iter()
+            .map(|(p, jobs)| s.submit_with_priority(p, jobs))
+            .collect();
+        exec.gate.open();
+        hold.join().unwrap();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let order = lock(&exec.order).clone();
+        order
+    }
+
+    #[test]
+    fn batches_hold_one_priority_and_never_delay_a_higher_one() {
+        // Jobs >= 10 batch together: the CRITICAL pair leads its own batch (no NORMAL
+        // partner), then NORMAL, then LOW.
+        let order = deferred_order(vec![
+            (Priority::Normal, vec![10, 11, 12]),
+            (Priority::Critical, vec![20, 21]),
+            (Priority::Low, vec![30, 31]),
+        ]);
+        assert_eq!(
+            order,
+            vec![vec![1], vec![20, 21], vec![10, 11, 12], vec![30, 31]]
+        );
+    }
+
+    #[test]
+    fn a_lone_batchable_job_never_yields_to_a_lower_priority() {
+        // A lone CRITICAL batchable job (20) runs at once, though a NORMAL job that batches
+        // with nothing (2) is queued: it would yield to that job at its own priority.
+        let order = deferred_order(vec![
+            (Priority::Normal, vec![2]),
+            (Priority::Critical, vec![20]),
+        ]);
+        assert_eq!(order, vec![vec![1], vec![20], vec![2]]);
+    }
+
+    #[test]
+    fn the_gpu_section_goes_to_the_highest_priority_waiting() {
+        let section = GpuSection::new(1);
+        let held = section.enter(Priority::Normal);
+        let order = Mutex::new(Vec::new());
+        let waiting = |n: usize| {
+            while lock(&section.inside).waiting.iter().sum::<usize>() < n {
+                std::thread::yield_now();
+            }
+        };
+        std::thread::scope(|s| {
+            for (i, (name, p)) in [("normal", Priority::Normal), ("critical", Priority::Critical)]
+                .into_iter()
+                .enumerate()
+            {
+                let (section, order) = (&section, &order);
+                s.spawn(move || {
+                    let _g = section.enter(p);
+                    lock(order).push(name);
+                    std::thread::sleep(Duration::from_millis(20));
+                });
+                waiting(i + 1);
+            }
+            // The holder leaves between two kernels and asks again at once: the CRITICAL
+            // waiter goes first, and the holder waits its turn with the other NORMAL one.
+            drop(held);
+            let _again = section.enter(Priority::Normal);
+            lock(&order).push("holder");
+        });
+        let order = lock(&order).clone();
+        assert_eq!(order[0], "critical", "{order:?}");
+        assert_eq!(order.len(), 3);
+        let st = section.stats();
+        assert_eq!((st.entries, st.max_inside), (4, 1));
     }
 }

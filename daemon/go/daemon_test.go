@@ -125,7 +125,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	sock := filepath.Join(tmp, "cuzk.sock")
-	// One proof at a time (the order tests need it); 8 MiB messages (the oversize test).
+	// One proof of each priority or higher at a time (the order tests need it); 8 MiB messages
+	// (the oversize test).
 	daemon = exec.Command(cuzkBin, "serve", "--listen", "unix://"+sock, "--listen", "127.0.0.1:0",
 		"--params", fx.paramDir, "--backend", "cpu", "--jobs", "1", "--max-message-size", "8MiB",
 		"--preload", "porep-2k")
@@ -384,7 +385,8 @@ func startOrder(ids []string) []string {
 // cancellation of a queued and of the running job, a Prove caller that gives up.
 func TestQueueOrderCancelAndAbandon(t *testing.T) {
 	c := ctx(t)
-	if _, err := tcpCli.SubmitProof(c, porep("blocker", Priority_NORMAL)); err != nil {
+	// CRITICAL: every later job waits for it (a job of a lower priority would not hold them).
+	if _, err := tcpCli.SubmitProof(c, porep("blocker", Priority_CRITICAL)); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, func(p, r uint32) bool { return r == 1 })

@@ -179,7 +179,8 @@ impl Prover for EngineProver {
     ) -> Result<ProofOutput, cuzk::Error> {
         let options = ProveOptions::default()
             .with_verify(self.verify)
-            .with_cancel(cancel.clone());
+            .with_cancel(cancel.clone())
+            .with_priority(job.priority);
         let out =
             self.engine
                 .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;
@@ -200,7 +201,8 @@ impl Prover for EngineProver {
     ) -> Result<ProofOutput, cuzk::Error> {
         let options = ProveOptions::default()
             .with_verify(self.verify)
-            .with_cancel(cancel.clone());
+            .with_cancel(cancel.clone())
+            .with_priority(job.priority);
         let out = job.with_request(|req| self.engine.prove_post(req, &options))?;
         Ok(ProofOutput {
             proof: out.proof,

@@ -10,53 +10,23 @@ use filecoin_proofs_api::RegisteredSealProof;
 use crate::error::DaemonError;
 use crate::proto;
 
-/// Queue priority of a job (higher starts first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Priority {
-    /// `LOW`.
-    Low = 1,
-    /// `NORMAL` (PoRep's default).
-    Normal = 2,
-    /// `HIGH`.
-    High = 3,
-    /// `CRITICAL`.
-    Critical = 4,
-}
+/// A job's priority: the library's, which orders the job in the daemon's queue (higher starts
+/// first) and its partitions inside the engine ([`cuzk::ProveOptions::priority`]).
+pub use cuzk::Priority;
 
-impl Priority {
-    /// All priorities, lowest first.
-    pub const ALL: [Priority; 4] = [
-        Priority::Low,
-        Priority::Normal,
-        Priority::High,
-        Priority::Critical,
-    ];
-
-    /// The priority of the wire value `v`; `PRIORITY_UNSPECIFIED` (0) is `NORMAL`, PoRep's
-    /// default.
-    ///
-    /// # Errors
-    /// [`DaemonError::InvalidArgument`] for a value that is no `Priority`.
-    pub fn from_wire(v: i32) -> Result<Priority, DaemonError> {
-        match proto::Priority::try_from(v) {
-            Ok(proto::Priority::Unspecified) | Ok(proto::Priority::Normal) => Ok(Priority::Normal),
-            Ok(proto::Priority::Low) => Ok(Priority::Low),
-            Ok(proto::Priority::High) => Ok(Priority::High),
-            Ok(proto::Priority::Critical) => Ok(Priority::Critical),
-            Err(_) => Err(DaemonError::InvalidArgument(format!(
-                "unknown priority {v} (LOW=1, NORMAL=2, HIGH=3, CRITICAL=4)"
-            ))),
-        }
-    }
-
-    /// Lower-case name (metrics labels).
-    pub fn name(self) -> &'static str {
-        match self {
-            Priority::Low => "low",
-            Priority::Normal => "normal",
-            Priority::High => "high",
-            Priority::Critical => "critical",
-        }
+/// The priority of the wire value `v`; `PRIORITY_UNSPECIFIED` (0) is `NORMAL`, PoRep's default.
+///
+/// # Errors
+/// [`DaemonError::InvalidArgument`] for a value that is no `Priority`.
+pub fn priority_from_wire(v: i32) -> Result<Priority, DaemonError> {
+    match proto::Priority::try_from(v) {
+        Ok(proto::Priority::Unspecified) | Ok(proto::Priority::Normal) => Ok(Priority::Normal),
+        Ok(proto::Priority::Low) => Ok(Priority::Low),
+        Ok(proto::Priority::High) => Ok(Priority::High),
+        Ok(proto::Priority::Critical) => Ok(Priority::Critical),
+        Err(_) => Err(DaemonError::InvalidArgument(format!(
+            "unknown priority {v} (LOW=1, NORMAL=2, HIGH=3, CRITICAL=4)"
+        ))),
     }
 }
 
@@ -73,6 +43,8 @@ pub struct PorepJob {
     pub prover_id: [u8; 32],
     /// The proof type (request and C1 output agree on it).
     pub registered_proof: RegisteredSealProof,
+    /// The request's priority, handed to the engine.
+    pub priority: Priority,
 }
 
 /// A WindowPoSt partition or WinningPoSt job, checked and ready for the engine.
@@ -94,6 +66,8 @@ pub struct PostJob {
     pub partition_index: usize,
     /// Sector size of `registered_proof`, bytes.
     pub sector_size: u64,
+    /// The request's priority, handed to the engine.
+    pub priority: Priority,
 }
 
 impl PostJob {
@@ -133,6 +107,14 @@ impl From<PostJob> for ProofJob {
 }
 
 impl ProofJob {
+    /// The request's priority: the job's place in the queue, and its partitions' in the engine.
+    pub fn priority(&self) -> Priority {
+        match self {
+            ProofJob::Porep(j) => j.priority,
+            ProofJob::Post(j) => j.priority,
+        }
+    }
+
     /// The proof kind as the wire names it (GetStatus' queues and current kind).
     pub fn proof_kind(&self) -> proto::ProofKind {
         match self {
@@ -169,7 +151,7 @@ pub fn post_kind(req: &proto::SubmitProofRequest) -> Option<cuzk::ProofKind> {
 }
 
 /// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, no
-/// `vanilla_proof`) and returns its priority, job and [`ContentKey`]. The vanilla proofs are
+/// `vanilla_proof`) and returns its job (with its priority) and [`ContentKey`]. The vanilla proofs are
 /// checked after it, by [`crate::prover::Prover::check_post`] (the engine's
 /// [`cuzk::post::check`]: decoded, one sector proof each, and verified against the randomness; about a
 /// second for a 32 GiB WindowPoSt partition's 2349 vanilla proofs, so both run on a blocking
@@ -182,8 +164,8 @@ pub fn post_kind(req: &proto::SubmitProofRequest) -> Option<cuzk::ProofKind> {
 pub fn check_post(
     req: proto::SubmitProofRequest,
     kind: cuzk::ProofKind,
-) -> Result<(Priority, PostJob, ContentKey), DaemonError> {
-    let priority = Priority::from_wire(req.priority)?;
+) -> Result<(PostJob, ContentKey), DaemonError> {
+    let priority = priority_from_wire(req.priority)?;
     let size = cuzk::post::sector_size(kind, req.registered_proof)?;
     if req.sector_size != 0 && req.sector_size != size {
         return Err(DaemonError::InvalidArgument(format!(
@@ -206,8 +188,9 @@ pub fn check_post(
         prover_id: cuzk::c1::prover_id_from_actor_id(req.miner_id),
         partition_index: req.partition_index as usize,
         sector_size: size,
+        priority,
     };
-    Ok((priority, job, key))
+    Ok((job, key))
 }
 
 /// What a request's proof depends on, as one value: two requests with equal keys are due the same
@@ -335,7 +318,7 @@ pub fn check_fields(
             )))
         }
     }
-    let priority = Priority::from_wire(req.priority)?;
+    let priority = priority_from_wire(req.priority)?;
     let proof = registered_seal_proof(req.registered_proof).ok_or_else(|| {
         DaemonError::InvalidArgument(format!(
             "unknown registered_proof {} (RegisteredSealProof values are 0..19)",
@@ -631,7 +614,8 @@ mod tests {
             ..Default::default()
         };
         let key = |r: &proto::SubmitProofRequest| {
-            let (_, job, key) = check_post(r.clone(), cuzk::ProofKind::WindowPost).unwrap();
+            let (job, key) = check_post(r.clone(), cuzk::ProofKind::WindowPost).unwrap();
+            assert_eq!(job.priority, priority_from_wire(r.priority).unwrap());
             let size = if r.registered_proof == 10 {
                 2048
             } else {
@@ -674,7 +658,7 @@ mod tests {
         let mut r = base.clone();
         r.proof_kind = proto::ProofKind::WinningPost as i32;
         r.registered_proof = 0;
-        let (_, _, w) = check_post(r, cuzk::ProofKind::WinningPost).unwrap();
+        let (_, w) = check_post(r, cuzk::ProofKind::WinningPost).unwrap();
         assert!(!seen.contains(&w));
     }
 

@@ -1,8 +1,13 @@
 //! The job queue and its workers.
 //!
 //! Accepted jobs wait in one priority queue (CRITICAL first, first come first served within a
-//! priority) and are proved by `jobs` dedicated worker threads (the engine's calls block; they
-//! never run on the async runtime). Every accepted job ends in exactly one outcome — completed,
+//! priority) and are proved by dedicated worker threads (the engine's calls block; they never
+//! run on the async runtime). A job starts when fewer than `jobs` jobs of its priority or higher
+//! are running: lower-priority jobs never hold a higher-priority one back (a CRITICAL
+//! WinningPoSt starts at once beside two running PoRep jobs, and the engine puts its partitions
+//! ahead of theirs, [`cuzk::ProveOptions::priority`]), while jobs of a lower priority wait for
+//! those of a higher one to leave room. At most `jobs` × 4 (one `jobs` per priority) engine
+//! calls run at once; the engine's gate and host budget bound what they hold. Every accepted job ends in exactly one outcome — completed,
 //! failed, cancelled or timed out — which its waiters see through a `watch` channel; a finished
 //! job is kept for `retain` so a late `AwaitProof` (or a resubmission of its request) still
 //! gets it.
@@ -37,7 +42,7 @@ use crate::request::{ContentKey, Priority, ProofJob};
 /// Settings of the queue.
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
-    /// Jobs proved at once (worker threads).
+    /// Jobs of one priority or higher proved at once (see the module docs).
     pub jobs: usize,
     /// Most jobs waiting in the queue; more are refused with RESOURCE_EXHAUSTED.
     pub max_queue: usize,
@@ -200,6 +205,8 @@ struct State {
     pending: usize,
     /// Engine calls in progress (cancelled jobs' calls included).
     running: usize,
+    /// `running` by [`Priority::index`].
+    running_by_priority: [usize; Priority::ALL.len()],
     /// Running jobs (not yet ended) by id.
     running_jobs: Vec<String>,
     /// Finished jobs (id, sequence number) in the order they ended, for pruning.
@@ -278,9 +285,10 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl Scheduler {
-    /// A scheduler proving with `prover`, and its `cfg.jobs` worker threads (started).
+    /// A scheduler proving with `prover`, and its worker threads (started): `cfg.jobs` per
+    /// priority, the most engine calls that may run at once.
     pub fn start(cfg: SchedulerConfig, prover: Arc<dyn Prover>) -> (Scheduler, Workers) {
-        let jobs = cfg.jobs.max(1);
+        let threads = cfg.jobs.max(1) * Priority::ALL.len();
         let s = Scheduler {
             inner: Arc::new(Inner {
                 cfg,
@@ -294,7 +302,7 @@ impl Scheduler {
                 started: Instant::now(),
             }),
         };
-        let workers = (0..jobs)
+        let workers = (0..threads)
             .map(|i| {
                 let s = s.clone();
                 std::thread::Builder::new()
@@ -376,9 +384,9 @@ impl Scheduler {
         Ok(None)
     }
 
-    /// Accepts a job, or attaches to an earlier job of the same request id and an equal content
-    /// `key` (a retry of the same request) when that job is queued, running or completed.
-    /// Returns the job and its queue position.
+    /// Accepts a job (queued at its priority, [`ProofJob::priority`]), or attaches to an earlier
+    /// job of the same request id and an equal content `key` (a retry of the same request) when
+    /// that job is queued, running or completed. Returns the job and its queue position.
     ///
     /// A request id with other content is a new job, never the earlier job's result. Its id is
     /// the request id, unless that id was given to a job before: then it is `<request id>#<n>`,
@@ -392,11 +400,11 @@ impl Scheduler {
         &self,
         request_id: &str,
         key: ContentKey,
-        priority: Priority,
         job: impl Into<ProofJob>,
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         let job: ProofJob = job.into();
+        let priority = job.priority();
         let mut st = lock(&self.inner.state);
         if let Some(found) = self.attach_or_room(&mut st, request_id, key)? {
             return Ok(found);
@@ -602,7 +610,7 @@ impl Scheduler {
         for e in st.queue.iter() {
             if let Some(j) = st.jobs.get(&e.id) {
                 if j.seq == e.seq && matches!(j.state(), JobState::Queued) {
-                    snap.pending[e.priority as usize - 1] += 1;
+                    snap.pending[e.priority.index()] += 1;
                     snap.by_kind.entry(j.kind).or_default().0 += 1;
                 }
             }
@@ -734,6 +742,8 @@ impl Scheduler {
             let end = Instant::now();
             let mut st = lock(&self.inner.state);
             st.running = st.running.saturating_sub(1);
+            let n = &mut st.running_by_priority[job.priority.index()];
+            *n = n.saturating_sub(1);
             if matches!(job.state(), JobState::Running(_)) {
                 st.running_jobs.retain(|r| r != &job.id);
                 let queue_wait = started.saturating_duration_since(job.accepted);
@@ -786,15 +796,24 @@ impl Scheduler {
         }
     }
 
-    /// Takes the next queued job and marks it running (the state lock held).
+    /// Takes the next queued job and marks it running (the state lock held): the first of the
+    /// queue, when fewer than `jobs` jobs of its priority or higher run (else none: no later
+    /// job has a higher priority).
     fn pop(&self, st: &mut State) -> Option<(Arc<Job>, ProofJob, Instant)> {
-        while let Some(e) = st.queue.pop() {
+        while let Some(e) = st.queue.peek() {
             let Some(job) = st.jobs.get(&e.id).cloned() else {
+                st.queue.pop();
                 continue;
             };
             if job.seq != e.seq || !matches!(job.state(), JobState::Queued) {
+                st.queue.pop();
                 continue;
             }
+            let at_or_above: usize = st.running_by_priority[job.priority.index()..].iter().sum();
+            if at_or_above >= self.inner.cfg.jobs.max(1) {
+                return None;
+            }
+            st.queue.pop();
             // Past its job timeout (its timer not yet run): it ends as TIMEOUT, never starts.
             if let Some(t) = self.inner.cfg.job_timeout {
                 if job.accepted.elapsed() >= t {
@@ -808,6 +827,7 @@ impl Scheduler {
             };
             st.pending = st.pending.saturating_sub(1);
             st.running += 1;
+            st.running_by_priority[job.priority.index()] += 1;
             st.running_jobs.push(job.id.clone());
             let now = Instant::now();
             job.state.send_replace(JobState::Running(now));

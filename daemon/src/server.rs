@@ -308,8 +308,9 @@ pub struct ServeArgs {
     /// Where partitions run (default: $CUZK_BACKEND, else auto).
     #[arg(long, value_enum)]
     pub backend: Option<BackendArg>,
-    /// Proofs in flight at once (as `cuzk prove --jobs`; they share the engine's devices and
-    /// host-memory budget).
+    /// Proofs of one priority or higher in flight at once (as `cuzk prove --jobs`; they share
+    /// the engine's devices and host-memory budget): a job starts when fewer than this many
+    /// jobs of its priority or higher run.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: u32,
     /// Most jobs waiting in the queue; more are refused with RESOURCE_EXHAUSTED (set Curio's
@@ -392,7 +393,8 @@ pub fn run(args: ServeArgs) -> Result<(), cuzk::Error> {
         let backend = prover.backend();
         let daemon = Daemon::start(cfg, prover).await?;
         log::info!(
-            "cuzk serve: backend {backend}, {} job(s) at once, queue of {}",
+            "cuzk serve: backend {backend}, {} job(s) of each priority or higher at once, queue \
+             of {}",
             args.jobs,
             args.max_queue
         );

@@ -65,10 +65,11 @@ impl ProvingService {
             miner_id,
             prover_id: cuzk::c1::prover_id_from_actor_id(miner_id),
             registered_proof: proof,
+            priority,
         };
-        let (job, pos) =
-            self.scheduler
-                .submit(&request_id, key, priority, job, cancel_with_caller)?;
+        let (job, pos) = self
+            .scheduler
+            .submit(&request_id, key, job, cancel_with_caller)?;
         log::info!(
             "job {}: accepted ({proof:?}, sector {sector_number}, miner f0{miner_id}, {:?}, \
              content {key:?}, position {pos})",
@@ -92,10 +93,9 @@ impl ProvingService {
         let request_id = req.request_id.clone();
         let task =
             |e: tokio::task::JoinError| DaemonError::Internal(format!("PoSt check task: {e}"));
-        let (priority, job, key) =
-            tokio::task::spawn_blocking(move || request::check_post(req, kind))
-                .await
-                .map_err(task)??;
+        let (job, key) = tokio::task::spawn_blocking(move || request::check_post(req, kind))
+            .await
+            .map_err(task)??;
         // A retry of a queued, running or completed job, a full queue or a stopping daemon:
         // answered without checking the vanilla proofs again.
         if let Some(found) = self.scheduler.would_attach(&request_id, key)? {
@@ -114,11 +114,15 @@ impl ProvingService {
         })
         .await
         .map_err(task)??;
-        let (sectors, miner_id, partition) =
-            (job.vanilla_proofs.len(), job.miner_id, job.partition_index);
-        let (job, pos) =
-            self.scheduler
-                .submit(&request_id, key, priority, job, cancel_with_caller)?;
+        let (sectors, miner_id, partition, priority) = (
+            job.vanilla_proofs.len(),
+            job.miner_id,
+            job.partition_index,
+            job.priority,
+        );
+        let (job, pos) = self
+            .scheduler
+            .submit(&request_id, key, job, cancel_with_caller)?;
         log::info!(
             "job {}: accepted ({kind} {}, partition {partition}, {sectors} sector(s), miner \
              f0{miner_id}, {:?}, content {key:?}, position {pos})",
@@ -437,7 +441,7 @@ fn metrics(s: &Scheduler) -> String {
             .map(|p| {
                 (
                     format!("{{priority=\"{}\"}}", p.name()),
-                    snap.pending[*p as usize - 1] as f64,
+                    snap.pending[p.index()] as f64,
                 )
             })
             .collect::<Vec<_>>(),
@@ -451,7 +455,7 @@ fn metrics(s: &Scheduler) -> String {
     metric(
         "cuzk_job_workers",
         "gauge",
-        "Jobs proved at once at most (--jobs).",
+        "Jobs of one priority or higher proved at once at most (--jobs).",
         &one(s.config().jobs as f64),
     );
     let names = [

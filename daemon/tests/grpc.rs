@@ -58,8 +58,9 @@ async fn jobs_start_by_priority_then_in_arrival_order() {
     let p = FakeProver::new();
     let d = daemon(&p, one_job()).await;
     let mut c = tcp_client(&d.addrs()[0]).await;
+    // CRITICAL: every later job waits for it (a job of a lower priority would not hold them).
     let blocker = c
-        .submit_proof(request(1, Priority::Normal, "blocker"))
+        .submit_proof(request(1, Priority::Critical, "blocker"))
         .await
         .unwrap()
         .into_inner();
@@ -115,12 +116,78 @@ async fn jobs_start_by_priority_then_in_arrival_order() {
     d.shutdown().await;
 }
 
+/// With `--jobs 2` taken by two NORMAL PoRep jobs, a CRITICAL and a HIGH job start at once
+/// beside them (the engine gets each job's priority and orders their partitions); a job waits
+/// only for `--jobs` jobs of its priority or higher.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_higher_priority_job_starts_beside_running_lower_ones() {
+    let p = FakeProver::new();
+    let two = SchedulerConfig {
+        jobs: 2,
+        ..SchedulerConfig::default()
+    };
+    let d = daemon(&p, two).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let submit = |sector, prio| {
+        let mut c = c.clone();
+        async move {
+            c.submit_proof(request(sector, prio, ""))
+                .await
+                .unwrap()
+                .into_inner()
+                .queue_position
+        }
+    };
+    submit(1, Priority::Normal).await;
+    submit(2, Priority::Normal).await;
+    assert_eq!(p.wait_started(2), vec![1, 2]);
+    // Both --jobs are NORMAL: another NORMAL job and a LOW one wait.
+    assert_eq!(submit(3, Priority::Normal).await, 0);
+    assert_eq!(submit(4, Priority::Low).await, 1);
+    // CRITICAL and HIGH do not.
+    assert_eq!(submit(5, Priority::Critical).await, 0);
+    assert_eq!(p.wait_started(3), vec![1, 2, 5]);
+    submit(6, Priority::High).await;
+    assert_eq!(p.wait_started(4), vec![1, 2, 5, 6]);
+    // Two of HIGH or higher run: a second HIGH waits for one of them, ahead of NORMAL 3.
+    assert_eq!(submit(7, Priority::High).await, 0);
+    let st = c
+        .get_status(proto::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((st.queues[0].pending, st.queues[0].in_progress), (3, 4));
+    p.release(5);
+    assert_eq!(p.wait_started(5), vec![1, 2, 5, 6, 7]);
+    p.release_all();
+    p.wait_finished(4);
+    assert_eq!(p.started(), vec![1, 2, 5, 6, 7, 3, 4]);
+    use cuzk::Priority as P;
+    let mut given = p.priorities();
+    given.sort_unstable();
+    assert_eq!(
+        given,
+        vec![
+            (1, P::Normal),
+            (2, P::Normal),
+            (3, P::Normal),
+            (4, P::Low),
+            (5, P::Critical),
+            (6, P::High),
+            (7, P::High),
+        ],
+        "the engine calls got their requests' priorities"
+    );
+    d.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_and_running_jobs_cancel() {
     let p = FakeProver::new();
     let d = daemon(&p, one_job()).await;
     let mut c = tcp_client(&d.addrs()[0]).await;
-    c.submit_proof(request(1, Priority::Normal, "run"))
+    // CRITICAL, so that the next CRITICAL job waits for it.
+    c.submit_proof(request(1, Priority::Critical, "run"))
         .await
         .unwrap();
     p.wait_started(1);

@@ -639,6 +639,7 @@ impl PartitionExecutor for GpuExecutor {
         let mut ctx = PartitionCtx {
             partition: job.partition,
             part: job.part,
+            priority: attempt.priority,
             reporter: &job.reporter,
             timings: &mut timings,
             device: Some(attempt.device),
@@ -2083,7 +2084,10 @@ impl GpuBackend {
             host_extra: Mutex::new(None),
             host_busy: AtomicBool::new(false),
         });
-        let mut outcomes = self.scheduler.submit(vec![job.clone()]).wait_outcomes();
+        let mut outcomes = self
+            .scheduler
+            .submit_with_priority(ctx.priority, vec![job.clone()])
+            .wait_outcomes();
         // The assignment comes back whatever happened (a CPU fallback needs it, and its
         // vectors may be a pooled buffer the caller lent), even from a poisoned lock.
         *asg = std::mem::take(&mut *job.asg.lock().unwrap_or_else(PoisonError::into_inner));

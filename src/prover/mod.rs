@@ -27,6 +27,7 @@ use group::prime::PrimeCurveAffine;
 use group::Curve;
 
 use crate::circuit::{CompiledCircuit, Witness};
+use crate::config::Priority;
 use crate::error::{Error, Result};
 use crate::progress::{Reporter, Timings};
 use crate::srs::{Queries, Srs};
@@ -132,6 +133,9 @@ pub struct PartitionCtx<'a> {
     pub partition: usize,
     /// The MSMs to compute ([`Part::All`] unless the engine splits a cold partition).
     pub part: Part,
+    /// The call's priority ([`crate::ProveOptions::priority`]): the GPU backend queues the
+    /// partition with it in its scheduler.
+    pub priority: Priority,
     /// Progress reporter (log + callback).
     pub reporter: &'a Reporter,
     /// Where stage timings are recorded.
@@ -155,11 +159,12 @@ pub struct PartitionCtx<'a> {
 
 impl<'a> PartitionCtx<'a> {
     /// The context of partition `partition` before a backend ran it (no device, tier or
-    /// host top-up yet).
+    /// host top-up yet; [`Priority::Normal`]).
     pub fn new(partition: usize, reporter: &'a Reporter, timings: &'a mut Timings) -> Self {
         PartitionCtx {
             partition,
             part: Part::All,
+            priority: Priority::Normal,
             reporter,
             timings,
             device: None,

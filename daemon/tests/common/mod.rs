@@ -33,6 +33,8 @@ pub struct FakeProver {
 #[derive(Default)]
 struct FakeState {
     started: Vec<u64>,
+    /// The priority each call was given (by sector, or `POST_GATE` + partition), in call order.
+    priorities: Vec<(u64, cuzk::Priority)>,
     finished: Vec<u64>,
     released: HashSet<u64>,
     release_all: bool,
@@ -68,6 +70,12 @@ impl FakeProver {
         self.state.lock().unwrap().started.clone()
     }
 
+    /// The priority each engine call was given (sector, or `POST_GATE` + partition), in the
+    /// order of the calls.
+    pub fn priorities(&self) -> Vec<(u64, cuzk::Priority)> {
+        self.state.lock().unwrap().priorities.clone()
+    }
+
     /// Sectors whose engine calls returned.
     pub fn finished(&self) -> Vec<u64> {
         self.state.lock().unwrap().finished.clone()
@@ -94,11 +102,18 @@ impl FakeProver {
         st.started.clone()
     }
 
-    /// Records the start of `s`'s call and blocks until `s` is released, or until `cancel` is
-    /// set (polled, as the engine's checkpoints are): then [`cuzk::Error::Cancelled`].
-    fn gate(&self, s: u64, cancel: &cuzk::CancelToken) -> Result<(), cuzk::Error> {
+    /// Records the start of `s`'s call (given `priority`) and blocks until `s` is released, or
+    /// until `cancel` is set (polled, as the engine's checkpoints are): then
+    /// [`cuzk::Error::Cancelled`].
+    fn gate(
+        &self,
+        s: u64,
+        priority: cuzk::Priority,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<(), cuzk::Error> {
         let mut st = self.state.lock().unwrap();
         st.started.push(s);
+        st.priorities.push((s, priority));
         self.cv.notify_all();
         while !st.release_all && !st.released.contains(&s) {
             if cancel.is_cancelled() {
@@ -173,7 +188,7 @@ impl Prover for FakeProver {
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
         let s = job.sector_number;
-        self.gate(s, cancel)?;
+        self.gate(s, job.priority, cancel)?;
         match s {
             SECTOR_OOM => Err(cuzk::Error::OutOfHostMemory {
                 needed: 2,
@@ -211,7 +226,7 @@ impl Prover for FakeProver {
         job: &PostJob,
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
-        self.gate(POST_GATE + job.partition_index as u64, cancel)?;
+        self.gate(POST_GATE + job.partition_index as u64, job.priority, cancel)?;
         Ok(ProofOutput {
             proof: fake_post_proof(
                 job.partition_index as u64,
