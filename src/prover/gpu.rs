@@ -1834,7 +1834,8 @@ impl DeviceRun<'_> {
             Some(d) => d,
             None => {
                 // aux takes the room h leaves (or, uploaded for the GPU SpMV, the room of the
-                // freed b/c buffers): the plan has no other bytes for it.
+                // freed b/c buffers): a whole partition's plan has no other bytes for it (a
+                // split partition's L, A, B part plans aux itself).
                 if asg.aux.len() > n {
                     return Err(Error::internal(format!(
                         "{} aux variables exceed the {n}-point domain the plan budgeted them in",

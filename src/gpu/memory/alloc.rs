@@ -423,7 +423,8 @@ impl PartitionShape {
     /// memory ([`streamed_circuit_bytes`] of a block of at most [`SPMV_BLOCK_NNZ`] non-zeros and
     /// [`SPMV_PLANNED_ROW_NNZ`] a row on average), and with two buffers the blockwise
     /// R1CS check's block of c ([`r1cs_block_bytes`]). 2^27: 16.2 GiB with three buffers,
-    /// 12.2 GiB with two. `Streaming`: its one buffer (h comes from the CPU).
+    /// 12.2 GiB with two. `Streaming`: its one buffer (h comes from the CPU). 0 when
+    /// [`Self::queries`] has no H (the L, A, B MSMs of a split partition).
     pub fn h_side_bytes(&self, kind: TierKind) -> u64 {
         if !self.queries.contains(Queries::H) {
             return 0;
@@ -450,9 +451,10 @@ impl PartitionShape {
     }
 
     /// Device bytes of a tier's MSM side with passes (or chunks) of `points` points: h
-    /// (n·32 B) and aux (`num_aux` × 32 B) beside the MSM part ([`Self::msm_bytes`]) — the GPU
-    /// SpMV keeps aux on the device from the start, so both are live during the H MSM.
-    /// `Streaming`: its domain buffer (aux takes h's room after the H MSM) and the chunk.
+    /// (n·32 B) and aux (`num_aux` × 32 B) beside the MSM part ([`Self::msm_bytes`]) — for a
+    /// whole partition the GPU SpMV keeps aux on the device from the start, so both are live
+    /// during the H MSM; a split partition's H side counts h only, its other MSMs aux only.
+    /// `Streaming` with H: its domain buffer (aux takes h's room after the H MSM) and the chunk.
     pub fn msm_side_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
         let h = self.queries.contains(Queries::H);
         let aux = !self.queries.and(Queries::REST).is_empty();
@@ -520,7 +522,8 @@ impl PartitionShape {
 
     /// Bytes of the MSM part of a tier: for `Resident` the workspace of [`Self::resident_msms`];
     /// otherwise the workspace of [`Self::pass_msms`]`(points)` plus the double-buffered base
-    /// slots of the larger (G2) points, [`streamed_bases_bytes`].
+    /// slots of the larger points streamed ([`streamed_bases_bytes`]: G2 with B_G2, else G1).
+    /// Only the MSM kinds of [`Self::queries`] count.
     pub fn msm_bytes(&self, kind: TierKind, points: u64, lim: &MsmLimits) -> u64 {
         let ws = |shapes: [MsmShape; 3]| {
             let used: Vec<MsmShape> = shapes
@@ -585,7 +588,7 @@ impl PartitionShape {
     /// Device bytes of the L, A and B MSMs of `partitions` partitions sharing streamed passes
     /// of `points` points (the GPU backend's batches, [`crate::config::Tuning::msm_batch`]):
     /// each partition's aux (`num_aux` × 32 B, 3.9 GiB at 32 GiB) beside one MSM part
-    /// ([`Self::msm_bytes`]: the pass workspace and the double-buffered G2 base slots), which
+    /// ([`Self::msm_bytes`]: the pass workspace and the double-buffered base slots), which
     /// the partitions use in turn. At 2^27 with 2^23-point passes: two partitions 13.4 GiB (no
     /// more than one partition's `Partial` plan, 13.6 GiB), four 21.2 GiB (a 24 GiB card).
     pub fn shared_bases_bytes(&self, partitions: u64, points: u64, lim: &MsmLimits) -> u64 {
@@ -628,7 +631,8 @@ impl PartitionShape {
 
     /// The largest MSM pass (`partial_passes`) with which `Partial` fits in `avail` bytes
     /// (its working memory always holds the H step on two domain buffers, [`Self::h_side_bytes`]).
-    /// `None` when no pass does. 2^27 on a 16 GiB card: 2^23.
+    /// `None` when no pass does. 2^27 on a 16 GiB card: 2^23 for a whole partition, 2^24 for
+    /// its H side alone.
     pub fn partial_fit(&self, avail: u64, lim: &MsmLimits) -> Option<u64> {
         self.partial_passes()
             .find(|&p| self.partial_bytes(p, lim) <= avail)
@@ -735,7 +739,7 @@ pub enum Tier {
     Partial {
         /// Points of one MSM pass: [`PartitionShape::pass_points`], or a smaller power of two
         /// (≥ [`PartitionShape::min_chunk_points`]) when the tier fits only so
-        /// ([`PartitionShape::partial_fit`]: 2^23 at 2^27 on a 16 GiB card).
+        /// ([`PartitionShape::partial_fit`]: 2^23 for a whole 2^27 partition on a 16 GiB card).
         pass_points: u64,
     },
     /// One domain buffer; MSM bases and scalars streamed in chunks.
