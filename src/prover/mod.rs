@@ -134,7 +134,8 @@ pub struct PartitionCtx<'a> {
     /// The MSMs to compute ([`Part::All`] unless the engine splits a cold partition).
     pub part: Part,
     /// The call's priority ([`crate::ProveOptions::priority`]): the GPU backend queues the
-    /// partition with it in its scheduler.
+    /// partition with it in its scheduler (the CPU backend runs calls side by side).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub priority: Priority,
     /// Progress reporter (log + callback).
     pub reporter: &'a Reporter,
