@@ -120,15 +120,16 @@ impl HostBudget {
         self.strict
     }
 
-    /// Counts `bytes` kept for the engine's life (loaded parameters, compiled circuits).
+    /// Counts `bytes` kept between calls (loaded parameter sets, compiled circuits; kept until
+    /// evicted, [`crate::srs_cache`]).
     pub fn add_params(&self, bytes: u64) {
         if let Ok(mut s) = self.state.lock() {
             s.params += bytes;
         }
     }
 
-    /// Stops counting `bytes` of [`HostBudget::add_params`] (a reservation made while the
-    /// parameters load, or a load that failed).
+    /// Stops counting `bytes` of [`HostBudget::add_params`] (a set's room once it is loaded or
+    /// its load failed, an evicted set or circuit).
     pub fn sub_params(&self, bytes: u64) {
         if let Ok(mut s) = self.state.lock() {
             s.params = s.params.saturating_sub(bytes);
@@ -177,6 +178,33 @@ impl HostBudget {
             .lock()
             .map(|s| s.params + s.partitions + s.pooled > limit)
             .unwrap_or(false)
+    }
+
+    /// Waits until what is counted — parameters (a set's room just counted included) and the
+    /// partitions in flight — fits the limit, or no partition is in flight; at once without a
+    /// limit. A parameter set's load waits here after its room is counted
+    /// ([`crate::srs_cache`]): no partition is admitted beyond it meanwhile, so the ones in
+    /// flight drain, and the load never allocates memory they still hold. Idle pooled buffers
+    /// are not waited for (the pool frees them over the limit).
+    ///
+    /// # Errors
+    /// [`Error::Cancelled`] when `cancel` is set while it waits (polled every 100 ms);
+    /// [`Error::Internal`] if the account's lock is poisoned.
+    pub fn wait_within_limit(&self, cancel: Option<&crate::cancel::CancelToken>) -> Result<()> {
+        let Some(limit) = self.limit else {
+            return Ok(());
+        };
+        let poisoned = || Error::internal("host budget lock poisoned");
+        let mut s = self.state.lock().map_err(|_| poisoned())?;
+        while s.in_flight > 0 && s.params + s.partitions > limit {
+            crate::cancel::CancelToken::check(cancel)?;
+            s = self
+                .freed
+                .wait_timeout(s, Duration::from_millis(100))
+                .map_err(|_| poisoned())?
+                .0;
+        }
+        Ok(())
     }
 
     /// (parameters, partitions in flight) bytes now counted (pooled buffers:

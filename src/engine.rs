@@ -28,6 +28,7 @@ use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, CpuBackend, Part, PartitionCtx, ProverBackend, PROOF_BYTES};
 use crate::srs::{porep_param_paths, Queries, Srs};
+use crate::srs_cache::{Hold, SetCache};
 use crate::synth::Assignment;
 
 /// Message of the panic armed by [`Engine::inject_panic_for_test`] (feature `test-hooks`).
@@ -86,10 +87,9 @@ pub struct ProofOutput {
 /// Result of one PoRep C2 proof.
 pub type C2Output = ProofOutput;
 
-/// One slot per parameter file (or compiled circuit): loaded at most once, even by concurrent
-/// callers.
+/// One slot per compiled circuit (keyed by its parameter file): loaded at most once, even by
+/// concurrent callers.
 type Slot<T> = Arc<Mutex<Option<Arc<T>>>>;
-type ParamSlot = Slot<Srs>;
 
 /// The value of `key` in `map`, made by `load` on first use. Concurrent callers of one key wait
 /// for the first; a failed load is not kept (a later call tries again).
@@ -116,12 +116,15 @@ fn once_per_key<T>(
     Ok(v)
 }
 
-/// A prover engine: keeps loaded Groth16 parameters (one handle per proof type, reused by every
-/// later call) and the backends. Thread-safe: share it behind an `Arc` and call
-/// [`Engine::prove_porep_c2`] from many threads.
+/// A prover engine: keeps loaded Groth16 parameters (one set per circuit, reused by every later
+/// call while it stays loaded: within the host-memory budget, the least recently used idle set
+/// is evicted when another needs room, WinningPoSt's never — [`crate::srs_cache`]) and the
+/// backends. Thread-safe: share it behind an `Arc` and call [`Engine::prove_porep_c2`] from
+/// many threads.
 pub struct Engine {
     config: EngineConfig,
-    params: Mutex<HashMap<PathBuf, ParamSlot>>,
+    /// Loaded parameter sets, keyed by their `.params` file.
+    params: SetCache<Srs>,
     /// Host memory: loaded parameters and partitions in flight, across all calls.
     budget: Arc<HostBudget>,
     /// Buffers of the compiled path's witness (aux), page-locked once and reused by every
@@ -131,7 +134,7 @@ pub struct Engine {
     host_pool: HostPool,
     /// Partitions in flight across all calls ([`crate::pipeline`]).
     gate: Gate,
-    /// Compiled circuits, keyed by their parameter file (one per proof type).
+    /// Compiled circuits, keyed by their parameter file (one per proof type; evicted with it).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     /// Layouts recorded for [`Engine::witness_c1`] (no matrices), keyed likewise.
     #[cfg(feature = "internals")]
@@ -209,11 +212,11 @@ impl Engine {
             log::info!("at most {n} partitions in flight (CUZK_PARTITIONS_AHEAD)");
         }
         Ok(Arc::new(Engine {
+            params: SetCache::new(budget.clone()),
             budget,
             host_pool,
             gate,
             config,
-            params: Mutex::new(HashMap::new()),
             circuits: Mutex::new(HashMap::new()),
             #[cfg(feature = "internals")]
             layouts: Mutex::new(HashMap::new()),
@@ -270,43 +273,131 @@ impl Engine {
         }
     }
 
-    /// Loads (once) and returns the parameters at `path` (a `.params` file), checked against
-    /// the verifying-key file next to it (same name, extension `.vk`: the key filecoin-proofs'
-    /// `verify_seal` uses), whose key then verifies every proof made with them. With
-    /// [`EngineConfig::verify_production_params`], both files are first checked against the
-    /// official digests ([`crate::digest::check_official`]; hashed once per file and process).
+    /// Takes `job`'s parameter set for the call (held until the call returns: never evicted
+    /// meanwhile) and makes room for it before any partition starts ([`crate::srs_cache`]):
+    /// the file's size while it is not loaded, beside one partition of the job and its compiled
+    /// circuit when that is not loaded yet. WinningPoSt's set is pinned. May evict idle sets,
+    /// and wait for a set in use to go idle.
+    ///
+    /// # Errors
+    /// [`Error::OutOfHostMemory`] for a set larger than the caller's whole limit;
+    /// [`Error::Cancelled`] while it waits.
+    fn hold_params(&self, job: &dyn Job, options: &ProveOptions) -> Result<Hold<'_, Srs>> {
+        let path = job.params_path();
+        let cached = self.cached_circuit(path);
+        let abc_on_host = self.budget.is_strict()
+            || self.gpu.is_none()
+            || options.synthesis == Synthesis::Reference;
+        let circuit = match (options.synthesis, &cached) {
+            (Synthesis::Compiled | Synthesis::Gadget, None) => {
+                job.constraints_bound() * CIRCUIT_BYTES_PER_CONSTRAINT
+            }
+            _ => 0,
+        };
+        let headroom = job.partition_host_bytes(abc_on_host, cached.as_deref()) + circuit;
+        let cancel = options.cancel.as_ref();
+        let pinned = job.kind() == ProofKind::WinningPost;
+        let set = self.params.hold(path, pinned, headroom, cancel)?;
+        let file = std::fs::metadata(path).map_or(0, |m| m.len());
+        set.make_room(file, cancel, &|p| self.forget_set(p))?;
+        self.host_pool.trim_to_budget();
+        Ok(set)
+    }
+
+    /// The held set's parameters: loaded now by this call, or by another call of the set
+    /// (waited for), or found loaded — read from the `.params` file at most once while they
+    /// stay loaded. The file is checked against the verifying-key file next to it (same name,
+    /// extension `.vk`: the key filecoin-proofs' `verify_seal` uses), whose key then verifies
+    /// every proof made with them; with [`EngineConfig::verify_production_params`], both files
+    /// are first checked against the official digests ([`crate::digest::check_official`];
+    /// hashed once per file and process). `on_section` is called after each section is decoded
+    /// when this call is the one that reads the file ([`Srs::load_with_vk_then`]).
     ///
     /// # Errors
     /// [`Error::ParametersNotFound`] naming the missing `.params` or `.vk` file;
     /// [`Error::ParametersInvalid`] from [`Srs::load_with_vk`] (bad file; the two keys differ:
     /// names both files) or from the digest check (names the file). A failed load is not
-    /// cached: a later call tries again (e.g. after the file was fetched).
-    #[cfg_attr(feature = "internals", visibility::make(pub))]
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
-    pub(crate) fn load_params(&self, path: &Path) -> Result<Arc<Srs>> {
-        self.load_params_then(path, &mut |_| {})
+    /// kept: a later call tries again (e.g. after the file was fetched).
+    fn load_params(&self, set: &Hold<'_, Srs>, on_section: &mut dyn FnMut(&Srs)) -> Result<Arc<Srs>> {
+        let srs = set.load(|| self.read_params(set.key(), on_section), Srs::size_bytes)?;
+        self.host_pool.trim_to_budget();
+        Ok(srs)
     }
 
-    /// [`Engine::load_params`], calling `on_section` after each section of the file is decoded
-    /// when this call is the one that reads it ([`Srs::load_with_vk_then`]; not when the
-    /// parameters are loaded already or another call is loading them).
+    /// What evicting the set at `path` frees beside its points: its compiled circuit (no longer
+    /// counted; a circuit being recorded right now is left, as no proof of an idle set records
+    /// it) and what the backend readied for it (the GPU's page-locked registrations, which
+    /// keep the points). Returns the circuit's bytes.
+    fn forget_set(&self, path: &Path) -> u64 {
+        let mut freed = 0;
+        if let Ok(mut map) = self.circuits.lock() {
+            let idle = map.get(path).is_some_and(|slot| slot.try_lock().is_ok());
+            if let Some(slot) = idle.then(|| map.remove(path)).flatten() {
+                if let Some(cc) = slot.lock().ok().and_then(|mut cc| cc.take()) {
+                    freed = cc.matrix_bytes();
+                    self.budget.sub_params(freed);
+                }
+            }
+        }
+        self.backend().forget_params(path);
+        freed
+    }
+
+    /// The compiled circuit kept for the parameter file `path`, if it is recorded.
+    fn cached_circuit(&self, path: &Path) -> Option<Arc<CompiledCircuit>> {
+        let slot = self.circuits.lock().ok()?.get(path).cloned()?;
+        let cc = slot.try_lock().ok()?.clone();
+        cc
+    }
+
+    /// Loads the parameter set `set` now, as a proof would (the daemon's `PreloadSRS`,
+    /// `cuzk serve --preload`): room made for the set alone (idle sets evicted as needed,
+    /// [`crate::srs_cache`]; WinningPoSt's pinned), then readied for the backend (the GPU pins
+    /// it). Returns whether it was loaded already.
     ///
     /// # Errors
-    /// As [`Engine::load_params`].
-    fn load_params_then(&self, path: &Path, on_section: &mut dyn FnMut(&Srs)) -> Result<Arc<Srs>> {
-        once_per_key(&self.params, path, "parameter", || {
-            self.read_params(path, on_section)
-        })
+    /// As a proof's load ([`Error::ParametersNotFound`], [`Error::ParametersInvalid`]);
+    /// [`Error::OutOfHostMemory`] for a set larger than the caller's whole limit;
+    /// [`Error::Internal`] when filecoin-proofs cannot name its file.
+    #[cfg(feature = "internals")]
+    pub fn preload_params(&self, set: crate::srs::ParamSet) -> Result<bool> {
+        let path = set.params_path(&self.config.resolved_parameter_dir())?;
+        let pinned = set.kind() == ProofKind::WinningPost;
+        let hold = self.params.hold(&path, pinned, 0, None)?;
+        let was = self.params.is_loaded(&path);
+        let file = std::fs::metadata(&path).map_or(0, |m| m.len());
+        hold.make_room(file, None, &|p| self.forget_set(p))?;
+        let srs = self
+            .load_params(&hold, &mut |_| {})
+            .map_err(|e| self.with_given_dir(e))?;
+        if !was {
+            self.backend().prepare_params(&srs);
+        }
+        Ok(was)
     }
 
-    /// Whether the parameters at `path` are loaded (kept by this engine).
-    #[cfg_attr(feature = "internals", visibility::make(pub))]
-    pub(crate) fn params_loaded(&self, path: &Path) -> bool {
-        let slot = match self.params.lock() {
-            Ok(map) => map.get(path).cloned(),
-            Err(_) => None,
-        };
-        slot.is_some_and(|s| s.lock().is_ok_and(|v| v.is_some()))
+    /// Evicts the parameter set `set` (the daemon's `EvictSRS`) when it is loaded and no call
+    /// holds it, WinningPoSt's too; its compiled circuit goes with it.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when filecoin-proofs cannot name its file.
+    #[cfg(feature = "internals")]
+    pub fn evict_params(&self, set: crate::srs::ParamSet) -> Result<crate::srs_cache::Eviction> {
+        let path = set.params_path(&self.config.resolved_parameter_dir())?;
+        self.params.evict(&path, &|p| self.forget_set(p))
+    }
+
+    /// The parameter sets loaded, or being loaded, by path.
+    #[cfg(feature = "internals")]
+    pub fn loaded_params(&self) -> Vec<crate::srs_cache::SetState> {
+        self.params.sets()
+    }
+
+    /// How many times a parameter file was read so far (a loaded set is never read again while
+    /// it stays loaded).
+    #[cfg(feature = "internals")]
+    pub fn param_loads(&self) -> u64 {
+        self.params.loads()
     }
 
     fn read_params(&self, path: &Path, on_section: &mut dyn FnMut(&Srs)) -> Result<Srs> {
@@ -323,8 +414,6 @@ impl Engine {
             srs.size_bytes() as f64 / 1e9,
             t.elapsed().as_secs_f64()
         );
-        self.budget.add_params(srs.size_bytes());
-        self.host_pool.trim_to_budget();
         Ok(srs)
     }
 
@@ -369,7 +458,7 @@ impl Engine {
             dir.map(|d| format!(" (cache {})", d.display()))
                 .unwrap_or_default()
         );
-        // Kept for the engine's life, like the parameters (~5.8 GB for a 32 GiB PoRep).
+        // Kept while its parameter set is (~5.8 GB for a 32 GiB PoRep).
         self.budget.add_params(cc.matrix_bytes());
         self.host_pool.trim_to_budget();
         Ok(cc)
@@ -713,14 +802,7 @@ impl Engine {
 /// the GPU SpMV: 32 B of z per variable, densities, the walk's temporaries). 32 GiB: ~22 GB
 /// resp. ~5.2 GB; 2 KiB: ~0.46 GB resp. ~0.11 GB.
 pub fn partition_host_bytes(sector_size: u64, abc_on_host: bool) -> u64 {
-    let constraints: u64 = match sector_size {
-        s if s >= 64 << 30 => 131_000_000,
-        s if s >= 32 << 30 => 130_300_000,
-        s if s >= 512 << 20 => 4_500_000,
-        s if s >= 8 << 20 => 3_900_000,
-        _ => 2_700_000,
-    };
-    constraints
+    porep_partition_constraints(sector_size)
         * if abc_on_host {
             HOST_BYTES_ABC
         } else {
@@ -728,10 +810,26 @@ pub fn partition_host_bytes(sector_size: u64, abc_on_host: bool) -> u64 {
         }
 }
 
+/// Constraints of one PoRep partition of `sector_size`-byte sectors, rounded up (130.3 M at
+/// 32 GiB).
+pub(crate) fn porep_partition_constraints(sector_size: u64) -> u64 {
+    match sector_size {
+        s if s >= 64 << 30 => 131_000_000,
+        s if s >= 32 << 30 => 130_300_000,
+        s if s >= 512 << 20 => 4_500_000,
+        s if s >= 8 << 20 => 3_900_000,
+        _ => 2_700_000,
+    }
+}
+
 /// Host bytes per constraint of a partition with a, b, c in host memory.
 pub const HOST_BYTES_ABC: u64 = 170;
 /// Host bytes per constraint of a partition whose a, b, c are computed on the device.
 pub const HOST_BYTES_WITNESS: u64 = 40;
+/// Host bytes per constraint of a compiled circuit (its matrices; 5.8 GB for a 32 GiB PoRep
+/// partition's 130.3 M constraints, 44.5 B each), counted in a cold proof's room before it is
+/// recorded or read.
+pub const CIRCUIT_BYTES_PER_CONSTRAINT: u64 = 48;
 
 #[cfg(feature = "cuda")]
 fn gpu_backend(config: &EngineConfig) -> Result<Arc<dyn ProverBackend>> {
@@ -1001,8 +1099,16 @@ impl<Tree: 'static + MerkleTreeTrait> Job for Sector<Tree> {
         self.vanilla.len()
     }
 
+    fn kind(&self) -> ProofKind {
+        ProofKind::PorepC2
+    }
+
     fn params_path(&self) -> &Path {
         &self.params_path
+    }
+
+    fn constraints_bound(&self) -> u64 {
+        porep_partition_constraints(u64::from(self.proof_type.sector_size()))
     }
 
     fn partition_host_bytes(&self, abc_on_host: bool, _: Option<&CompiledCircuit>) -> u64 {
@@ -1138,15 +1244,12 @@ pub(crate) fn prove_job(
     // A cold proof reads its parameters (44 GiB at 32 GiB: the disk's time) while the circuit
     // loads and the first witnesses are made, which need only the circuit; each partition runs
     // its H side as soon as the file's first section (H) is decoded, then each other MSM as
-    // soon as its own section is ([`ProofRun::h_ahead`], [`ProofRun::rest_by_section`]). While they load, the host budget counts
-    // the file's size, so the partitions admitted meanwhile leave room for them.
-    let loaded = engine.params_loaded(params_path);
-    let reserve = if loaded {
-        0
-    } else {
-        std::fs::metadata(params_path).map_or(0, |m| m.len())
-    };
-    engine.budget.add_params(reserve);
+    // soon as its own section is ([`ProofRun::h_ahead`], [`ProofRun::rest_by_section`]). The
+    // call holds its set until it returns, and its room is made before any partition starts:
+    // while the set loads, the host budget counts the file's size, so the partitions admitted
+    // meanwhile leave room for it ([`Engine::hold_params`]).
+    let set = engine.hold_params(job, options)?;
+    let set = &set;
     let params: Latch<Arc<Srs>> = Latch::new();
     // The parameters so far for the split partitions ([`HAhead`]).
     let sections = Sections::new();
@@ -1200,10 +1303,9 @@ pub(crate) fn prove_job(
                 }
             };
             let r = reporter.time(load_timings, None, Stage::LoadParams, || {
-                engine.load_params_then(params_path, &mut on_section)
+                engine.load_params(set, &mut on_section)
             });
             drop(tx);
-            engine.budget.sub_params(reserve);
             match r {
                 Ok(srs) => {
                     params.set(Some(srs.clone()));

@@ -51,8 +51,16 @@ pub(crate) trait Job: Sync {
     /// Partitions to prove (one 192-byte proof each).
     fn partitions(&self) -> usize;
 
+    /// The proof kind (its parameter set of a [`ProofKind::WinningPost`] is pinned:
+    /// [`crate::srs_cache`]).
+    fn kind(&self) -> ProofKind;
+
     /// The `.params` file of the circuit (its `.vk` beside it).
     fn params_path(&self) -> &Path;
+
+    /// An upper bound of one partition's constraints, known before the circuit is recorded
+    /// (what the host-memory room of a cold proof is made for).
+    fn constraints_bound(&self) -> u64;
 
     /// Host bytes one partition holds while it is proved (a, b, c in host memory or not),
     /// given the compiled circuit when there is one.

@@ -69,6 +69,7 @@ internal_modules! {
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     scheduler;
     srs;
+    srs_cache;
     synth;
 }
 

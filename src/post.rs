@@ -238,8 +238,7 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
     };
     let (pub_params, partition_proof, pub_inputs) = match kind {
         ProofKind::WindowPost => {
-            let pp = filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)
-                .map_err(Error::internal)?;
+            let pp = public_params::<Tree>(proof)?;
             if vanilla.len() > pp.sector_count {
                 return Err(Error::InvalidInput(format!(
                     "{kind}: {} vanilla proofs for a partition of {} sectors",
@@ -256,8 +255,7 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
             (pp, p, inputs(sectors, Some(0)))
         }
         ProofKind::WinningPost => {
-            let pp = filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
-                .map_err(Error::internal)?;
+            let pp = public_params::<Tree>(proof)?;
             if vanilla.len() != config.sector_count {
                 return Err(Error::InvalidInput(format!(
                     "{kind}: {} vanilla proofs, expected {}",
@@ -308,6 +306,55 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
+/// The public parameters of the PoSt proof type `proof` (WindowPoSt's or WinningPoSt's, by its
+/// type), as filecoin-proofs sets them up from its v1 config.
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+) -> Result<fallback::PublicParams> {
+    let config: PoStConfig = proof.as_v1_config();
+    match proof.typ() {
+        filecoin_proofs::PoStType::Window => {
+            filecoin_proofs::parameters::window_post_public_params::<Tree>(&config)
+        }
+        filecoin_proofs::PoStType::Winning => {
+            filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
+        }
+    }
+    .map_err(Error::internal)
+}
+
+/// The `.params` file of the PoSt proof type `proof` in `dir` (its `.vk` beside it), under
+/// filecoin-proofs' v28 name ([`crate::srs::post_param_paths`]).
+///
+/// # Errors
+/// [`Error::Internal`] if filecoin-proofs cannot set up its public parameters.
+#[cfg(any(test, feature = "internals"))]
+pub(crate) fn param_path(proof: RegisteredPoStProof, dir: &Path) -> Result<PathBuf> {
+    fn of<Tree: 'static + MerkleTreeTrait>(
+        proof: RegisteredPoStProof,
+        dir: &Path,
+    ) -> Result<PathBuf> {
+        let pp = public_params::<Tree>(proof)?;
+        Ok(crate::srs::post_param_paths::<Tree>(dir, &pp).0)
+    }
+    filecoin_proofs::with_shape!(u64::from(proof.sector_size()), of, proof, dir,)
+}
+
+/// Constraints per challenged sector leaf of the PoSt circuit, an upper bound: its Merkle path
+/// in the replica's tree (Poseidon, arity 8, then 8 and 2 at 64 GiB) and comm_r's check.
+/// WinningPoSt 32 GiB: ~0.37 M constraints for 66 challenges (5.6 k each); WindowPoSt 32 GiB:
+/// 125.3 M for 2349 sectors × 10 challenges (5.3 k).
+const CONSTRAINTS_PER_CHALLENGE: u64 = 6_500;
+
+/// An upper bound of the constraints of one partition of the PoSt circuit of `pp`, before it is
+/// recorded: its challenges at [`CONSTRAINTS_PER_CHALLENGE`], at most a PoRep partition's of the
+/// sector size.
+pub(crate) fn partition_constraints_bound(pp: &fallback::PublicParams) -> u64 {
+    let challenges = (pp.sector_count * pp.challenge_count) as u64;
+    (challenges * CONSTRAINTS_PER_CHALLENGE)
+        .min(crate::engine::porep_partition_constraints(pp.sector_size))
+}
+
 impl<Tree: 'static + MerkleTreeTrait> Job for PostJob<Tree> {
     fn label(&self) -> String {
         format!("{} {:?}", self.kind, self.proof)
@@ -321,19 +368,28 @@ impl<Tree: 'static + MerkleTreeTrait> Job for PostJob<Tree> {
         &self.params_path
     }
 
-    /// From the compiled circuit's constraints when there is one; else (reference synthesis)
-    /// the PoRep partition estimate of the sector size, an upper bound (a 32 GiB WindowPoSt
-    /// partition: 125.3 M constraints, a PoRep partition 130.3 M).
+    fn kind(&self) -> ProofKind {
+        self.kind
+    }
+
+    /// From its challenges ([`partition_constraints_bound`]): ~0.43 M at 32 GiB WinningPoSt,
+    /// a PoRep partition's 130.3 M at 32 GiB WindowPoSt (125.3 M recorded).
+    fn constraints_bound(&self) -> u64 {
+        partition_constraints_bound(&self.pub_params)
+    }
+
+    /// From the compiled circuit's constraints when there is one; else (reference synthesis,
+    /// or before the circuit is recorded) [`Job::constraints_bound`].
     fn partition_host_bytes(&self, abc_on_host: bool, compiled: Option<&CompiledCircuit>) -> u64 {
         let per = if abc_on_host {
             crate::engine::HOST_BYTES_ABC
         } else {
             crate::engine::HOST_BYTES_WITNESS
         };
-        match compiled {
-            Some(cc) => cc.layout.num_constraints() as u64 * per,
-            None => crate::engine::partition_host_bytes(self.pub_params.sector_size, abc_on_host),
-        }
+        compiled.map_or_else(
+            || self.constraints_bound(),
+            |cc| cc.layout.num_constraints() as u64,
+        ) * per
     }
 
     fn circuit_cache_name_and_key(&self) -> (String, [u8; 32]) {

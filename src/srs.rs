@@ -740,6 +740,52 @@ pub fn porep_param_paths_of(
     filecoin_proofs::with_shape!(u64::from(proof.sector_size()), of, proof, dir,)
 }
 
+/// The Groth16 parameter set of one circuit, named apart from any proof: what the daemon's
+/// `PreloadSRS` / `EvictSRS` and `cuzk serve --preload` name ([`crate::Engine::preload_params`],
+/// [`crate::Engine::evict_params`]).
+#[cfg(any(test, feature = "internals"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamSet {
+    /// PoRep C2 of a seal proof type (the parameters of its sector size).
+    Porep(filecoin_proofs_api::RegisteredSealProof),
+    /// WindowPoSt or WinningPoSt of a PoSt proof type (its `typ()` tells them apart).
+    Post(filecoin_proofs_api::RegisteredPoStProof),
+}
+
+#[cfg(any(test, feature = "internals"))]
+impl ParamSet {
+    /// The proof kind whose calls use the set.
+    pub fn kind(self) -> crate::ProofKind {
+        match self {
+            ParamSet::Porep(_) => crate::ProofKind::PorepC2,
+            ParamSet::Post(p) if p.typ() == filecoin_proofs::PoStType::Winning => {
+                crate::ProofKind::WinningPost
+            }
+            ParamSet::Post(_) => crate::ProofKind::WindowPost,
+        }
+    }
+
+    /// Sector size of the proof type, bytes.
+    pub fn sector_size(self) -> u64 {
+        match self {
+            ParamSet::Porep(p) => u64::from(p.sector_size()),
+            ParamSet::Post(p) => u64::from(p.sector_size()),
+        }
+    }
+
+    /// The set's `.params` file in `dir` (its `.vk` beside it), under filecoin-proofs' v28 name.
+    ///
+    /// # Errors
+    /// [`Error::UnsupportedProof`] for a PoRep proof type whose public parameters
+    /// filecoin-proofs cannot build; [`Error::Internal`] for a PoSt one's.
+    pub fn params_path(self, dir: &Path) -> Result<PathBuf> {
+        match self {
+            ParamSet::Porep(p) => porep_param_paths_of(p, dir).map(|(params, _)| params),
+            ParamSet::Post(p) => crate::post::param_path(p, dir),
+        }
+    }
+}
+
 /// Paths of the `.params` and `.vk` files of a PoSt circuit (WindowPoSt or WinningPoSt: `pp`
 /// tells them apart) in `dir`, under the standard v28 names of filecoin-proofs
 /// (`v28-proof-of-spacetime-fallback-<tree>-<sha256 of the public parameters' identifier>`).

@@ -1,7 +1,8 @@
 //! WindowPoSt and WinningPoSt on the real 2 KiB PoSt fixture, CPU backend: the proofs verify
 //! with filecoin-proofs-api's `verify_window_post` / `verify_winning_post` (a flipped byte does
 //! not), the compiled path and the reference synthesis give the same bytes for the same r and
-//! s, and bad input gets typed errors before any proving.
+//! s, bad input gets typed errors before any proving, and each kind's parameters are read once
+//! while they stay loaded.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -23,18 +24,21 @@ fn fixture() -> &'static PostFixture {
     })
 }
 
+/// The engine the tests share.
 fn engine() -> Arc<Engine> {
     static E: OnceLock<Arc<Engine>> = OnceLock::new();
-    E.get_or_init(|| {
-        Engine::new(
-            EngineConfig::default()
-                .with_parameter_dir(&fixture().param_dir)
-                .with_backend(Backend::Cpu)
-                .with_circuit_cache(CircuitCache::Off),
-        )
-        .expect("engine")
-    })
-    .clone()
+    E.get_or_init(new_engine).clone()
+}
+
+/// A CPU engine over the fixture's parameters, without a circuit cache file.
+fn new_engine() -> Arc<Engine> {
+    Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&fixture().param_dir)
+            .with_backend(Backend::Cpu)
+            .with_circuit_cache(CircuitCache::Off),
+    )
+    .expect("engine")
 }
 
 /// Proves `kind` from `vanilla` (as Curio sends it) with `randomness`.
@@ -44,14 +48,23 @@ fn prove(
     randomness: &[u8],
     options: &ProveOptions,
 ) -> cuzk::Result<cuzk::ProofOutput> {
+    prove_on(&engine(), kind, vanilla, randomness, options)
+}
+
+/// [`prove`] on the engine `e`.
+fn prove_on(
+    e: &Engine,
+    kind: ProofKind,
+    vanilla: &[Vec<u8>],
+    randomness: &[u8],
+    options: &ProveOptions,
+) -> cuzk::Result<cuzk::ProofOutput> {
     let f = fixture();
     let v: Vec<&[u8]> = vanilla.iter().map(Vec::as_slice).collect();
     let n = number_2kib(kind);
     match kind {
-        ProofKind::WinningPost => {
-            engine().prove_winning_post(n, &v, randomness, &f.prover_id, options)
-        }
-        _ => engine().prove_window_post(n, &v, randomness, &f.prover_id, 0, options),
+        ProofKind::WinningPost => e.prove_winning_post(n, &v, randomness, &f.prover_id, options),
+        _ => e.prove_window_post(n, &v, randomness, &f.prover_id, 0, options),
     }
 }
 
@@ -204,4 +217,38 @@ fn bad_post_input_gets_typed_errors_before_proving() {
         .prove_window_post(10, &v, &RANDOMNESS, &f.prover_id[..31], 0, &o)
         .unwrap_err();
     assert_eq!(e.code(), 102, "{e}");
+}
+
+/// Proofs of both kinds on one engine read each kind's parameter file once while it stays
+/// loaded (WinningPoSt's pinned); an idle set evicted by name is read again by its next proof.
+#[test]
+fn each_parameter_set_is_read_once_while_it_stays_loaded() {
+    use cuzk::srs::ParamSet;
+    use cuzk::srs_cache::Eviction;
+    use filecoin_proofs_api::RegisteredPoStProof;
+    let f = fixture();
+    let e = new_engine();
+    let vanilla = KINDS.map(|kind| f.vanilla_proofs(kind, &RANDOMNESS).unwrap());
+    let o = ProveOptions::default();
+    for _ in 0..2 {
+        for (kind, v) in KINDS.iter().zip(&vanilla) {
+            prove_on(&e, *kind, v, &RANDOMNESS, &o).unwrap();
+        }
+    }
+    assert_eq!(e.param_loads(), 2, "one read per set for four proofs");
+    let sets = e.loaded_params();
+    assert_eq!(sets.len(), 2, "{sets:?}");
+    assert!(sets.iter().all(|s| s.loaded && s.calls == 0), "{sets:?}");
+    let winning = ParamSet::Post(RegisteredPoStProof::StackedDrgWinning2KiBV1);
+    let pinned: Vec<_> = sets.iter().filter(|s| s.pinned).map(|s| &s.path).collect();
+    assert_eq!(pinned, [&winning.params_path(&f.param_dir).unwrap()]);
+    let window = ParamSet::Post(RegisteredPoStProof::StackedDrgWindow2KiBV1_2);
+    let Eviction::Evicted { bytes } = e.evict_params(window).unwrap() else {
+        panic!("the idle WindowPoSt set was not evicted");
+    };
+    // The points and the compiled circuit beside them.
+    assert!(bytes > sets.iter().find(|s| !s.pinned).unwrap().bytes);
+    prove_on(&e, ProofKind::WindowPost, &vanilla[1], &RANDOMNESS, &o).unwrap();
+    prove_on(&e, ProofKind::WinningPost, &vanilla[0], &RANDOMNESS, &o).unwrap();
+    assert_eq!(e.param_loads(), 3);
 }

@@ -495,8 +495,18 @@ func TestBadInputGetsClearCodes(t *testing.T) {
 	if _, err := unixCli.Prove(c, &ProveRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("no submit: %v", err)
 	}
-	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "wpost-32g"}); status.Code(err) != codes.Unimplemented {
-		t.Errorf("PreloadSRS wpost: %v", err)
+	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "snap-32g"}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("PreloadSRS snap: %v", err)
+	}
+	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "wpost-3g"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("PreloadSRS wpost-3g: %v", err)
+	}
+	// A PoSt circuit whose parameter file is not in the directory.
+	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "wpost-32g"}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("PreloadSRS wpost-32g: %v", err)
+	}
+	if r, err := unixCli.EvictSRS(c, &EvictSrsRequest{CircuitId: "winning-32g"}); err != nil || r.WasLoaded {
+		t.Errorf("EvictSRS winning-32g: %v %v", r, err)
 	}
 	if _, err := unixCli.AwaitProof(c, &AwaitProofRequest{JobId: "never-submitted"}); status.Code(err) != codes.NotFound {
 		t.Errorf("AwaitProof unknown: %v", err)

@@ -1103,7 +1103,9 @@ type SRSStatus struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
-	// "porep-32g", "porep-64g"; small sizes as "porep-2k", "porep-8m", "porep-512m".
+	// The kind, a dash and the sector size: kind "porep" (PoRep C2), "wpost" (WindowPoSt) or
+	// "winning" (WinningPoSt); size "32g", "64g" or the small ones "2k", "8m", "512m". E.g.
+	// "porep-32g", "wpost-32g", "winning-32g".
 	CircuitId string `protobuf:"bytes,1,opt,name=circuit_id,json=circuitId,proto3" json:"circuit_id,omitempty"`
 	// HOT: loaded in host memory (cuzk keeps loaded parameters there).
 	Tier      SRSStatus_Tier `protobuf:"varint,2,opt,name=tier,proto3,enum=cuzk.v1.SRSStatus_Tier" json:"tier,omitempty"`

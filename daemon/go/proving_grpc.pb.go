@@ -41,9 +41,14 @@ type ProvingEngineClient interface {
 	// The same state and per-job timing sums in the Prometheus text exposition format.
 	GetMetrics(ctx context.Context, in *GetMetricsRequest, opts ...grpc.CallOption) (*GetMetricsResponse, error)
 	// Loads the Groth16 parameters of a circuit now, so the first proof does not wait for them.
+	// Loaded sets stay while they fit cuzk's host-memory budget: a load that lacks room evicts
+	// the least recently used set no proof uses (WinningPoSt's stay), or waits for one to go
+	// idle. Circuit ids: see SRSStatus; INVALID_ARGUMENT for an unknown one, UNIMPLEMENTED for
+	// snap-..., FAILED_PRECONDITION when its parameter file is missing.
 	PreloadSRS(ctx context.Context, in *PreloadSrsRequest, opts ...grpc.CallOption) (*PreloadSrsResponse, error)
-	// Frees a circuit's parameters. cuzk's engine keeps parameters for its life: answered with
-	// UNIMPLEMENTED for the circuits it proves (INVALID_ARGUMENT for an unknown circuit id).
+	// Frees a circuit's parameters (and its compiled circuit), WinningPoSt's too; was_loaded is
+	// false when they were not loaded. FAILED_PRECONDITION, nothing freed, while a running proof
+	// uses them: evict once it is done. Circuit ids as PreloadSRS.
 	EvictSRS(ctx context.Context, in *EvictSrsRequest, opts ...grpc.CallOption) (*EvictSrsResponse, error)
 }
 
@@ -155,9 +160,14 @@ type ProvingEngineServer interface {
 	// The same state and per-job timing sums in the Prometheus text exposition format.
 	GetMetrics(context.Context, *GetMetricsRequest) (*GetMetricsResponse, error)
 	// Loads the Groth16 parameters of a circuit now, so the first proof does not wait for them.
+	// Loaded sets stay while they fit cuzk's host-memory budget: a load that lacks room evicts
+	// the least recently used set no proof uses (WinningPoSt's stay), or waits for one to go
+	// idle. Circuit ids: see SRSStatus; INVALID_ARGUMENT for an unknown one, UNIMPLEMENTED for
+	// snap-..., FAILED_PRECONDITION when its parameter file is missing.
 	PreloadSRS(context.Context, *PreloadSrsRequest) (*PreloadSrsResponse, error)
-	// Frees a circuit's parameters. cuzk's engine keeps parameters for its life: answered with
-	// UNIMPLEMENTED for the circuits it proves (INVALID_ARGUMENT for an unknown circuit id).
+	// Frees a circuit's parameters (and its compiled circuit), WinningPoSt's too; was_loaded is
+	// false when they were not loaded. FAILED_PRECONDITION, nothing freed, while a running proof
+	// uses them: evict once it is done. Circuit ids as PreloadSRS.
 	EvictSRS(context.Context, *EvictSrsRequest) (*EvictSrsResponse, error)
 	mustEmbedUnimplementedProvingEngineServer()
 }

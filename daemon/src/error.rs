@@ -23,6 +23,10 @@ pub enum DaemonError {
         /// The configured limit.
         limit: usize,
     },
+    /// The daemon's state does not allow the request now (FAILED_PRECONDITION), e.g. `EvictSRS`
+    /// of parameters a running proof uses: retry once the state changed.
+    #[error("{0}")]
+    FailedPrecondition(String),
     /// The daemon is shutting down and takes no new work (UNAVAILABLE; retry elsewhere or later).
     #[error("cuzk daemon is shutting down: {0}")]
     ShuttingDown(String),
@@ -42,6 +46,7 @@ impl DaemonError {
             DaemonError::Unimplemented(_) => Code::Unimplemented,
             DaemonError::JobNotFound(_) => Code::NotFound,
             DaemonError::QueueFull { .. } => Code::ResourceExhausted,
+            DaemonError::FailedPrecondition(_) => Code::FailedPrecondition,
             DaemonError::ShuttingDown(_) => Code::Unavailable,
             DaemonError::Engine(e) => engine_code(e),
             DaemonError::Internal(_) => Code::Internal,
@@ -140,5 +145,9 @@ mod tests {
             Code::Unavailable
         );
         assert_eq!(DaemonError::JobNotFound("j".into()).code(), Code::NotFound);
+        assert_eq!(
+            DaemonError::FailedPrecondition("in use".into()).code(),
+            Code::FailedPrecondition
+        );
     }
 }

@@ -1,12 +1,15 @@
 //! What the daemon proves with: the [`Prover`] trait, and [`EngineProver`], its implementation
-//! over one long-lived [`cuzk::Engine`] (parameters stay loaded for the daemon's life).
+//! over one long-lived [`cuzk::Engine`] (parameter sets stay loaded while they fit the host
+//! budget: the engine evicts the least recently used idle set when another needs room,
+//! WinningPoSt's never; see `cuzk::srs_cache`).
 
-use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cuzk::srs::ParamSet;
+use cuzk::srs_cache::Eviction;
 use cuzk::{Engine, ProveOptions, Stage, Timings};
-use filecoin_proofs_api::RegisteredSealProof;
 
 use crate::request::{circuit_id, PorepJob, PostJob, ProofJob};
 
@@ -22,7 +25,7 @@ pub struct ProofOutput {
 /// Parameters the prover holds loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedSrs {
-    /// Circuit id (`porep-32g`, ...).
+    /// Circuit id (`porep-32g`, `wpost-32g`, `winning-32g`, ...).
     pub circuit_id: String,
     /// Host bytes of the loaded parameters.
     pub size_bytes: u64,
@@ -107,11 +110,20 @@ pub trait Prover: Send + Sync + 'static {
         }
     }
 
-    /// Loads the parameters of `proof` (at most once); returns whether they were loaded already.
+    /// Loads the parameter set `set` (read once while it stays loaded; may evict idle sets
+    /// to make room); returns whether it was loaded already.
     ///
     /// # Errors
-    /// The engine's error (e.g. parameters not found).
-    fn preload(&self, proof: RegisteredSealProof) -> Result<bool, cuzk::Error>;
+    /// The engine's error (e.g. parameters not found, a set larger than the host-memory
+    /// limit).
+    fn preload(&self, set: ParamSet) -> Result<bool, cuzk::Error>;
+
+    /// Evicts the parameter set `set` if it is loaded and no proof uses it
+    /// ([`Eviction::InUse`] otherwise: nothing done).
+    ///
+    /// # Errors
+    /// The engine's error.
+    fn evict(&self, set: ParamSet) -> Result<Eviction, cuzk::Error>;
 
     /// Parameters held loaded.
     fn loaded(&self) -> Vec<LoadedSrs>;
@@ -129,8 +141,9 @@ pub trait Prover: Send + Sync + 'static {
 /// The [`Prover`] of `cuzk serve`: one [`cuzk::Engine`], kept for the daemon's life.
 pub struct EngineProver {
     engine: Arc<Engine>,
-    /// Parameters loaded through this prover (by a job or a preload), by circuit id.
-    loaded: Mutex<BTreeMap<String, u64>>,
+    /// The parameter sets named so far (by a job, a preload or an eviction): their `.params`
+    /// path and circuit id, which the status gives the engine's loaded sets.
+    sets: Mutex<Vec<(ParamSet, PathBuf, String)>>,
     /// Last `nvidia-smi` answer and when it was read (GetStatus is polled by Curio).
     devices: Mutex<Option<(Instant, Vec<DeviceState>)>>,
     verify: bool,
@@ -142,7 +155,7 @@ impl EngineProver {
     pub fn new(engine: Arc<Engine>, verify: bool) -> Self {
         EngineProver {
             engine,
-            loaded: Mutex::new(BTreeMap::new()),
+            sets: Mutex::new(Vec::new()),
             devices: Mutex::new(None),
             verify,
         }
@@ -153,21 +166,24 @@ impl EngineProver {
         &self.engine
     }
 
-    /// Loads (or finds loaded) the parameters of `proof` and records them.
-    fn load(&self, proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
-        let dir = self.engine.config().resolved_parameter_dir();
-        let (params, _vk) = cuzk::srs::porep_param_paths_of(proof, &dir)?;
-        let id = circuit_id(proof);
-        let was = self
-            .loaded
-            .lock()
-            .map(|m| m.contains_key(&id))
-            .unwrap_or(false);
-        let srs = self.engine.load_params(&params)?;
-        if let Ok(mut m) = self.loaded.lock() {
-            m.insert(id, srs.size_bytes());
+    /// Records the `.params` path and circuit id of `set` (once per set) for the status.
+    fn name(&self, set: ParamSet) -> Result<(), cuzk::Error> {
+        let Ok(mut sets) = self.sets.lock() else {
+            return Ok(());
+        };
+        if !sets.iter().any(|(s, _, _)| *s == set) {
+            let dir = self.engine.config().resolved_parameter_dir();
+            sets.push((set, set.params_path(&dir)?, circuit_id(set)));
         }
-        Ok(was)
+        Ok(())
+    }
+
+    /// [`EngineProver::name`] of a job's set; a failure is logged only (the job's proof
+    /// reports its own).
+    fn name_job(&self, set: Result<ParamSet, cuzk::Error>) {
+        if let Err(e) = set.and_then(|set| self.name(set)) {
+            log::warn!("naming a job's parameter set: {e}");
+        }
     }
 }
 
@@ -181,13 +197,10 @@ impl Prover for EngineProver {
             .with_verify(self.verify)
             .with_cancel(cancel.clone())
             .with_priority(job.priority);
+        self.name_job(Ok(ParamSet::Porep(job.registered_proof)));
         let out =
             self.engine
                 .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;
-        // The proof loaded its parameters: record them (a cache hit, no work).
-        if let Err(e) = self.load(job.registered_proof) {
-            log::warn!("recording loaded parameters: {e}");
-        }
         Ok(ProofOutput {
             proof: out.proof,
             timings: out.timings,
@@ -203,6 +216,7 @@ impl Prover for EngineProver {
             .with_verify(self.verify)
             .with_cancel(cancel.clone())
             .with_priority(job.priority);
+        self.name_job(job.param_set());
         let out = job.with_request(|req| self.engine.prove_post(req, &options))?;
         Ok(ProofOutput {
             proof: out.proof,
@@ -210,22 +224,43 @@ impl Prover for EngineProver {
         })
     }
 
-    fn preload(&self, proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
-        self.load(proof)
+    fn preload(&self, set: ParamSet) -> Result<bool, cuzk::Error> {
+        self.name(set)?;
+        self.engine.preload_params(set)
     }
 
+    fn evict(&self, set: ParamSet) -> Result<Eviction, cuzk::Error> {
+        self.name(set)?;
+        self.engine.evict_params(set)
+    }
+
+    /// The engine's loaded sets by circuit id (a set no job or request named: its file name).
     fn loaded(&self) -> Vec<LoadedSrs> {
-        self.loaded
-            .lock()
-            .map(|m| {
-                m.iter()
-                    .map(|(id, &size_bytes)| LoadedSrs {
-                        circuit_id: id.clone(),
-                        size_bytes,
-                    })
-                    .collect()
+        let sets = self.sets.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut loaded: Vec<LoadedSrs> = self
+            .engine
+            .loaded_params()
+            .into_iter()
+            .filter(|s| s.loaded)
+            .map(|s| LoadedSrs {
+                circuit_id: sets
+                    .iter()
+                    .find(|(_, path, _)| *path == s.path)
+                    .map_or_else(
+                        || {
+                            s.path
+                                .file_name()
+                                .unwrap_or_default()
+                                .to_string_lossy()
+                                .into_owned()
+                        },
+                        |(_, _, id)| id.clone(),
+                    ),
+                size_bytes: s.bytes,
             })
-            .unwrap_or_default()
+            .collect();
+        loaded.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
+        loaded
     }
 
     fn memory(&self) -> MemoryState {

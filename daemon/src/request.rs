@@ -5,6 +5,7 @@
 //! instead of after its wait in the queue.
 
 use base64::Engine as _;
+use cuzk::srs::ParamSet;
 use filecoin_proofs_api::RegisteredSealProof;
 
 use crate::error::DaemonError;
@@ -71,6 +72,15 @@ pub struct PostJob {
 }
 
 impl PostJob {
+    /// The parameter set of the job's proof type.
+    ///
+    /// # Errors
+    /// The engine's error for a proof type of another kind (a job that passed [`check_post`]
+    /// has none).
+    pub fn param_set(&self) -> Result<ParamSet, cuzk::Error> {
+        cuzk::post::registered_post_proof(self.kind, self.registered_proof).map(ParamSet::Post)
+    }
+
     /// Calls `f` with the engine's view of the job ([`cuzk::post::PostRequest`]).
     pub fn with_request<T>(&self, f: impl FnOnce(&cuzk::post::PostRequest<'_>) -> T) -> T {
         let vanilla: Vec<&[u8]> = self.vanilla_proofs.iter().map(Vec::as_slice).collect();
@@ -129,14 +139,23 @@ impl ProofJob {
     /// The circuit id of the job's proof type (`porep-32g`, `wpost-32g`, `winning-32g`, ...).
     pub fn circuit_id(&self) -> String {
         match self {
-            ProofJob::Porep(j) => circuit_id(j.registered_proof),
-            ProofJob::Post(j) => {
-                let prefix = match j.kind {
-                    cuzk::ProofKind::WinningPost => "winning",
-                    _ => "wpost",
-                };
-                format!("{prefix}-{}", size_name(j.sector_size))
-            }
+            ProofJob::Porep(j) => id_of(
+                cuzk::ProofKind::PorepC2,
+                u64::from(j.registered_proof.sector_size()),
+            ),
+            ProofJob::Post(j) => id_of(j.kind, j.sector_size),
+        }
+    }
+
+    /// The parameter set the job's proof uses.
+    ///
+    /// # Errors
+    /// The engine's error for a PoSt proof type of another kind (a job that passed
+    /// [`check_post`] has none).
+    pub fn param_set(&self) -> Result<ParamSet, cuzk::Error> {
+        match self {
+            ProofJob::Porep(j) => Ok(ParamSet::Porep(j.registered_proof)),
+            ProofJob::Post(j) => j.param_set(),
         }
     }
 }
@@ -416,48 +435,68 @@ pub fn check_c1(
     }
 }
 
-/// A circuit id of `PreloadSRS` / `EvictSRS`: `porep-<size>` with the size as Curio writes it
-/// (`32g`, `64g`) or, for the small test sizes, `2k`, `8m`, `512m` (also `2kib`, `32gib`, ...).
-/// Returns the PoRep proof type (V1_1) whose parameters the id names.
+/// The parameter set a circuit id of `PreloadSRS` / `EvictSRS` / `cuzk serve --preload` names:
+/// `<kind>-<size>`, the kind `porep` (PoRep C2, V1_1), `wpost` (WindowPoSt, V1_1: proof types
+/// 10–14) or `winning` (WinningPoSt: 0–4), the size as Curio writes it (`32g`, `64g`) or, for the
+/// small test sizes, `2k`, `8m`, `512m` (also `2kib`, `32gib`, ...), case-insensitive: the ids of
+/// [`circuit_id`] and of GetStatus' `loaded_srs`.
 ///
 /// # Errors
-/// [`DaemonError::Unimplemented`] for the circuits of other proof kinds (`wpost-`, `winning-`,
-/// `snap-`); [`DaemonError::InvalidArgument`] for anything else.
-pub fn circuit_proof(id: &str) -> Result<RegisteredSealProof, DaemonError> {
+/// [`DaemonError::Unimplemented`] for the SnapDeals circuits (`snap-...`);
+/// [`DaemonError::InvalidArgument`] for anything else.
+pub fn circuit(id: &str) -> Result<ParamSet, DaemonError> {
+    let unknown = || {
+        DaemonError::InvalidArgument(format!(
+            "unknown circuit id {id:?} (expected porep-, wpost- or winning- and a sector size, \
+             e.g. porep-32g, wpost-32g, winning-32g)"
+        ))
+    };
     let lower = id.trim().to_ascii_lowercase();
-    let Some((kind, size)) = lower.split_once('-') else {
+    let (kind, size) = lower.split_once('-').ok_or_else(unknown)?;
+    let sizes = ["2k", "8m", "512m", "32g", "64g"];
+    let Some(i) = sizes.iter().position(|s| *s == size.trim_end_matches("ib")) else {
         return Err(DaemonError::InvalidArgument(format!(
-            "unknown circuit id {id:?} (expected e.g. porep-32g)"
+            "unknown sector size in circuit id {id:?} (2k, 8m, 512m, 32g or 64g)"
         )));
     };
-    let proof = match size.trim_end_matches("ib") {
-        "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
-        "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
-        "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
-        "32g" => RegisteredSealProof::StackedDrg32GiBV1_1,
-        "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
-        _ => {
-            return Err(DaemonError::InvalidArgument(format!(
-                "unknown sector size in circuit id {id:?} (2k, 8m, 512m, 32g or 64g)"
-            )))
-        }
+    let porep = [
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        RegisteredSealProof::StackedDrg8MiBV1_1,
+        RegisteredSealProof::StackedDrg512MiBV1_1,
+        RegisteredSealProof::StackedDrg32GiBV1_1,
+        RegisteredSealProof::StackedDrg64GiBV1_1,
+    ];
+    // The actors' PoSt numbers: WinningPoSt 0–4, WindowPoSt V1_1 10–14, by size.
+    let post = |kind, number: usize| {
+        cuzk::post::registered_post_proof(kind, number as u64)
+            .map(ParamSet::Post)
+            .map_err(DaemonError::Engine)
     };
     match kind {
-        "porep" => Ok(proof),
-        "wpost" | "winning" | "snap" => Err(DaemonError::Unimplemented(format!(
-            "circuit {id:?}: PreloadSRS and EvictSRS take PoRep parameters (porep-...) only; \
-             PoSt parameters load with their first job"
+        "porep" => Ok(ParamSet::Porep(porep[i])),
+        "wpost" => post(cuzk::ProofKind::WindowPost, 10 + i),
+        "winning" => post(cuzk::ProofKind::WinningPost, i),
+        "snap" => Err(DaemonError::Unimplemented(format!(
+            "circuit {id:?}: cuzk does not prove SnapDeals"
         ))),
-        _ => Err(DaemonError::InvalidArgument(format!(
-            "unknown circuit id {id:?} (expected e.g. porep-32g)"
-        ))),
+        _ => Err(unknown()),
     }
 }
 
-/// The circuit id of a PoRep proof type (`porep-32g`, `porep-2k`, ...), as [`circuit_proof`]
-/// reads it.
-pub fn circuit_id(proof: RegisteredSealProof) -> String {
-    format!("porep-{}", size_name(u64::from(proof.sector_size())))
+/// The circuit id of a parameter set (`porep-32g`, `wpost-2k`, `winning-64g`, ...), as
+/// [`circuit`] reads it.
+pub fn circuit_id(set: ParamSet) -> String {
+    id_of(set.kind(), set.sector_size())
+}
+
+/// The circuit id of `kind` at `sector_size` bytes.
+fn id_of(kind: cuzk::ProofKind, sector_size: u64) -> String {
+    let prefix = match kind {
+        cuzk::ProofKind::WinningPost => "winning",
+        cuzk::ProofKind::WindowPost => "wpost",
+        _ => "porep",
+    };
+    format!("{prefix}-{}", size_name(sector_size))
 }
 
 /// A sector size as circuit ids write it: `2k`, `8m`, `512m`, `32g`, `64g`.
@@ -664,29 +703,69 @@ mod tests {
 
     #[test]
     fn circuit_ids_round_trip() {
+        use filecoin_proofs_api::RegisteredPoStProof as Post;
         for v in 5..10 {
-            let p = registered_seal_proof(v).unwrap();
-            assert_eq!(circuit_proof(&circuit_id(p)).unwrap(), p);
+            let p = ParamSet::Porep(registered_seal_proof(v).unwrap());
+            assert_eq!(circuit(&circuit_id(p)).unwrap(), p);
+        }
+        for (id, set) in [
+            (
+                "porep-32g",
+                ParamSet::Porep(RegisteredSealProof::StackedDrg32GiBV1_1),
+            ),
+            ("wpost-32g", ParamSet::Post(Post::StackedDrgWindow32GiBV1_2)),
+            ("wpost-2k", ParamSet::Post(Post::StackedDrgWindow2KiBV1_2)),
+            (
+                "winning-32g",
+                ParamSet::Post(Post::StackedDrgWinning32GiBV1),
+            ),
+            (
+                "winning-64g",
+                ParamSet::Post(Post::StackedDrgWinning64GiBV1),
+            ),
+            (
+                "winning-512m",
+                ParamSet::Post(Post::StackedDrgWinning512MiBV1),
+            ),
+        ] {
+            assert_eq!(circuit(id).unwrap(), set, "{id}");
+            assert_eq!(circuit_id(set), id);
         }
         assert_eq!(
-            circuit_id(RegisteredSealProof::StackedDrg32GiBV1_1),
-            "porep-32g"
+            circuit("PoRep-2KiB").unwrap(),
+            ParamSet::Porep(RegisteredSealProof::StackedDrg2KiBV1_1)
         );
         assert_eq!(
-            circuit_proof("PoRep-2KiB").unwrap(),
-            RegisteredSealProof::StackedDrg2KiBV1_1
+            circuit(" WPoSt-8MiB ").unwrap(),
+            ParamSet::Post(Post::StackedDrgWindow8MiBV1_2)
         );
+        // A PoSt job's id and set are those of its proof type.
+        let (job, _) = check_post(
+            proto::SubmitProofRequest {
+                proof_kind: proto::ProofKind::WinningPost as i32,
+                registered_proof: 3,
+                vanilla_proofs: vec![vec![1]],
+                ..Default::default()
+            },
+            cuzk::ProofKind::WinningPost,
+        )
+        .unwrap();
+        let job = ProofJob::Post(job);
+        assert_eq!(job.circuit_id(), "winning-32g");
         assert_eq!(
-            circuit_proof("wpost-32g").unwrap_err().code(),
-            tonic::Code::Unimplemented
+            circuit(&job.circuit_id()).unwrap(),
+            job.param_set().unwrap()
         );
-        assert_eq!(
-            circuit_proof("porep-3g").unwrap_err().code(),
-            tonic::Code::InvalidArgument
-        );
-        assert_eq!(
-            circuit_proof("bogus").unwrap_err().code(),
-            tonic::Code::InvalidArgument
-        );
+        for (id, code) in [
+            ("snap-32g", tonic::Code::Unimplemented),
+            ("porep-3g", tonic::Code::InvalidArgument),
+            ("wpost-", tonic::Code::InvalidArgument),
+            ("winning", tonic::Code::InvalidArgument),
+            ("window-32g", tonic::Code::InvalidArgument),
+            ("bogus", tonic::Code::InvalidArgument),
+            ("", tonic::Code::InvalidArgument),
+        ] {
+            assert_eq!(circuit(id).unwrap_err().code(), code, "{id:?}");
+        }
     }
 }

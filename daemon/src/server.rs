@@ -11,7 +11,7 @@ use tonic::transport::Server;
 
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::prover::{EngineProver, Prover};
-use crate::request::circuit_proof;
+use crate::request::circuit;
 use crate::scheduler::{Scheduler, SchedulerConfig, Workers};
 use crate::service::ProvingService;
 
@@ -332,8 +332,10 @@ pub struct ServeArgs {
     /// ~50 MB).
     #[arg(long, value_name = "BYTES", default_value = "256MiB", value_parser = bytes_arg)]
     pub max_message_size: usize,
-    /// Load these circuits' parameters before serving, repeatable: porep-32g, porep-64g (also
-    /// porep-2k, porep-8m, porep-512m).
+    /// Load these circuits' parameters before serving, repeatable: porep-, wpost- (WindowPoSt)
+    /// or winning- (WinningPoSt) and a sector size: 32g, 64g (also 2k, 8m, 512m), e.g.
+    /// porep-32g, wpost-32g, winning-32g. Each is kept while it fits the host-memory budget
+    /// beside the others (the least recently used idle set goes first; winning- sets stay).
     #[arg(long = "preload", value_name = "CIRCUIT")]
     pub preload: Vec<String>,
 }
@@ -356,22 +358,12 @@ pub fn run(args: ServeArgs) -> Result<(), cuzk::Error> {
         };
     }
     let verify = cuzk::ProveOptions::from_env()?.verify;
-    let preload = args
-        .preload
-        .iter()
-        .map(|id| {
-            circuit_proof(id).map_err(|e| cuzk::Error::InvalidConfig {
-                name: "--preload".into(),
-                value: id.clone(),
-                reason: e.to_string(),
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let preload = preload_sets(&args.preload)?;
     let engine = cuzk::Engine::new(config)?;
     let prover = Arc::new(EngineProver::new(engine, verify));
-    for (id, proof) in args.preload.iter().zip(preload) {
+    for (id, set) in args.preload.iter().zip(preload) {
         let t = std::time::Instant::now();
-        prover.preload(proof)?;
+        prover.preload(set)?;
         log::info!("preloaded {id} in {:.2} s", t.elapsed().as_secs_f64());
     }
     let cfg = DaemonConfig {
@@ -414,6 +406,23 @@ pub fn run(args: ServeArgs) -> Result<(), cuzk::Error> {
     })
 }
 
+/// The parameter sets `--preload` names (circuit ids as `PreloadSRS` takes them:
+/// [`crate::request::circuit`]).
+///
+/// # Errors
+/// [`cuzk::Error::InvalidConfig`] naming `--preload` and the first bad id.
+fn preload_sets(ids: &[String]) -> Result<Vec<cuzk::srs::ParamSet>, cuzk::Error> {
+    ids.iter()
+        .map(|id| {
+            circuit(id).map_err(|e| cuzk::Error::InvalidConfig {
+                name: "--preload".into(),
+                value: id.clone(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
+}
+
 /// Waits for SIGINT or SIGTERM; returns its name.
 async fn wait_for_signal() -> Result<&'static str, cuzk::Error> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -446,5 +455,23 @@ mod tests {
         for bad in ["", "unix://", "9820"] {
             assert_eq!(Listen::parse(bad).unwrap_err().code(), 104, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn preload_takes_the_circuit_ids_of_every_kind() {
+        use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let sets = preload_sets(&ids(&["porep-32g", "wpost-32g", "winning-32g"])).unwrap();
+        assert_eq!(
+            sets,
+            [
+                cuzk::srs::ParamSet::Porep(RegisteredSealProof::StackedDrg32GiBV1_1),
+                cuzk::srs::ParamSet::Post(RegisteredPoStProof::StackedDrgWindow32GiBV1_2),
+                cuzk::srs::ParamSet::Post(RegisteredPoStProof::StackedDrgWinning32GiBV1),
+            ]
+        );
+        let e = preload_sets(&ids(&["wpost-32g", "wpost-33g"])).unwrap_err();
+        assert_eq!(e.code(), 104);
+        assert!(e.to_string().contains("--preload=\"wpost-33g\""), "{e}");
     }
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cuzk::srs_cache::Eviction;
 use tonic::{Request, Response, Status};
 
 use crate::error::DaemonError;
@@ -275,10 +276,10 @@ impl proto::proving_engine_server::ProvingEngine for ProvingService {
         request: Request<proto::PreloadSrsRequest>,
     ) -> Result<Response<proto::PreloadSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
-        let proof = request::circuit_proof(&id)?;
+        let set = request::circuit(&id)?;
         let prover = self.scheduler.prover().clone();
         let t = Instant::now();
-        let already_loaded = tokio::task::spawn_blocking(move || prover.preload(proof))
+        let already_loaded = tokio::task::spawn_blocking(move || prover.preload(set))
             .await
             .map_err(|e| DaemonError::Internal(format!("preload task: {e}")))?
             .map_err(DaemonError::Engine)?;
@@ -302,12 +303,35 @@ impl proto::proving_engine_server::ProvingEngine for ProvingService {
         request: Request<proto::EvictSrsRequest>,
     ) -> Result<Response<proto::EvictSrsResponse>, Status> {
         let id = request.into_inner().circuit_id;
-        request::circuit_proof(&id)?;
-        Err(DaemonError::Unimplemented(format!(
-            "EvictSRS {id}: the engine keeps loaded parameters for its life (restart the daemon \
-             to free them)"
-        ))
-        .into())
+        let set = request::circuit(&id)?;
+        let prover = self.scheduler.prover().clone();
+        let evicted = tokio::task::spawn_blocking(move || prover.evict(set))
+            .await
+            .map_err(|e| DaemonError::Internal(format!("evict task: {e}")))?
+            .map_err(DaemonError::Engine)?;
+        let (was_loaded, freed_bytes) = match evicted {
+            Eviction::Evicted { bytes } => (true, bytes),
+            Eviction::NotLoaded => (false, 0),
+            Eviction::InUse { calls } => {
+                return Err(DaemonError::FailedPrecondition(format!(
+                    "EvictSRS {id}: the parameters are in use by {calls} proof(s) or load(s); \
+                     they can be evicted once idle"
+                ))
+                .into())
+            }
+        };
+        log::info!(
+            "EvictSRS {id}: {}",
+            if was_loaded {
+                format!("{:.2} GB freed", freed_bytes as f64 / 1e9)
+            } else {
+                "not loaded".into()
+            }
+        );
+        Ok(Response::new(proto::EvictSrsResponse {
+            was_loaded,
+            freed_bytes,
+        }))
     }
 }
 

@@ -391,12 +391,7 @@ async fn await_and_job_timeouts() {
         "every started call was stopped by its timeout"
     );
     p.release_all();
-    let m = c
-        .get_metrics(proto::GetMetricsRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .prometheus_text;
+    let m = metrics(&mut c).await;
     assert!(m.contains("\ncuzk_proofs_timed_out_total 2\n"), "{m}");
     d.shutdown().await;
 }
@@ -533,25 +528,16 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     for (id, code) in [
-        ("wpost-32g", Code::Unimplemented),
+        ("snap-32g", Code::Unimplemented),
         ("porep-3g", Code::InvalidArgument),
+        ("wpost", Code::InvalidArgument),
         ("bogus", Code::InvalidArgument),
     ] {
-        let e = c
-            .preload_srs(proto::PreloadSrsRequest {
-                circuit_id: id.into(),
-            })
-            .await
-            .unwrap_err();
+        let e = c.preload_srs(preload(id)).await.unwrap_err();
+        assert_eq!(e.code(), code, "{id}");
+        let e = c.evict_srs(evict(id)).await.unwrap_err();
         assert_eq!(e.code(), code, "{id}");
     }
-    let e = c
-        .evict_srs(proto::EvictSrsRequest {
-            circuit_id: "porep-32g".into(),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::Unimplemented);
     assert!(p.started().is_empty(), "{:?}", p.started());
     // Still serving.
     p.release_all();
@@ -565,6 +551,54 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
         .result
         .unwrap();
     assert_eq!(r.proof, fake_proof(5));
+    d.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preload_and_evict_take_the_circuit_ids_of_every_kind() {
+    let p = FakeProver::new();
+    let d = daemon(&p, one_job()).await;
+    let mut c = tcp_client(&d.addrs()[0]).await;
+    let ids = ["porep-2k", "wpost-32g", "winning-32g"];
+    for already in [false, true] {
+        for id in ids {
+            let r = c.preload_srs(preload(id)).await.unwrap().into_inner();
+            assert_eq!(r.already_loaded, already, "{id}");
+        }
+    }
+    let loaded = |st: proto::GetStatusResponse| {
+        st.loaded_srs
+            .into_iter()
+            .map(|l| l.circuit_id)
+            .collect::<Vec<_>>()
+    };
+    let st = c.get_status(proto::GetStatusRequest {}).await.unwrap();
+    assert_eq!(loaded(st.into_inner()), ids);
+    // Ids as Curio or an operator may write them.
+    let r = c
+        .evict_srs(evict("WPoSt-32GiB"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(r.was_loaded);
+    assert_eq!(r.freed_bytes, FAKE_SET_BYTES);
+    let r = c.evict_srs(evict("wpost-32g")).await.unwrap().into_inner();
+    assert!(!r.was_loaded);
+    assert_eq!(r.freed_bytes, 0);
+    // A set in use: FAILED_PRECONDITION, nothing evicted; once idle it goes.
+    c.submit_proof(request(7, Priority::Normal, "running"))
+        .await
+        .unwrap();
+    p.wait_started(1);
+    let e = c.evict_srs(evict("porep-2k")).await.unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert!(e.message().contains("in use by 1 proof"), "{}", e.message());
+    p.release(7);
+    p.wait_finished(7);
+    let r = c.evict_srs(evict("porep-2k")).await.unwrap().into_inner();
+    assert!(r.was_loaded);
+    let st = c.get_status(proto::GetStatusRequest {}).await.unwrap();
+    assert_eq!(loaded(st.into_inner()), ["winning-32g"]);
     d.shutdown().await;
 }
 

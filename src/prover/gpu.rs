@@ -2171,7 +2171,7 @@ impl ProverBackend for GpuBackend {
         pinned.retain(|p| p.path != path);
         if pinned.len() < before {
             log::info!(
-                "parameters {}: {} pinned queries let go (the load failed)",
+                "parameters {}: {} pinned queries let go (load failed, or evicted)",
                 path.display(),
                 before - pinned.len()
             );

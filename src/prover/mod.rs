@@ -215,7 +215,8 @@ pub trait ProverBackend: Send + Sync {
     }
 
     /// Lets go of what [`ProverBackend::prepare_params`] readied for the parameters at `path`
-    /// (their load failed after some sections were handed out). The default: nothing.
+    /// (their load failed after some sections were handed out, or the engine evicted them:
+    /// [`crate::srs_cache`]). The default: nothing.
     fn forget_params(&self, path: &std::path::Path) {
         let _ = path;
     }

@@ -7,11 +7,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use cuzk::srs::ParamSet;
+use cuzk::srs_cache::Eviction;
 use cuzk_daemon::proto::proving_engine_client::ProvingEngineClient;
 use cuzk_daemon::proto::{self, SubmitProofRequest};
 use cuzk_daemon::prover::{DeviceState, LoadedSrs, MemoryState, ProofOutput, Prover};
-use cuzk_daemon::request::{PorepJob, PostJob};
-use filecoin_proofs_api::RegisteredSealProof;
+use cuzk_daemon::request::{circuit_id, PorepJob, PostJob};
 use tonic::transport::{Channel, Endpoint};
 
 /// Sector numbers whose fake proofs fail (or panic) in a known way.
@@ -41,7 +42,12 @@ struct FakeState {
     cancelled: Vec<u64>,
     /// PoSt vanilla checks run.
     post_checks: usize,
+    /// Circuit ids of the fake parameter sets loaded (by preloads), in load order.
+    loaded: Vec<String>,
 }
+
+/// Bytes of one fake parameter set.
+pub const FAKE_SET_BYTES: u64 = 1000;
 
 impl FakeProver {
     pub fn new() -> Arc<FakeProver> {
@@ -238,12 +244,50 @@ impl Prover for FakeProver {
         })
     }
 
-    fn preload(&self, _proof: RegisteredSealProof) -> Result<bool, cuzk::Error> {
-        Ok(false)
+    fn preload(&self, set: ParamSet) -> Result<bool, cuzk::Error> {
+        let id = circuit_id(set);
+        let mut st = self.state.lock().unwrap();
+        let was = st.loaded.contains(&id);
+        if !was {
+            st.loaded.push(id);
+        }
+        Ok(was)
+    }
+
+    /// `porep-2k` (every fake PoRep job's) is in use while a fake PoRep job runs.
+    fn evict(&self, set: ParamSet) -> Result<Eviction, cuzk::Error> {
+        let id = circuit_id(set);
+        let mut st = self.state.lock().unwrap();
+        let running = st
+            .started
+            .iter()
+            .filter(|s| **s < POST_GATE && !st.finished.contains(s))
+            .count();
+        if id == "porep-2k" && running > 0 {
+            return Ok(Eviction::InUse { calls: running });
+        }
+        Ok(match st.loaded.iter().position(|l| *l == id) {
+            Some(i) => {
+                st.loaded.remove(i);
+                Eviction::Evicted {
+                    bytes: FAKE_SET_BYTES,
+                }
+            }
+            None => Eviction::NotLoaded,
+        })
     }
 
     fn loaded(&self) -> Vec<LoadedSrs> {
-        Vec::new()
+        self.state
+            .lock()
+            .unwrap()
+            .loaded
+            .iter()
+            .map(|id| LoadedSrs {
+                circuit_id: id.clone(),
+                size_bytes: FAKE_SET_BYTES,
+            })
+            .collect()
     }
 
     fn memory(&self) -> MemoryState {
@@ -312,6 +356,29 @@ pub fn post_request(
         miner_id: MINER,
         ..Default::default()
     }
+}
+
+/// A `PreloadSRS` request of the circuit `id`.
+pub fn preload(id: &str) -> proto::PreloadSrsRequest {
+    proto::PreloadSrsRequest {
+        circuit_id: id.into(),
+    }
+}
+
+/// An `EvictSRS` request of the circuit `id`.
+pub fn evict(id: &str) -> proto::EvictSrsRequest {
+    proto::EvictSrsRequest {
+        circuit_id: id.into(),
+    }
+}
+
+/// The `GetMetrics` text of the daemon behind `c`.
+pub async fn metrics(c: &mut ProvingEngineClient<Channel>) -> String {
+    c.get_metrics(proto::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text
 }
 
 /// A client of a TCP address `ip:port`.
