@@ -28,6 +28,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::config::Priority;
 use crate::error::{Error, Result};
 
 /// The account (see the module docs).
@@ -48,6 +49,9 @@ struct State {
     pooled: u64,
     /// Admissions that had to wait ([`HostBudget::waits`]).
     waits: u64,
+    /// Admissions waiting now, by priority ([`Priority::index`]): memory freed goes to the
+    /// highest priority waiting first.
+    waiting: [usize; 4],
 }
 
 /// An admission that waits at least this long is logged at `warn` level when it ends (else
@@ -270,17 +274,32 @@ impl HostBudget {
     /// # Errors
     /// As [`HostBudget::acquire`].
     pub fn acquire_as(&self, need: u64, who: &str) -> Result<Permit<'_>> {
+        self.acquire_with(need, who, Priority::Normal)
+    }
+
+    /// [`HostBudget::acquire_as`] at `priority`: while admissions of a higher priority wait,
+    /// this one waits too even where its bytes would fit, so that memory freed by a finished
+    /// partition goes to the highest priority first (a CRITICAL WinningPoSt partition is not
+    /// overtaken by NORMAL PoRep partitions queued for memory beside it). Equal priorities
+    /// take what fits, in no set order.
+    ///
+    /// # Errors
+    /// As [`HostBudget::acquire`].
+    pub fn acquire_with(&self, need: u64, who: &str, priority: Priority) -> Result<Permit<'_>> {
         self.fits(need)?;
         let poisoned = |_| Error::internal("host budget lock poisoned");
         let mut s = self.state.lock().map_err(poisoned)?;
         let mut waiting: Option<Instant> = None;
+        let p = priority.index();
         while let Some(limit) = self.limit {
-            if s.in_flight == 0 || s.params + s.partitions + need <= limit {
+            let higher_waiting = s.waiting[p + 1..].iter().any(|&n| n > 0);
+            if !higher_waiting && (s.in_flight == 0 || s.params + s.partitions + need <= limit) {
                 break;
             }
             if waiting.is_none() {
                 waiting = Some(Instant::now());
                 s.waits += 1;
+                s.waiting[p] += 1;
                 log::info!(
                     "{}",
                     wait_message(
@@ -297,6 +316,9 @@ impl HostBudget {
             s = self.freed.wait(s).map_err(poisoned)?;
         }
         if let Some(t) = waiting {
+            s.waiting[p] -= 1;
+            // Lower priorities held back by this one may fit now.
+            self.freed.notify_all();
             let waited = t.elapsed();
             let msg = admitted_message(who, need, waited);
             if waited >= LONG_WAIT {
@@ -475,6 +497,47 @@ mod tests {
     }
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn freed_memory_goes_to_the_highest_priority_waiting() {
+        let b = Arc::new(HostBudget::new(Some(10)));
+        let mut holder = b.acquire(8).unwrap();
+        let admitted = Arc::new(Mutex::new(Vec::new()));
+        let spawn = |need: u64, p: Priority| {
+            let (b, admitted) = (b.clone(), admitted.clone());
+            std::thread::spawn(move || {
+                let permit = b.acquire_with(need, p.name(), p).unwrap();
+                admitted.lock().unwrap().push(p);
+                std::thread::sleep(Duration::from_millis(50));
+                drop(permit);
+            })
+        };
+        let wait_for = |n: u64| {
+            while b.waits() < n {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        };
+        let normal = spawn(4, Priority::Normal);
+        wait_for(1);
+        let critical = spawn(7, Priority::Critical);
+        wait_for(2);
+        // 6 bytes in use: the NORMAL admission's 4 would fit, the CRITICAL one's 7 would not;
+        // the two never fit together, so the order of admission is the order of the pushes.
+        holder.release(2);
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(
+            admitted.lock().unwrap().is_empty(),
+            "a NORMAL admission took memory while a CRITICAL one waited"
+        );
+        drop(holder);
+        critical.join().unwrap();
+        normal.join().unwrap();
+        assert_eq!(
+            *admitted.lock().unwrap(),
+            vec![Priority::Critical, Priority::Normal]
+        );
+        assert_eq!(b.used(), (0, 0));
+    }
 
     #[test]
     fn the_machine_figure_keeps_a_margin_and_a_callers_limit_does_not() {

@@ -1578,9 +1578,10 @@ impl<'a> ProofRun<'a> {
         self.cancelled()?;
         let pass = self.engine.gate.enter(self.options.priority);
         self.cancelled()?;
-        let memory = self.engine.budget.acquire_as(
+        let memory = self.engine.budget.acquire_with(
             self.need,
             &format!("{} partition {k}", self.job.label()),
+            self.options.priority,
         )?;
         Ok((pass, memory))
     }
