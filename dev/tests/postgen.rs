@@ -236,9 +236,10 @@ fn tampered_32gib_is_rejected() {
 }
 
 /// A full 32 GiB WindowPoSt partition (2349 sectors × 10 challenges): generated and checked by
-/// filecoin-proofs. Ignored by default: ~11 s to generate and ~20 s to check on 2 cores.
+/// filecoin-proofs and by cuzk's pre-proving check. Ignored by default: 11–19 s to generate and
+/// ~90 s to check (both checks) on 2 busy cores.
 #[test]
-#[ignore = "about half a minute on 2 cores; run with --ignored"]
+#[ignore = "about 2 minutes on 2 cores; run with --ignored"]
 fn full_32gib_window_partition() {
     let t = Instant::now();
     let g = postgen::generate(&spec(ProofKind::WindowPost, "32GiB", "full", None)).unwrap();
