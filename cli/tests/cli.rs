@@ -59,6 +59,7 @@ fn help_of_every_command() {
         &["prove", "--help"],
         &["verify", "--help"],
         &["gen-c1", "--help"],
+        &["gen-post", "--help"],
         &["gen-params", "--help"],
     ] {
         let out = cuzk(args);
