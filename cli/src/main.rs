@@ -1,6 +1,7 @@
 //! `cuzk` — the command-line tool of cuzk: proves PoRep commit phase 2 (C2) from a C1 output and
-//! checks the proof with filecoin-proofs' `verify_seal`; generates real-shape C1 outputs without
-//! sealing (test and bench tooling). See `cuzk --help` and `cuzk <command> --help`.
+//! checks the proof with filecoin-proofs' `verify_seal`; generates real-shape C1 outputs and
+//! PoSt inputs without sealing, and Groth16 test parameters (test and bench tooling). See
+//! `cuzk --help` and `cuzk <command> --help`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cuzk::c1::hex;
 use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProveOptions};
-use cuzk_dev::{c1gen, paramgen};
+use cuzk_dev::{c1gen, paramgen, postgen};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::SectorId;
 
@@ -62,8 +63,14 @@ enum Command {
     /// c1.json, c1-wrapper.json and meta.json into DIR.
     #[command(name = "gen-c1", after_help = EXIT_CODES)]
     GenC1(GenC1Args),
+    /// Generate real-shape WindowPoSt or WinningPoSt inputs without sealing (deterministic from
+    /// --seed): the proof type, randomness, prover id, sectors and one vanilla proof per sector as
+    /// Curio sends them; writes post.json into DIR.
+    #[command(name = "gen-post", after_help = EXIT_CODES)]
+    GenPost(GenPostArgs),
     /// Generate Groth16 test parameters (insecure: the seed gives the toxic waste) for a sector
-    /// size's PoRep circuit; writes the v28 .params, .vk and .meta files into DIR.
+    /// size's PoRep, WindowPoSt or WinningPoSt circuit; writes the v28 .params, .vk and .meta
+    /// files into DIR.
     #[command(name = "gen-params", after_help = EXIT_CODES)]
     GenParams(GenParamsArgs),
     /// Serve the cuzk.v1.ProvingEngine gRPC API (Curio's cuzk daemon) until SIGINT / SIGTERM:
@@ -146,10 +153,50 @@ struct GenC1Args {
 }
 
 #[derive(Args)]
+struct GenPostArgs {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long)]
+    sector_size: String,
+    /// WindowPoSt (one partition, proof type StackedDrgWindow<size>V1_2, actors' 10–14) or
+    /// WinningPoSt (one sector of 66 challenges, StackedDrgWinning<size>V1, actors' 0–4).
+    #[arg(long, value_enum, default_value = "window")]
+    kind: PostKindArg,
+    /// Generator seed (any text): the same seed and options give the same bytes.
+    #[arg(long)]
+    seed: String,
+    /// Sectors: WindowPoSt 1 to a partition's (2349 at 32 GiB, 2300 at 64 GiB, 2 below;
+    /// default: a full partition); WinningPoSt 1.
+    #[arg(long)]
+    sectors: Option<usize>,
+    /// Number of the first sector (the others follow it).
+    #[arg(long, default_value_t = 1)]
+    sector_num: u64,
+    /// Prover (miner actor) id: f0NNNN / t0NNNN, a bare actor number, or 64 hex digits.
+    #[arg(long, default_value = "f01000")]
+    prover_id: String,
+    /// The randomness, 64 hex digits: a field element, little-endian (the chain's have the top
+    /// two bits clear); default: derived from --seed.
+    #[arg(long, value_name = "HEX")]
+    randomness: Option<String>,
+    /// Output directory (created if needed).
+    dir: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PostKindArg {
+    Window,
+    Winning,
+}
+
+#[derive(Args)]
 struct GenParamsArgs {
     /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long)]
     sector_size: String,
+    /// The circuit: PoRep (StackedDrg<size>V1_1, one partition), WindowPoSt (one partition) or
+    /// WinningPoSt of the sector size.
+    #[arg(long, value_enum, default_value = "porep")]
+    kind: ParamsKindArg,
     /// Seed of the (test, insecure) toxic waste: 64 hex digits are the ChaCha20 seed itself
     /// (the 2 KiB fixture's: 63757a6b20324b694220666978747572652067726f7468313620706172616d73,
     /// cuzk_dev::fixture::PARAMS_RNG_SEED), any other text is hashed into one.
@@ -160,6 +207,13 @@ struct GenParamsArgs {
     device: DeviceArg,
     /// Output directory of the .params / .vk / .meta files (created if needed).
     dir: PathBuf,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ParamsKindArg {
+    Porep,
+    WindowPost,
+    WinningPost,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -210,12 +264,13 @@ fn main() -> ExitCode {
         Command::Prove(a) => a.sector.params.clone(),
         Command::Verify(a) => a.sector.params.clone(),
         Command::Serve(a) => a.params.clone(),
-        Command::GenC1(_) | Command::GenParams(_) => None,
+        Command::GenC1(_) | Command::GenPost(_) | Command::GenParams(_) => None,
     };
     let r = match cli.command {
         Command::Prove(a) => prove(a),
         Command::Verify(a) => verify(a),
         Command::GenC1(a) => gen_c1(a),
+        Command::GenPost(a) => gen_post(a),
         Command::GenParams(a) => gen_params(a),
         Command::Serve(a) => cuzk_daemon::run(a).map_err(Failure::Lib),
     };
@@ -589,8 +644,70 @@ fn gen_c1(a: GenC1Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The PoSt proof type of `kind` at a `--sector-size` value.
+fn post_proof_arg(
+    kind: cuzk::ProofKind,
+    size: &str,
+) -> Result<filecoin_proofs_api::RegisteredPoStProof, Error> {
+    postgen::proof_type(kind, size).map_err(|e| Error::InvalidConfig {
+        name: "--sector-size".into(),
+        value: size.into(),
+        reason: format!("{e:#}"),
+    })
+}
+
+fn gen_post(a: GenPostArgs) -> Result<(), Failure> {
+    let kind = match a.kind {
+        PostKindArg::Window => cuzk::ProofKind::WindowPost,
+        PostKindArg::Winning => cuzk::ProofKind::WinningPost,
+    };
+    let registered_proof = post_proof_arg(kind, &a.sector_size)?;
+    let randomness = a
+        .randomness
+        .as_deref()
+        .map(|r| {
+            postgen::parse_randomness(r).map_err(|e| Error::InvalidConfig {
+                name: "--randomness".into(),
+                value: r.into(),
+                reason: format!("{e:#}"),
+            })
+        })
+        .transpose()?;
+    let spec = postgen::PostSpec {
+        registered_proof,
+        seed: postgen::seed_from_str(&a.seed),
+        prover_id: parse_prover_id(&a.prover_id)?,
+        randomness,
+        first_sector: a.sector_num,
+        sectors: a.sectors,
+    };
+    let n = postgen::resolve_sectors(&spec).map_err(|e| Error::InvalidConfig {
+        name: "--sectors".into(),
+        value: a.sectors.map(|n| n.to_string()).unwrap_or_default(),
+        reason: format!("{e:#}"),
+    })?;
+    let t = Instant::now();
+    let g = postgen::generate(&spec).map_err(|e| Error::Internal(format!("{e:#}")))?;
+    let gen_s = t.elapsed().as_secs_f64();
+    let (path, bytes) = g
+        .write_dir(&a.dir)
+        .map_err(|e| Error::Io(std::io::Error::other(format!("{e:#}"))))?;
+    let vanilla: usize = g.vanilla_proofs.iter().map(Vec::len).sum();
+    say!(
+        "{registered_proof:?} (registered proof {}), {n} sector(s) × {} challenges: generated \
+         in {gen_s:.2} s ({} of vanilla proofs), written to {} ({}) in {:.2} s\n  randomness {}",
+        postgen::actors_number(registered_proof).map_err(|e| Error::Internal(format!("{e:#}")))?,
+        postgen::challenges_per_sector(registered_proof),
+        size_text(vanilla as u64),
+        path.display(),
+        size_text(bytes),
+        t.elapsed().as_secs_f64() - gen_s,
+        hex(&g.randomness)
+    );
+    Ok(())
+}
+
 fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
-    let registered_proof = sector_size_arg(&a.sector_size)?;
     let device = match a.device {
         DeviceArg::Cpu => paramgen::Device::Cpu,
         DeviceArg::Gpu if !cfg!(feature = "cuda") => {
@@ -601,16 +718,31 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
         }
         DeviceArg::Gpu => paramgen::Device::Gpu,
     };
+    let seed = paramgen::seed_from_str(&a.seed);
     let t = Instant::now();
-    let files = paramgen::generate_porep(
-        registered_proof,
-        paramgen::seed_from_str(&a.seed),
-        &a.dir,
-        device,
-    )
-    .map_err(|e| Error::Internal(format!("gen-params: {e:#}")))?;
+    let (name, files) = match a.kind {
+        ParamsKindArg::Porep => {
+            let p = sector_size_arg(&a.sector_size)?;
+            (
+                format!("{p:?}"),
+                paramgen::generate_porep(p, seed, &a.dir, device),
+            )
+        }
+        ParamsKindArg::WindowPost | ParamsKindArg::WinningPost => {
+            let kind = match a.kind {
+                ParamsKindArg::WinningPost => cuzk::ProofKind::WinningPost,
+                _ => cuzk::ProofKind::WindowPost,
+            };
+            let p = post_proof_arg(kind, &a.sector_size)?;
+            (
+                format!("{p:?}"),
+                paramgen::generate_post(p, seed, &a.dir, device),
+            )
+        }
+    };
+    let files = files.map_err(|e| Error::Internal(format!("gen-params: {e:#}")))?;
     say!(
-        "{registered_proof:?}: parameters in {:.1} s (circuit {:.1} s; {}), peak RSS {}\n  {}\n  {}\n  {}",
+        "{name}: parameters in {:.1} s (circuit {:.1} s; {}), peak RSS {}\n  {}\n  {}\n  {}",
         t.elapsed().as_secs_f64(),
         files.compile_secs,
         files.report,
@@ -654,6 +786,15 @@ fn stage_line(events: &[(&'static str, f64, bool)]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A byte count in kB or MB (10^3, 10^6).
+fn size_text(bytes: u64) -> String {
+    if bytes < 1_000_000 {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    }
 }
 
 /// [`peak_rss`] in GiB, or "unknown".

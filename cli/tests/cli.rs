@@ -59,6 +59,7 @@ fn help_of_every_command() {
         &["prove", "--help"],
         &["verify", "--help"],
         &["gen-c1", "--help"],
+        &["gen-post", "--help"],
         &["gen-params", "--help"],
     ] {
         let out = cuzk(args);
@@ -572,4 +573,220 @@ fn prove_generated_2kib_on_the_cpu() {
     ]);
     assert_eq!(out.status.code(), Some(11));
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `cuzk gen-post` writes post.json: the proof type in the actors' numbering, the sectors and
+/// their vanilla proofs, which filecoin-proofs' vanilla verification accepts; the same seed gives
+/// the same bytes, another seed other ones; bad options exit 14 before any work.
+#[test]
+fn gen_post_writes_post_json() {
+    use cuzk_dev::postgen::{self, GeneratedPost};
+    let d = tmp_dir("gen-post");
+    // `extra`, then --sector-size 2KiB and --seed g unless `extra` has them.
+    let gen = |dir: &str, extra: &[&str]| {
+        let out_dir = d.join(dir);
+        let mut args = vec!["gen-post"];
+        args.extend_from_slice(extra);
+        for (flag, value) in [("--sector-size", "2KiB"), ("--seed", "g")] {
+            if !extra.contains(&flag) {
+                args.extend([flag, value]);
+            }
+        }
+        args.push(s(&out_dir));
+        let out = cuzk(&args);
+        (out, out_dir.join(postgen::POST_JSON))
+    };
+    let (out, a) = gen("a", &["--sector-num", "7", "--prover-id", "f0777"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("StackedDrgWindow2KiBV1_2 (registered proof 10), 2 sector(s) × 10"),
+        "{stderr}"
+    );
+    let g = GeneratedPost::read(&a).unwrap();
+    assert_eq!(g.registered_proof_number().unwrap(), 10);
+    assert_eq!(
+        g.sectors.iter().map(|s| s.sector_id).collect::<Vec<_>>(),
+        [7, 8]
+    );
+    assert_eq!(g.spec.prover_id, cuzk::c1::prover_id_from_actor_id(777));
+    assert!(postgen::verify_vanilla(&g).unwrap());
+    let (out, b) = gen("b", &["--sector-num", "7", "--prover-id", "f0777"]);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    let (out, c) = gen("c", &["--sector-num", "7", "--seed", "h"]);
+    assert!(out.status.success());
+    assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+    // WinningPoSt with a given randomness.
+    let r = "22".repeat(32);
+    let (out, w) = gen("w", &["--kind", "winning", "--randomness", &r]);
+    assert!(out.status.success());
+    let g = GeneratedPost::read(&w).unwrap();
+    assert_eq!(g.registered_proof_number().unwrap(), 0);
+    assert_eq!((g.sectors.len(), g.sectors[0].challenges.len()), (1, 66));
+    assert_eq!(g.randomness, [0x22; 32]);
+    assert!(postgen::verify_vanilla(&g).unwrap());
+    for bad in [
+        &["--sectors", "3"][..],
+        &["--sectors", "0"],
+        &["--kind", "winning", "--sectors", "2"],
+        &["--randomness", "1234"],
+        &["--randomness", &"ff".repeat(32)],
+        &["--sector-size", "3KiB"],
+    ] {
+        let (out, p) = gen("bad", bad);
+        assert_eq!(out.status.code(), Some(14), "{bad:?}");
+        assert!(!p.exists());
+    }
+    let (out, _) = gen("bad", &["--prover-id", "f1abc"]);
+    assert_eq!(out.status.code(), Some(12));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The PoSt end to end through the commands, on the CPU: `gen-params --kind window-post` and
+/// `--kind winning-post` make the parameters, `gen-post` the inputs; `cuzk::Engine` proves
+/// them and filecoin-proofs-api's `verify_window_post` / `verify_winning_post` accept the
+/// proofs (in a child process whose `FIL_PROOFS_PARAMETER_CACHE` is the generated directory)
+/// and reject them with a byte flipped; a vanilla proof with a byte flipped is refused before
+/// proving (typed error). `fixture_seeds`: the parameters use the 2 KiB PoSt fixture's seeds and
+/// must equal its (bellperson-generated) files byte for byte.
+fn post_end_to_end(test: &str, size: &str, fixture_seeds: bool) {
+    use cuzk::{Backend, CircuitCache, Engine, EngineConfig, ProofKind, ProveOptions};
+    use cuzk_dev::postgen::{self, GeneratedPost};
+    const KINDS: [(&str, &str); 2] = [("window", "window-post"), ("winning", "winning-post")];
+    if let Some(d) = std::env::var_os("CUZK_TEST_POST_E2E") {
+        // The child: filecoin-proofs-api's verifiers on the parent's proofs.
+        let d = PathBuf::from(d);
+        for (kind, _) in KINDS {
+            let g = GeneratedPost::read(&d.join(kind).join(postgen::POST_JSON)).unwrap();
+            let proof = std::fs::read(d.join(kind).join("proof.bin")).unwrap();
+            assert!(
+                postgen::verify_with_filecoin_proofs(&g, &proof).unwrap(),
+                "{size} {kind}: filecoin-proofs rejects the proof"
+            );
+            for i in [0, 95, 96, 191] {
+                let mut bad = proof.clone();
+                bad[i] ^= 1;
+                assert!(
+                    !matches!(postgen::verify_with_filecoin_proofs(&g, &bad), Ok(true)),
+                    "{size} {kind}: byte {i} flipped still verifies"
+                );
+            }
+        }
+        println!("child verified both kinds");
+        return;
+    }
+    let d = tmp_dir(&format!("post-e2e-{size}"));
+    let params = d.join("params");
+    let hex = |b: &[u8; 32]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    for (kind, params_kind) in KINDS {
+        let seed = match (fixture_seeds, kind) {
+            (true, "window") => hex(&cuzk_dev::post_fixture::WINDOW_PARAMS_RNG_SEED),
+            (true, _) => hex(&cuzk_dev::post_fixture::WINNING_PARAMS_RNG_SEED),
+            (false, _) => format!("cli {size}"),
+        };
+        let out = cuzk(&[
+            "gen-params",
+            "--kind",
+            params_kind,
+            "--sector-size",
+            size,
+            "--seed",
+            &seed,
+            s(&params),
+        ]);
+        assert!(out.status.success());
+        let out = cuzk(&[
+            "gen-post",
+            "--kind",
+            kind,
+            "--sector-size",
+            size,
+            "--seed",
+            "e2e",
+            s(&d.join(kind)),
+        ]);
+        assert!(out.status.success());
+    }
+    if fixture_seeds {
+        let fixture = cuzk_dev::post_fixture::ensure_post_fixture(
+            &cuzk_dev::post_fixture::default_post_fixture_dir(),
+        )
+        .expect("2 KiB PoSt fixture");
+        let mut compared = 0;
+        for e in std::fs::read_dir(&params).unwrap() {
+            let ours = e.unwrap().path();
+            let name = ours.file_name().unwrap();
+            let theirs = std::fs::read(fixture.param_dir.join(name)).unwrap();
+            assert!(std::fs::read(&ours).unwrap() == theirs, "{name:?} differs");
+            compared += 1;
+        }
+        assert_eq!(compared, 6, "the .params, .vk and .meta of both circuits");
+    }
+    let engine = Engine::new(
+        EngineConfig::default()
+            .with_parameter_dir(&params)
+            .with_backend(Backend::Cpu)
+            .with_circuit_cache(CircuitCache::Off),
+    )
+    .unwrap();
+    let options = ProveOptions::default();
+    let prove = |g: &GeneratedPost, vanilla: &[Vec<u8>]| {
+        let v: Vec<&[u8]> = vanilla.iter().map(Vec::as_slice).collect();
+        let n = g.registered_proof_number().unwrap();
+        let (r, id) = (&g.randomness, &g.spec.prover_id);
+        match g.kind() {
+            ProofKind::WinningPost => engine.prove_winning_post(n, &v, r, id, &options),
+            _ => engine.prove_window_post(n, &v, r, id, 0, &options),
+        }
+    };
+    for (kind, _) in KINDS {
+        let g = GeneratedPost::read(&d.join(kind).join(postgen::POST_JSON)).unwrap();
+        let out = prove(&g, &g.vanilla_proofs).unwrap();
+        assert_eq!(out.proof.len(), 192);
+        assert!(out.verified);
+        std::fs::write(d.join(kind).join("proof.bin"), &out.proof).unwrap();
+        // comm_r (byte 8) and the first sibling of the first path (byte 140) of sector 0: refused
+        // before proving; the sector proof's comm_r_last copy (its last 32 bytes), which the
+        // vanilla verification does not read: the circuit is not satisfied.
+        let last = g.vanilla_proofs[0].len() - 32;
+        for (at, codes) in [
+            (8, &[100, 101][..]),
+            (140, &[100, 101]),
+            (last, &[500, 501]),
+        ] {
+            let mut bad = g.vanilla_proofs.clone();
+            bad[0][at] ^= 1;
+            let e = prove(&g, &bad).expect_err("a changed vanilla proof proved");
+            assert!(codes.contains(&e.code()), "{size} {kind} byte {at}: {e}");
+        }
+    }
+    let child = cuzk_dev::fixture::run_self_with_env(
+        test,
+        &[
+            ("FIL_PROOFS_PARAMETER_CACHE", params.as_os_str()),
+            ("CUZK_TEST_POST_E2E", d.as_os_str()),
+        ],
+    )
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && stdout.contains("child verified both kinds"),
+        "child: {stdout}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// [`post_end_to_end`] at 2 KiB, the parameters equal to the PoSt fixture's (~40 s on 2 cores;
+/// the fixture is built on first use, cuzk_dev::post_fixture).
+#[test]
+fn post_2kib_end_to_end_on_the_cpu() {
+    post_end_to_end("post_2kib_end_to_end_on_the_cpu", "2KiB", true);
+}
+
+/// [`post_end_to_end`] at 8 MiB (WinningPoSt: 233 k aux variables; ~1 min on 2 cores).
+#[test]
+fn post_8mib_end_to_end_on_the_cpu() {
+    post_end_to_end("post_8mib_end_to_end_on_the_cpu", "8MiB", false);
 }

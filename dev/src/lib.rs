@@ -5,6 +5,8 @@
 //!   and Groth16 test parameters) that the examples and tests prove.
 //! - [`post_fixture`]: the deterministic 2 KiB PoSt fixture (a sealed sector with its cache,
 //!   for vanilla proofs of any randomness, and the WinningPoSt and WindowPoSt test parameters).
+//! - [`postgen`]: real-shape WindowPoSt and WinningPoSt inputs (vanilla proofs as Curio sends
+//!   them) for any sector size, without sealing.
 //! - [`paramgen`]: Groth16 test parameters (`.params`, `.vk`) for a compiled circuit, on the CPU
 //!   or (feature `cuda`) the GPU.
 #![deny(missing_docs)]
@@ -13,3 +15,4 @@ pub mod c1gen;
 pub mod fixture;
 pub mod paramgen;
 pub mod post_fixture;
+pub mod postgen;

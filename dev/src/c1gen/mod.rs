@@ -251,11 +251,11 @@ pub fn generate(spec: &C1Spec) -> Result<GeneratedC1> {
     })
 }
 
-type TreeDomain = <DefaultTreeHasher as Hasher>::Domain;
+pub(crate) type TreeDomain = <DefaultTreeHasher as Hasher>::Domain;
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
 
 /// A ChaCha20 stream of the generator, separated by `tag` and `index`.
-fn stream(seed: &[u8; 32], tag: &str, index: u64) -> ChaCha20Rng {
+pub(crate) fn stream(seed: &[u8; 32], tag: &str, index: u64) -> ChaCha20Rng {
     let s: [u8; 32] = Sha256::new()
         .chain_update(seed)
         .chain_update(tag.as_bytes())
@@ -281,7 +281,7 @@ fn label(replica_id: &TreeDomain, layer: usize, node: usize, parents: &[TreeDoma
 }
 
 /// Arities and node-hash heights of the levels of a tree of shape `Tree` with `nodes` leaves.
-fn tree_levels<Tree: MerkleTreeTrait>(nodes: usize) -> Result<(Vec<usize>, Vec<usize>)> {
+pub(crate) fn tree_levels<Tree: MerkleTreeTrait>(nodes: usize) -> Result<(Vec<usize>, Vec<usize>)> {
     let base = Tree::Arity::to_usize();
     let sub = Tree::SubTreeArity::to_usize();
     let top = Tree::TopTreeArity::to_usize();
@@ -338,7 +338,7 @@ fn into_api<Tree: 'static + MerkleTreeTrait>(
 }
 
 type Scheme<'a, Tree> = StackedDrg<'a, Tree, DefaultPieceHasher>;
-type TreeProof<Tree> = MerkleProof<
+pub(crate) type TreeProof<Tree> = MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
     <Tree as MerkleTreeTrait>::SubTreeArity,

@@ -1,5 +1,7 @@
 //! Groth16 test parameters for a compiled circuit, written as the v28 `.params` / `.vk` files
 //! that filecoin-proofs reads — **test** parameters: whoever knows the seed knows the toxic waste.
+//! [`generate_porep`] makes them for a PoRep circuit, [`generate_post`] for a WindowPoSt or
+//! WinningPoSt circuit, both from the engine's compiled circuit ([`generate_params`]).
 //!
 //! The algorithm is Groth16's setup (Groth, "On the Size of Pairing-based Non-interactive
 //! Arguments", 2016) in the form bellperson 0.27's `generate_random_parameters` uses, and the
@@ -40,7 +42,8 @@ use ff::Field;
 use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs::with_shape;
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs::PoStType;
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 use group::{Curve, Group};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -438,9 +441,9 @@ pub fn generate_params(
     Ok(rep)
 }
 
-/// The files [`generate_porep`] wrote.
+/// The files [`generate_porep`] or [`generate_post`] wrote.
 #[derive(Clone, Debug)]
-pub struct PorepFiles {
+pub struct ParamFiles {
     /// `.params`.
     pub params: PathBuf,
     /// `.vk`.
@@ -453,6 +456,9 @@ pub struct PorepFiles {
     pub report: Report,
 }
 
+/// The files of a PoRep circuit (the name [`generate_porep`] returned them under before PoSt).
+pub type PorepFiles = ParamFiles;
+
 /// Generates the parameters of the PoRep circuit of `proof` (one partition) into `dir` under
 /// filecoin-proofs' v28 names, with the secrets of `ChaCha20Rng::from_seed(seed)`. The compiled
 /// circuit comes from (and goes to) the engine's circuit cache (`EngineConfig::from_env`).
@@ -464,7 +470,7 @@ pub fn generate_porep(
     seed: [u8; 32],
     dir: &Path,
     device: Device,
-) -> Result<PorepFiles> {
+) -> Result<ParamFiles> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     with_shape!(
         u64::from(proof.sector_size()),
@@ -476,15 +482,52 @@ pub fn generate_porep(
     )
 }
 
+/// The circuit's parameter files from its compiled circuit (built by `compile` unless the
+/// engine's circuit cache holds it under `name` and `key`), the secrets of `seed`, and the
+/// `.meta` of `sector_size`.
+fn generate_files(
+    what: &str,
+    (name, key): (String, [u8; 32]),
+    compile: impl FnOnce() -> cuzk::Result<CompiledCircuit>,
+    seed: [u8; 32],
+    device: Device,
+    (params, vk, meta): (PathBuf, PathBuf, PathBuf),
+    sector_size: u64,
+) -> Result<ParamFiles> {
+    use storage_proofs_core::parameter_cache::CacheEntryMetadata;
+    let t0 = Instant::now();
+    let cache = cuzk::EngineConfig::from_env()?.circuit_cache.dir();
+    let (cc, _) = cuzk::circuit::cache::load_or_build(cache.as_deref(), &name, &key, compile)?;
+    let compile_secs = t0.elapsed().as_secs_f64();
+    log::info!("paramgen: compiled circuit of {what} in {compile_secs:.1} s");
+
+    let report = generate_params(&cc, &Toxic::from_seed(seed), device, &params, &vk)?;
+    let json = serde_json::to_vec(&CacheEntryMetadata { sector_size })?;
+    write_atomic(&meta, |w| Ok(w.write_all(&json)?))?;
+    Ok(ParamFiles {
+        params,
+        vk,
+        meta,
+        compile_secs,
+        report,
+    })
+}
+
+/// The file name of `path` (empty if none).
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 fn generate_porep_shape<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredSealProof,
     seed: [u8; 32],
     dir: &Path,
     device: Device,
-) -> Result<PorepFiles> {
+) -> Result<ParamFiles> {
     use storage_proofs_core::parameter_cache::{
-        CacheEntryMetadata, CacheableParameters, ParameterSetMetadata, PARAMETER_METADATA_EXT,
-        VERSION,
+        CacheableParameters, ParameterSetMetadata, PARAMETER_METADATA_EXT, VERSION,
     };
     use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound};
     let config = proof.as_v1_config();
@@ -496,32 +539,75 @@ fn generate_porep_shape<Tree: 'static + MerkleTreeTrait>(
         _,
     >>::cache_identifier(&pp);
     let meta = dir.join(format!("v{VERSION}-{id}.{PARAMETER_METADATA_EXT}"));
+    let cache_key = cuzk::circuit::porep::cache_name_and_key(&file_name(&params), &pp);
+    generate_files(
+        &format!("{proof:?}"),
+        cache_key,
+        || cuzk::circuit::porep::compile(&pp),
+        seed,
+        device,
+        (params, vk, meta),
+        pp.sector_size(),
+    )
+}
 
-    let t0 = Instant::now();
-    let file = params
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (name, key) = cuzk::circuit::porep::cache_name_and_key(&file, &pp);
-    let cache = cuzk::EngineConfig::from_env()?.circuit_cache.dir();
-    let (cc, _) = cuzk::circuit::cache::load_or_build(cache.as_deref(), &name, &key, || {
-        cuzk::circuit::porep::compile(&pp)
-    })?;
-    let compile_secs = t0.elapsed().as_secs_f64();
-    log::info!("paramgen: compiled circuit of {proof:?} in {compile_secs:.1} s");
+/// Generates the parameters of the PoSt circuit of `proof` (WindowPoSt: one partition of
+/// `WINDOW_POST_SECTOR_COUNT` sectors × 10 challenges; WinningPoSt: 66 one-challenge sectors)
+/// into `dir` under filecoin-proofs' v28 names (`v28-proof-of-spacetime-fallback-merkletree-
+/// poseidon_hasher-8-<sub>-<top>-<sha256 of the public parameters' identifier>` `.params`,
+/// `.vk`, `.meta`: the files filecoin-proofs' `get_post_params` and the engine look up), with
+/// the secrets of `ChaCha20Rng::from_seed(seed)`. The circuit is the engine's PoSt circuit
+/// (`cuzk::circuit::post::compile` of filecoin-proofs' public parameters), from and to the
+/// engine's circuit cache (`EngineConfig::from_env`). With the seeds of the 2 KiB PoSt fixture
+/// (`post_fixture::WINNING_PARAMS_RNG_SEED`, `WINDOW_PARAMS_RNG_SEED`) the files equal its
+/// bellperson-generated ones byte for byte.
+///
+/// # Errors
+/// Those of [`generate_params`], filecoin-proofs' public parameters, I/O.
+pub fn generate_post(
+    proof: RegisteredPoStProof,
+    seed: [u8; 32],
+    dir: &Path,
+    device: Device,
+) -> Result<ParamFiles> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    with_shape!(
+        u64::from(proof.sector_size()),
+        generate_post_shape,
+        proof,
+        seed,
+        dir,
+        device
+    )
+}
 
-    let report = generate_params(&cc, &Toxic::from_seed(seed), device, &params, &vk)?;
-    let json = serde_json::to_vec(&CacheEntryMetadata {
-        sector_size: pp.sector_size(),
-    })?;
-    write_atomic(&meta, |w| Ok(w.write_all(&json)?))?;
-    Ok(PorepFiles {
-        params,
-        vk,
-        meta,
-        compile_secs,
-        report,
-    })
+fn generate_post_shape<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredPoStProof,
+    seed: [u8; 32],
+    dir: &Path,
+    device: Device,
+) -> Result<ParamFiles> {
+    use storage_proofs_core::parameter_cache::PARAMETER_METADATA_EXT;
+    let config = proof.as_v1_config();
+    let pp = match config.typ {
+        PoStType::Window => filecoin_proofs::parameters::window_post_public_params::<Tree>(&config),
+        PoStType::Winning => {
+            filecoin_proofs::parameters::winning_post_public_params::<Tree>(&config)
+        }
+    }
+    .map_err(|e| anyhow::anyhow!("{proof:?} public parameters: {e:#}"))?;
+    let (params, vk) = cuzk::srs::post_param_paths::<Tree>(dir, &pp);
+    let meta = params.with_extension(PARAMETER_METADATA_EXT);
+    let cache_key = cuzk::circuit::post::cache_name_and_key(&file_name(&params), &pp);
+    generate_files(
+        &format!("{proof:?}"),
+        cache_key,
+        || cuzk::circuit::post::compile::<Tree>(&pp),
+        seed,
+        device,
+        (params, vk, meta),
+        pp.sector_size,
+    )
 }
 
 #[cfg(test)]
