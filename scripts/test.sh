@@ -14,8 +14,10 @@
 #   2. go test in examples/go          — the cgo example against the static library, built as
 #                                        released (no features); go test in daemon/go — a Go
 #                                        gRPC client of `cuzk serve` (the 2 KiB fixture proved
-#                                        through the daemon and verified, priority, cancel, bad
-#                                        input, shutdown; Debian's Go grpc packages, offline);
+#                                        through the daemon and verified, WindowPoSt partitions and
+#                                        WinningPoSt in Curio's shapes checked by `cuzk
+#                                        verify-post`, priority, cancel, bad input, shutdown;
+#                                        Debian's Go grpc packages, offline);
 #   3. cargo test --release --features cuda,test-hooks --no-run
 #                                      — compiles all GPU code and every GPU test, those of the
 #                                        test kernels too (nvcc from scripts/install-cuda.sh when

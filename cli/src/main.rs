@@ -1,19 +1,21 @@
 //! `cuzk` — the command-line tool of cuzk: proves PoRep commit phase 2 (C2) from a C1 output and
-//! checks the proof with filecoin-proofs' `verify_seal`; generates real-shape C1 outputs and
-//! PoSt inputs without sealing, and Groth16 test parameters (test and bench tooling). See
-//! `cuzk --help` and `cuzk <command> --help`.
+//! checks the proof with filecoin-proofs' `verify_seal`; checks PoSt proofs with its
+//! `verify_window_post` / `verify_winning_post`; generates real-shape C1 outputs and PoSt inputs
+//! without sealing, and Groth16 test parameters (test and bench tooling); serves the proving
+//! daemon. See `cuzk --help` and `cuzk <command> --help`.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cuzk::c1::hex;
-use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProveOptions};
-use cuzk_dev::{c1gen, paramgen, postgen};
+use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProofKind, ProveOptions};
+use cuzk_dev::{c1gen, paramgen, post_fixture, postgen};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use filecoin_proofs_api::SectorId;
+use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 
 mod out;
 
@@ -34,8 +36,9 @@ status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 10
   20 parameters not found (200)  21 parameters invalid (201)
   30 no device (300)             31 device unsupported (301)   32 CUDA error (302)
   40 out of device memory (400)  41 out of host memory (401)
-  50 synthesis failed (500)      51 verification failed (501; also: verify_seal rejected the
-                                    proof, or could not read it, e.g. bytes that are not points)
+  50 synthesis failed (500)      51 verification failed (501; also: verify_seal or
+                                    verify-post's verifier rejected the proof, or could not read
+                                    it, e.g. bytes that are not points)
   90 I/O error (900)             91 panic (901)                92 internal error (902)";
 
 #[derive(Parser)]
@@ -59,6 +62,10 @@ enum Command {
     /// Check a C2 proof of a C1 output with filecoin-proofs' verify_seal.
     #[command(after_help = EXIT_CODES)]
     Verify(VerifyArgs),
+    /// Check a WindowPoSt partition's or a WinningPoSt proof (as `cuzk serve` answers them) with
+    /// filecoin-proofs' verify_window_post / verify_winning_post.
+    #[command(name = "verify-post", after_help = EXIT_CODES)]
+    VerifyPost(VerifyPostArgs),
     /// Generate a real-shape C1 output without sealing (deterministic from --seed); writes
     /// c1.json, c1-wrapper.json and meta.json into DIR.
     #[command(name = "gen-c1", after_help = EXIT_CODES)]
@@ -78,6 +85,12 @@ enum Command {
     /// the README's "Proving daemon" section).
     #[command(after_help = EXIT_CODES)]
     Serve(cuzk_daemon::ServeArgs),
+    /// Test tooling (daemon/go): make or reuse the 2 KiB PoSt fixture (cuzk_dev::post_fixture)
+    /// and print, as JSON on stdout, what Curio would send for it: the proof types, miner id,
+    /// the fixture's randomness, and each sector's comm_r and WindowPoSt / WinningPoSt vanilla
+    /// proofs for it (hex).
+    #[command(name = "post-fixture", hide = true, after_help = EXIT_CODES)]
+    PostFixture(PostFixtureArgs),
 }
 
 /// What identifies the sector and where the parameters are (prove and verify).
@@ -132,6 +145,44 @@ struct VerifyArgs {
     /// The proof file (as `cuzk prove --out` writes it).
     #[arg(long, value_name = "FILE")]
     proof: PathBuf,
+}
+
+#[derive(Args)]
+struct VerifyPostArgs {
+    /// The PoSt proof type in the actors' numbering (the daemon request's registered_proof):
+    /// 0–4 WinningPoSt 2KiB, 8MiB, 512MiB, 32GiB, 64GiB; 10–14 WindowPoSt (V1_1) of those sizes.
+    #[arg(long, value_name = "N")]
+    registered_proof: u64,
+    /// A sector of the proof, repeatable: its number and comm_r (64 hex digits). WindowPoSt: the
+    /// partition's sectors; WinningPoSt: the challenged sector.
+    #[arg(long = "sector", value_name = "NUMBER:COMM_R", required = true, value_parser = sector_arg)]
+    sectors: Vec<(u64, [u8; 32])>,
+    /// The PoSt randomness, 64 hex digits.
+    #[arg(long, value_name = "HEX", value_parser = hex32_arg)]
+    randomness: [u8; 32],
+    /// Prover (miner actor) id: f0NNNN / t0NNNN, a bare actor number, or 64 hex digits.
+    #[arg(long)]
+    prover_id: String,
+    /// Directory of the Groth16 .vk files (default: $FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long, value_name = "DIR")]
+    params: Option<PathBuf>,
+    /// The proof file (192 bytes: one WindowPoSt partition, or a WinningPoSt proof).
+    #[arg(long, value_name = "FILE")]
+    proof: PathBuf,
+}
+
+#[derive(Args)]
+struct PostFixtureArgs {
+    /// The fixture directory, made if missing or incomplete (~80 s on 2 cores; default:
+    /// $CUZK_POST_FIXTURE_DIR, else ~/.cache/cuzk/post-2kib-v1).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Also the vanilla proofs of the fixture's replica as sector number N, repeatable: PoSt
+    /// knows a sector by its number and comm_r only, so these are real proofs of a second
+    /// sector (same comm_r), e.g. for two WindowPoSt partitions of one deadline.
+    #[arg(long = "also-as", value_name = "N")]
+    also_as: Vec<u64>,
 }
 
 #[derive(Args)]
@@ -263,12 +314,18 @@ fn main() -> ExitCode {
     let params = match &cli.command {
         Command::Prove(a) => a.sector.params.clone(),
         Command::Verify(a) => a.sector.params.clone(),
+        Command::VerifyPost(a) => a.params.clone(),
         Command::Serve(a) => a.params.clone(),
-        Command::GenC1(_) | Command::GenPost(_) | Command::GenParams(_) => None,
+        Command::GenC1(_)
+        | Command::GenPost(_)
+        | Command::GenParams(_)
+        | Command::PostFixture(_) => None,
     };
     let r = match cli.command {
         Command::Prove(a) => prove(a),
         Command::Verify(a) => verify(a),
+        Command::VerifyPost(a) => verify_post(a),
+        Command::PostFixture(a) => post_fixture_json(a),
         Command::GenC1(a) => gen_c1(a),
         Command::GenPost(a) => gen_post(a),
         Command::GenParams(a) => gen_params(a),
@@ -301,12 +358,8 @@ fn parse_prover_id(s: &str) -> Result<[u8; 32], Error> {
         len: t.chars().count(),
         text: Some(t.into()),
     };
-    if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        let mut out = [0u8; 32];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        return Ok(out);
+    if let Some(id) = hex32(t) {
+        return Ok(id);
     }
     let digits = t
         .strip_prefix("f0")
@@ -318,6 +371,34 @@ fn parse_prover_id(s: &str) -> Result<[u8; 32], Error> {
     }
     let id: u64 = digits.parse().map_err(|_| bad())?;
     Ok(cuzk::c1::prover_id_from_actor_id(id))
+}
+
+/// 32 bytes from exactly 64 hex digits.
+fn hex32(s: &str) -> Option<[u8; 32]> {
+    if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// clap parser of a 32-byte value in 64 hex digits (a bad one is a bad command line, exit 2).
+fn hex32_arg(s: &str) -> Result<[u8; 32], String> {
+    hex32(s).ok_or_else(|| format!("{s:?} is not 64 hex digits"))
+}
+
+/// clap parser of `NUMBER:COMM_R` (a sector number, 64 hex digits).
+fn sector_arg(s: &str) -> Result<(u64, [u8; 32]), String> {
+    let (n, c) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?} is not NUMBER:COMM_R"))?;
+    let n = n
+        .parse()
+        .map_err(|_| format!("{n:?} is not a sector number"))?;
+    Ok((n, hex32_arg(c)?))
 }
 
 /// Reads and parses the C1 output; returns its bytes, the parsed form and the sector number.
@@ -349,8 +430,8 @@ fn read_c1(a: &SectorArgs) -> Result<(Vec<u8>, SealCommitPhase1Output, u64), Err
 /// # Errors
 /// [`Error::InvalidConfig`] (exit status 14) when `--params` names something that exists but is
 /// not a directory (a `.params` file given instead of its directory, say).
-fn parameter_dir(a: &SectorArgs) -> Result<PathBuf, Error> {
-    let dir = match &a.params {
+fn parameter_dir(params: Option<&Path>) -> Result<PathBuf, Error> {
+    let dir = match params {
         Some(d) if d.exists() && !d.is_dir() => {
             return Err(Error::InvalidConfig {
                 name: "--params".into(),
@@ -359,7 +440,7 @@ fn parameter_dir(a: &SectorArgs) -> Result<PathBuf, Error> {
                     .into(),
             })
         }
-        Some(d) => d.clone(),
+        Some(d) => d.to_path_buf(),
         None => EngineConfig::from_env()?.resolved_parameter_dir(),
     };
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
@@ -403,7 +484,7 @@ fn verify_seal(
 }
 
 fn prove(a: ProveArgs) -> Result<(), Failure> {
-    let param_dir = parameter_dir(&a.sector)?;
+    let param_dir = parameter_dir(a.sector.params.as_deref())?;
     let prover_id = parse_prover_id(&a.sector.prover_id)?;
     let (bytes, c1, sector) = read_c1(&a.sector)?;
     let mut config = EngineConfig::from_env()?.with_parameter_dir(param_dir);
@@ -587,7 +668,7 @@ fn prove_with(
 }
 
 fn verify(a: VerifyArgs) -> Result<(), Failure> {
-    let dir = parameter_dir(&a.sector)?;
+    let dir = parameter_dir(a.sector.params.as_deref())?;
     let prover_id = parse_prover_id(&a.sector.prover_id)?;
     let (_, c1, sector) = read_c1(&a.sector)?;
     let input = cuzk::c1::C1Input {
@@ -607,6 +688,122 @@ fn verify(a: VerifyArgs) -> Result<(), Failure> {
         ))
     })?;
     verify_seal(&c1, sector, prover_id, &proof)?;
+    Ok(())
+}
+
+/// Reads a proof file (an I/O error names it).
+fn read_proof(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("reading {}: {e}", path.display()),
+        ))
+    })
+}
+
+fn verify_post(a: VerifyPostArgs) -> Result<(), Failure> {
+    let dir = parameter_dir(a.params.as_deref())?;
+    let prover_id = parse_prover_id(&a.prover_id)?;
+    // 0–4 are WinningPoSt; any other number is checked as WindowPoSt (5–9: V1, unsupported).
+    let kind = if a.registered_proof < 5 {
+        ProofKind::WinningPost
+    } else {
+        ProofKind::WindowPost
+    };
+    let proof_type = cuzk::post::registered_post_proof(kind, a.registered_proof)?;
+    let replicas: BTreeMap<SectorId, PublicReplicaInfo> = a
+        .sectors
+        .iter()
+        .map(|&(n, comm_r)| {
+            (
+                SectorId::from(n),
+                PublicReplicaInfo::new(proof_type, comm_r),
+            )
+        })
+        .collect();
+    if replicas.len() != a.sectors.len() {
+        return Err(Error::InvalidInput("a sector number is given twice (--sector)".into()).into());
+    }
+    if kind == ProofKind::WinningPost && replicas.len() != 1 {
+        return Err(Error::InvalidInput(format!(
+            "WinningPoSt is of one challenged sector, {} given (--sector)",
+            replicas.len()
+        ))
+        .into());
+    }
+    // As `verify`: the verifying key must be there and readable (20 / 21), not derived by
+    // filecoin-proofs from a .params file.
+    let vk = cuzk::srs::ParamSet::Post(proof_type)
+        .params_path(&dir)?
+        .with_extension("vk");
+    cuzk::srs::read_vk_file(&vk)?;
+    let proof = read_proof(&a.proof)?;
+    let t = Instant::now();
+    let (name, verdict) = match kind {
+        ProofKind::WinningPost => (
+            "verify_winning_post",
+            filecoin_proofs_api::post::verify_winning_post(
+                &a.randomness,
+                &proof,
+                &replicas,
+                prover_id,
+            ),
+        ),
+        _ => (
+            "verify_window_post",
+            filecoin_proofs_api::post::verify_window_post(
+                &a.randomness,
+                &[(proof_type, proof.as_slice())],
+                &replicas,
+                prover_id,
+            ),
+        ),
+    };
+    match verdict {
+        Ok(true) => {
+            say!(
+                "filecoin-proofs {name}: OK ({:.3} s)",
+                t.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Ok(false) => Err(Failure::Rejected(format!(
+            "filecoin-proofs {name}: REJECTED (the proof does not verify)"
+        ))),
+        Err(e) => Err(Failure::Rejected(format!(
+            "filecoin-proofs {name}: REJECTED ({} bytes that it cannot check: {e:#})",
+            proof.len()
+        ))),
+    }
+}
+
+/// `post-fixture`: the 2 KiB PoSt fixture's request fields as JSON on stdout.
+fn post_fixture_json(a: PostFixtureArgs) -> Result<(), Failure> {
+    let dir = a.dir.unwrap_or_else(post_fixture::default_post_fixture_dir);
+    let f = post_fixture::ensure_post_fixture(&dir)?;
+    let randomness = post_fixture::RANDOMNESS;
+    let mut sectors = Vec::new();
+    for n in std::iter::once(f.sector_id).chain(a.also_as) {
+        let mut s = serde_json::json!({ "number": n, "comm_r": hex(&f.comm_r) });
+        for (kind, key) in [
+            (ProofKind::WindowPost, "window_vanilla_proof"),
+            (ProofKind::WinningPost, "winning_vanilla_proof"),
+        ] {
+            s[key] = hex(&f.vanilla_proof_as(kind, &randomness, n)?).into();
+        }
+        sectors.push(s);
+    }
+    let out = serde_json::json!({
+        "dir": f.dir.display().to_string(),
+        "params": f.param_dir.display().to_string(),
+        "miner_id": cuzk_dev::fixture::ACTOR_ID,
+        "sector_size": 2048,
+        "window_registered_proof": post_fixture::WINDOW_2KIB,
+        "winning_registered_proof": post_fixture::WINNING_2KIB,
+        "randomness": hex(&randomness),
+        "sectors": sectors,
+    });
+    out::print_line(&out.to_string())?;
     Ok(())
 }
 

@@ -100,6 +100,19 @@ pub fn print_hex(proof: &[u8]) -> Result<(), Error> {
     })
 }
 
+/// Prints `line` and a newline on standard output.
+///
+/// # Errors
+/// [`Error::Io`] (exit 90) when standard output cannot take it.
+pub fn print_line(line: &str) -> Result<(), Error> {
+    to_stdout(format!("{line}\n").as_bytes()).map_err(|e| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("writing to standard output: {e}"),
+        ))
+    })
+}
+
 /// A name beside `target` for the new file, unique to this process and call (short: a target
 /// name near the file system's 255-byte limit still gets one).
 fn temp_beside(target: &Path, n: u32) -> PathBuf {

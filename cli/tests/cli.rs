@@ -58,6 +58,7 @@ fn help_of_every_command() {
         &["--help"][..],
         &["prove", "--help"],
         &["verify", "--help"],
+        &["verify-post", "--help"],
         &["gen-c1", "--help"],
         &["gen-post", "--help"],
         &["gen-params", "--help"],
@@ -308,6 +309,65 @@ fn malformed_prover_ids_exit_12() {
         "/nonexistent/cuzk-cli-test/out",
     ]);
     assert_eq!(out.status.code(), Some(12));
+}
+
+/// `verify-post` refuses what it cannot check before reading the proof (the path does not
+/// exist): a proof type that is no PoSt type (11) or WindowPoSt V1 (13), a WinningPoSt of two
+/// sectors (11), a bad prover id (12), a missing verifying key (20, naming the directory), a
+/// malformed randomness or sector (2). Its verdicts on real proofs: daemon/go.
+#[test]
+fn verify_post_refuses_what_it_cannot_check() {
+    let d = tmp_dir("verify-post");
+    let comm_r = "11".repeat(32);
+    let (one, two) = (format!("1:{comm_r}"), format!("2:{comm_r}"));
+    let r = "00".repeat(32);
+    let base = |proof: &str, sectors: &[&str]| {
+        let mut a = vec![
+            "verify-post",
+            "--registered-proof",
+            proof,
+            "--randomness",
+            &r,
+            "--prover-id",
+            "f01000",
+            "--params",
+            s(&d),
+            "--proof",
+            "/nonexistent/cuzk-cli-test/proof.bin",
+        ];
+        for x in sectors {
+            a.extend(["--sector", x]);
+        }
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = cuzk(&a);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, code, needle) in [
+        (base("15", &[&one]), 11, "not a PoSt proof type"),
+        (base("7", &[&one]), 13, "WindowPoSt V1"),
+        (base("0", &[&one, &two]), 11, "one challenged sector"),
+        (base("10", &[&one, &one]), 11, "given twice"),
+        (base("10", &[&one]), 20, s(&d)),
+        (base("3", &[&one]), 20, s(&d)),
+        (base("10", &["1:abc"]), 2, "64 hex digits"),
+        (base("10", &["x:00"]), 2, "not a sector number"),
+    ] {
+        let (c, stderr) = run(args.clone());
+        assert_eq!(c, Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    let mut bad_id = base("10", &[&one]);
+    bad_id[6] = "zz".into();
+    assert_eq!(run(bad_id).0, Some(12));
+    let mut bad_r = base("10", &[&one]);
+    bad_r[4] = "00".into();
+    assert_eq!(run(bad_r).0, Some(2));
 }
 
 /// Missing parameters (exit 20): the hint names the `--params` directory when it was given, and

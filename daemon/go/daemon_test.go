@@ -2,9 +2,12 @@
 // daemon/proto/cuzk/v1/proving.proto (the wire contract of Curio's cuzk client): the 2 KiB
 // fixture proved through the daemon and checked by `cuzk verify` (filecoin-proofs' verify_seal),
 // a reused request id with other content (a new job), priority order, cancellation, a caller
-// that gives up, bad input, status and metrics, and a graceful shutdown on SIGTERM. Three real
-// proofs (~35 s each on 2 CPU cores); the queued jobs of the order test and the other-content
-// jobs are ones the engine refuses at once when they start.
+// that gives up, bad input, status and metrics, WindowPoSt and WinningPoSt in Curio's request
+// shapes on the 2 KiB PoSt fixture (checked by `cuzk verify-post`, filecoin-proofs'
+// verify_window_post / verify_winning_post), and a graceful shutdown on SIGTERM. Three real
+// PoRep proofs (~35 s each on 2 CPU cores) and three PoSt ones (~15 s in all); the queued PoRep
+// jobs of the order test and the other-content jobs are ones the engine refuses at once when
+// they start.
 //
 // Builds offline in GOPATH mode against Debian's Go packages (see daemon/go/README.md):
 //
@@ -15,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -74,8 +78,74 @@ func wrap(c1 []byte, sector, size uint64) []byte {
 	return b
 }
 
+// postFixture is the 2 KiB PoSt fixture of cuzk_dev::post_fixture as `cuzk post-fixture`
+// prints it: what Curio would send for it (hex where bytes).
+type postFixture struct {
+	Params     string       `json:"params"`
+	MinerID    uint64       `json:"miner_id"`
+	SectorSize uint64       `json:"sector_size"`
+	Window     uint64       `json:"window_registered_proof"`
+	Winning    uint64       `json:"winning_registered_proof"`
+	Randomness string       `json:"randomness"`
+	Sectors    []postSector `json:"sectors"`
+}
+
+// postSector is one sector of a postFixture and its vanilla proofs for the fixture's randomness.
+type postSector struct {
+	Number  uint64 `json:"number"`
+	CommR   string `json:"comm_r"`
+	Window  string `json:"window_vanilla_proof"`
+	Winning string `json:"winning_vanilla_proof"`
+}
+
+// loadPostFixture runs `cuzk post-fixture` (it makes the fixture if missing: ~80 s on 2 cores),
+// with the fixture's replica also as sector `also`.
+func loadPostFixture(also uint64) (postFixture, error) {
+	args := []string{"post-fixture", "--also-as", fmt.Sprint(also)}
+	var stderr bytes.Buffer
+	cmd := exec.Command(cuzkBin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return postFixture{}, fmt.Errorf("cuzk %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var f postFixture
+	if err := json.Unmarshal(out, &f); err != nil {
+		return f, err
+	}
+	if len(f.Sectors) != 2 || f.Sectors[0].Number == f.Sectors[1].Number {
+		return f, fmt.Errorf("cuzk post-fixture: not two sectors: %+v", f.Sectors)
+	}
+	return f, nil
+}
+
+// linkParams makes dir hold every file of the given parameter directories (symbolic links):
+// `cuzk serve` reads one directory, and the PoRep and PoSt fixtures have one each.
+func linkParams(dir string, from ...string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range from {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := os.Symlink(filepath.Join(abs, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 var (
 	fx      fixture
+	pfx     postFixture
 	cuzkBin string
 	daemon  *exec.Cmd
 	exited  = make(chan error, 1)
@@ -124,11 +194,22 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// The PoSt fixture's replica also as the sector after the PoRep fixture's (a number of its
+	// own: a second sector, for a second WindowPoSt partition).
+	if pfx, err = loadPostFixture(fx.sectorID + 1); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	params := filepath.Join(tmp, "params")
+	if err := linkParams(params, fx.paramDir, pfx.Params); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	sock := filepath.Join(tmp, "cuzk.sock")
 	// One proof of each priority or higher at a time (the order tests need it); 8 MiB messages
 	// (the oversize test).
 	daemon = exec.Command(cuzkBin, "serve", "--listen", "unix://"+sock, "--listen", "127.0.0.1:0",
-		"--params", fx.paramDir, "--backend", "cpu", "--jobs", "1", "--max-message-size", "8MiB",
+		"--params", params, "--backend", "cpu", "--jobs", "1", "--max-message-size", "8MiB",
 		"--preload", "porep-2k")
 	daemon.Stderr = logTail
 	out, _ := daemon.StdoutPipe()
@@ -383,6 +464,14 @@ func startOrder(ids []string) []string {
 
 // One real proof runs (and is cancelled) while the rest happens behind it: priority order,
 // cancellation of a queued and of the running job, a Prove caller that gives up.
+//
+// The priority order is that of Curio's kinds at the priorities it sends them: WinningPoSt
+// CRITICAL, WindowPoSt HIGH (two partitions of one deadline: one request id), PoRep NORMAL (and
+// a LOW one). They are submitted lowest first and must start highest first: in arrival order
+// (priorities ignored) the PoRep jobs would start first and the WinningPoSt last. The blocker is
+// CRITICAL because with --jobs 1 a job starts when no job of its priority or higher runs: a HIGH
+// or CRITICAL job would start at once beside a running NORMAL one. The PoSt jobs are real
+// proofs, checked by the PoSt tests below (their requests attach to these jobs).
 func TestQueueOrderCancelAndAbandon(t *testing.T) {
 	c := ctx(t)
 	// CRITICAL: every later job waits for it (a job of a lower priority would not hold them).
@@ -390,14 +479,22 @@ func TestQueueOrderCancelAndAbandon(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, func(p, r uint32) bool { return r == 1 })
-	// Priority: submitted lowest first; they must start highest first.
+	// Priority: submitted lowest first; they must start highest first. The PoRep jobs are
+	// refused by the engine at once when they start (another miner's).
+	randomness := unhex(t, pfx.Randomness)
 	var prio []string
-	for _, p := range []Priority{Priority_LOW, Priority_NORMAL, Priority_HIGH, Priority_CRITICAL} {
-		id := "prio-" + p.String()
-		prio = append(prio, id)
-		if _, err := tcpCli.SubmitProof(c, wrongMiner(id, p)); err != nil {
-			t.Fatal(err)
+	for _, r := range []*SubmitProofRequest{
+		wrongMiner("prio-LOW", Priority_LOW),
+		wrongMiner("prio-NORMAL", Priority_NORMAL),
+		windowPoSt(randomness, unhex(t, pfx.Sectors[0].Window)),
+		windowPoSt(randomness, unhex(t, pfx.Sectors[1].Window)),
+		winningPoSt(randomness, unhex(t, pfx.Sectors[0].Winning)),
+	} {
+		s, err := tcpCli.SubmitProof(c, r)
+		if err != nil {
+			t.Fatalf("%s: %v", r.RequestId, err)
 		}
+		prio = append(prio, s.JobId)
 	}
 	// A queued job, cancelled: it never starts.
 	if _, err := tcpCli.SubmitProof(c, porep("cancel-queued", Priority_CRITICAL)); err != nil {
@@ -423,10 +520,9 @@ func TestQueueOrderCancelAndAbandon(t *testing.T) {
 			t.Fatalf("%s: %v %v", id, a, err)
 		}
 	}
-	// Precondition: the four wait together behind the running proof.
-	st := waitStatus(t, func(p, r uint32) bool { return true })
-	if st.Queues[0].Pending != 4 || st.Queues[0].InProgress != 1 {
-		t.Fatalf("the blocker ended before the others were queued: %+v", st.Queues[0])
+	// Precondition: the five wait together behind the running proof.
+	if st, err := tcpCli.GetStatus(c, &GetStatusRequest{}); err != nil || pending(t) != 5 || st.Queues[0].InProgress != 1 {
+		t.Fatalf("the blocker ended before the others were queued: %v %v", st, err)
 	}
 	// Cancel the running proof: CANCELLED at once, and the engine call stops at its next
 	// checkpoint (the queue waits for that).
@@ -441,20 +537,28 @@ func TestQueueOrderCancelAndAbandon(t *testing.T) {
 	if _, err := tcpCli.CancelProof(c, &CancelProofRequest{JobId: "no-such-job"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("unknown job: %v", err)
 	}
-	for _, id := range prio {
+	for i, id := range prio {
 		a, err := tcpCli.AwaitProof(c, &AwaitProofRequest{JobId: id})
-		if err != nil || a.Status != AwaitProofResponse_FAILED || !strings.HasPrefix(a.ErrorMessage, "cuzk error 101") {
+		if i < 2 && (err != nil || a.Status != AwaitProofResponse_FAILED || !strings.HasPrefix(a.ErrorMessage, "cuzk error 101")) ||
+			i >= 2 && (err != nil || a.Status != AwaitProofResponse_COMPLETED || len(a.Proof) != 192) {
 			t.Fatalf("%s: %v %v", id, a, err)
 		}
 	}
 	// The real engine call saw its cancel token: it returned an error (cuzk error 502), not a
-	// proof (cancelled within the first seconds of a ~15 s CPU proof).
+	// proof. (On the CPU backend a partition's prover section, NTT and MSMs, has no checkpoint
+	// inside: a cancel that lands in it waits for its end, most of a CPU proof.)
 	if !strings.Contains(logTail.String(), "job blocker: engine call returned after the job ended (failed)") {
-		t.Fatalf("the cancelled engine call did not stop early:\n%s", logTail)
+		t.Fatalf("the cancelled engine call made a proof:\n%s", logTail)
 	}
-	got := strings.Join(startOrder(append(prio, "cancel-queued", "abandoned")), ",")
-	if want := "prio-CRITICAL,prio-HIGH,prio-NORMAL,prio-LOW"; got != want {
-		t.Fatalf("start order %s, want %s\n%s", got, want, logTail)
+	// The daemon's stderr reaches logTail through a pipe: its last lines may come after the
+	// answers.
+	for deadline := time.Now().Add(10 * time.Second); len(startOrder(prio)) < len(prio) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := strings.Join(startOrder(append(prio, "cancel-queued", "abandoned")), "\n")
+	want := strings.Join([]string{prio[4], prio[2], prio[3], "prio-NORMAL", "prio-LOW"}, "\n")
+	if got != want {
+		t.Fatalf("start order\n%s\nwant (WinningPoSt, WindowPoSt partitions, PoRep NORMAL, LOW)\n%s\n%s", got, want, logTail)
 	}
 }
 
@@ -517,25 +621,261 @@ func TestBadInputGetsClearCodes(t *testing.T) {
 	}
 }
 
+// After the order test the PoSt sets its jobs loaded are there too (each kept beside porep-2k).
 func TestStatusAndMetrics(t *testing.T) {
 	c := ctx(t)
 	st, err := unixCli.GetStatus(c, &GetStatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.LoadedSrs) != 1 || st.LoadedSrs[0].CircuitId != "porep-2k" || st.LoadedSrs[0].SizeBytes == 0 {
+	var ids []string
+	var sum uint64
+	for _, s := range st.LoadedSrs {
+		ids = append(ids, s.CircuitId)
+		sum += s.SizeBytes
+		if s.SizeBytes == 0 {
+			t.Errorf("loaded SRS: %+v", st.LoadedSrs)
+		}
+	}
+	if got := strings.Join(ids, ","); got != "porep-2k" && got != "porep-2k,winning-2k,wpost-2k" {
 		t.Errorf("loaded SRS: %+v", st.LoadedSrs)
 	}
-	if st.TotalProofsCompleted == 0 || st.PinnedMemoryBytes < st.LoadedSrs[0].SizeBytes {
+	if st.TotalProofsCompleted == 0 || st.PinnedMemoryBytes < sum {
 		t.Errorf("status: %+v", st)
 	}
 	m, err := unixCli.GetMetrics(c, &GetMetricsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("\ncuzk_proofs_completed_total %d\n", st.TotalProofsCompleted)
-	if !strings.Contains(m.PrometheusText, want) || !strings.Contains(m.PrometheusText, `cuzk_srs_loaded_bytes{circuit_id="porep-2k"}`) {
-		t.Errorf("metrics lack %q:\n%s", want, m.PrometheusText)
+	want := []string{fmt.Sprintf("\ncuzk_proofs_completed_total %d\n", st.TotalProofsCompleted)}
+	for _, id := range ids {
+		want = append(want, fmt.Sprintf(`cuzk_srs_loaded_bytes{circuit_id="%s"}`, id))
+	}
+	for _, w := range want {
+		if !strings.Contains(m.PrometheusText, w) {
+			t.Errorf("metrics lack %q:\n%s", w, m.PrometheusText)
+		}
+	}
+}
+
+// unhex decodes the hex of `cuzk post-fixture`.
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// windowPoSt is the request Curio's WindowPoStCuzk sends for one partition of a deadline. Its
+// wdpost task proves each partition of the chain on its own, as partition 0 of its own call: so
+// every partition of a deadline comes with partition_index 0 and the same request id,
+// wdpost-<miner>-0-<the first 8 bytes of the randomness, Go's %d of a []byte: "[99 117 ...]">.
+// Only the vanilla proofs (its sectors) tell two partitions apart.
+func windowPoSt(randomness []byte, vanilla ...[]byte) *SubmitProofRequest {
+	return &SubmitProofRequest{
+		RequestId:       fmt.Sprintf("wdpost-%d-0-%d", pfx.MinerID, randomness[:8]),
+		ProofKind:       ProofKind_WINDOW_POST_PARTITION,
+		SectorSize:      pfx.SectorSize,
+		RegisteredProof: pfx.Window, // abi.RegisteredPoStProof_StackedDrgWindow2KiBV1_1
+		Priority:        Priority_HIGH,
+		VanillaProofs:   vanilla,
+		MinerId:         pfx.MinerID,
+		Randomness:      randomness,
+		PartitionIndex:  0,
+	}
+}
+
+// winningPoSt is the request Curio's WinningPoStCuzk sends (no sector number, no partition).
+func winningPoSt(randomness []byte, vanilla ...[]byte) *SubmitProofRequest {
+	return &SubmitProofRequest{
+		RequestId:       fmt.Sprintf("winpost-%d-%x", pfx.MinerID, randomness[:8]),
+		ProofKind:       ProofKind_WINNING_POST,
+		SectorSize:      pfx.SectorSize,
+		RegisteredProof: pfx.Winning, // abi.RegisteredPoStProof_StackedDrgWinning2KiBV1
+		Priority:        Priority_CRITICAL,
+		VanillaProofs:   vanilla,
+		MinerId:         pfx.MinerID,
+		Randomness:      randomness,
+	}
+}
+
+// verifyPost runs `cuzk verify-post` (filecoin-proofs' verify_window_post or
+// verify_winning_post, by the proof type) on proof, for randomness and sectors; returns its exit
+// code (0 accepted, 51 rejected).
+func verifyPost(t *testing.T, registered uint64, randomness []byte, proof []byte, sectors ...postSector) int {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "proof.bin")
+	if err := os.WriteFile(p, proof, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"verify-post", "--registered-proof", fmt.Sprint(registered),
+		"--randomness", hex.EncodeToString(randomness), "--prover-id", fmt.Sprintf("f0%d", pfx.MinerID),
+		"--params", pfx.Params, "--proof", p}
+	for _, s := range sectors {
+		args = append(args, "--sector", fmt.Sprintf("%d:%s", s.Number, s.CommR))
+	}
+	out, err := exec.Command(cuzkBin, args...).CombinedOutput()
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Logf("cuzk verify-post: exit %d: %s", ee.ExitCode(), out)
+		return ee.ExitCode()
+	}
+	t.Fatalf("cuzk verify-post: %v", err)
+	return -1
+}
+
+// flipped is proof with one bit of byte i flipped.
+func flipped(proof []byte, i int) []byte {
+	b := append([]byte(nil), proof...)
+	b[i] ^= 1
+	return b
+}
+
+// pending is the number of queued jobs of every kind.
+func pending(t *testing.T) uint32 {
+	t.Helper()
+	st, err := tcpCli.GetStatus(ctx(t), &GetStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint32
+	for _, q := range st.Queues {
+		n += q.Pending
+	}
+	return n
+}
+
+// proveAll runs Prove for each request at once (as Curio's tasks call it) on both clients.
+func proveAll(t *testing.T, reqs ...*SubmitProofRequest) []*AwaitProofResponse {
+	t.Helper()
+	out := make([]*AwaitProofResponse, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func(i int, r *SubmitProofRequest) {
+			defer wg.Done()
+			cli := unixCli
+			if i%2 == 1 {
+				cli = tcpCli
+			}
+			resp, err := cli.Prove(ctx(t), &ProveRequest{Submit: r})
+			if err == nil {
+				out[i] = resp.Result
+			}
+			errs[i] = err
+		}(i, r)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Prove %s (request %d): %v\n%s", reqs[i].RequestId, i, err, logTail)
+		}
+		if r := out[i]; r.Status != AwaitProofResponse_COMPLETED || len(r.Proof) != 192 {
+			t.Fatalf("request %d: %v, %d proof bytes: %s", i, r.Status, len(r.Proof), r.ErrorMessage)
+		}
+	}
+	return out
+}
+
+// Two partitions of one deadline as Curio sends them: the same request id and partition index,
+// sent at once (attached to the jobs of TestQueueOrderCancelAndAbandon, or proved here); the
+// second sector is the fixture's replica under another number (PoSt knows a sector by its number
+// and comm_r only). Each gets a job and a proof of its own, which verify_window_post accepts for
+// its partition's sector and rejects for the other's.
+func TestWindowPoStPartitionsOfOneDeadlineGetTheirOwnProofs(t *testing.T) {
+	randomness := unhex(t, pfx.Randomness)
+	a, b := pfx.Sectors[0], pfx.Sectors[1]
+	reqs := []*SubmitProofRequest{windowPoSt(randomness, unhex(t, a.Window)), windowPoSt(randomness, unhex(t, b.Window))}
+	if reqs[0].RequestId != reqs[1].RequestId || !strings.HasPrefix(reqs[0].RequestId, fmt.Sprintf("wdpost-%d-0-[", pfx.MinerID)) {
+		t.Fatalf("request ids %q, %q", reqs[0].RequestId, reqs[1].RequestId)
+	}
+	res := proveAll(t, reqs...)
+	id := reqs[0].RequestId
+	ids := []string{res[0].JobId, res[1].JobId}
+	if ids[0] == ids[1] || !(ids[0] == id && strings.HasPrefix(ids[1], id+"#") || ids[1] == id && strings.HasPrefix(ids[0], id+"#")) {
+		t.Fatalf("job ids %q: not one job each under request id %q", ids, id)
+	}
+	if bytes.Equal(res[0].Proof, res[1].Proof) {
+		t.Fatalf("both partitions got the same proof")
+	}
+	for i, own := range []postSector{a, b} {
+		other := []postSector{b, a}[i]
+		if c := verifyPost(t, pfx.Window, randomness, res[i].Proof, own); c != 0 {
+			t.Errorf("partition %d (sector %d): verify_window_post exit %d, want 0", i, own.Number, c)
+		}
+		if c := verifyPost(t, pfx.Window, randomness, res[i].Proof, other); c != 51 {
+			t.Errorf("partition %d's proof for sector %d: verify_window_post exit %d, want 51", i, other.Number, c)
+		}
+	}
+	if c := verifyPost(t, pfx.Window, randomness, flipped(res[0].Proof, 100), a); c != 51 {
+		t.Errorf("a flipped byte: verify_window_post exit %d, want 51", c)
+	}
+}
+
+// WinningPoSt (attached to the job of TestQueueOrderCancelAndAbandon, or proved here): verify_winning_post
+// accepts its proof for the challenged sector, not with a flipped byte nor for another sector.
+func TestWinningPoStVerifies(t *testing.T) {
+	randomness := unhex(t, pfx.Randomness)
+	s := pfx.Sectors[0]
+	r := proveAll(t, winningPoSt(randomness, unhex(t, s.Winning)))[0]
+	if r.JobId != fmt.Sprintf("winpost-%d-%x", pfx.MinerID, randomness[:8]) {
+		t.Errorf("job id %q", r.JobId)
+	}
+	if c := verifyPost(t, pfx.Winning, randomness, r.Proof, s); c != 0 {
+		t.Fatalf("verify_winning_post exit %d, want 0", c)
+	}
+	if c := verifyPost(t, pfx.Winning, randomness, flipped(r.Proof, 100), s); c != 51 {
+		t.Fatalf("a flipped byte: verify_winning_post exit %d, want 51", c)
+	}
+	// The same proof as another sector's (the challenges differ): rejected.
+	if c := verifyPost(t, pfx.Winning, randomness, r.Proof, pfx.Sectors[1]); c != 51 {
+		t.Fatalf("for sector %d: verify_winning_post exit %d, want 51", pfx.Sectors[1].Number, c)
+	}
+}
+
+func TestBadPoStInputIsRefused(t *testing.T) {
+	c := ctx(t)
+	randomness := unhex(t, pfx.Randomness)
+	s := pfx.Sectors[0]
+	window := func() *SubmitProofRequest { return windowPoSt(randomness, unhex(t, s.Window)) }
+	winning := func() *SubmitProofRequest { return winningPoSt(randomness, unhex(t, s.Winning)) }
+	cases := []struct {
+		name   string
+		req    *SubmitProofRequest
+		edit   func(r *SubmitProofRequest)
+		needle string
+	}{
+		{"window: winning proof type", window(), func(r *SubmitProofRequest) { r.RegisteredProof = pfx.Winning }, "not a window-post proof type"},
+		{"winning: window proof type", winning(), func(r *SubmitProofRequest) { r.RegisteredProof = pfx.Window }, "not a winning-post proof type"},
+		{"window: no vanilla proofs", window(), func(r *SubmitProofRequest) { r.VanillaProofs = nil }, "no vanilla proofs"},
+		{"winning: an empty vanilla proof", winning(), func(r *SubmitProofRequest) { r.VanillaProofs = [][]byte{{}} }, "vanilla proof 0 (0 bytes)"},
+		{"window: truncated vanilla proof", window(), func(r *SubmitProofRequest) { r.VanillaProofs[0] = r.VanillaProofs[0][:100] }, "vanilla proof 0 (100 bytes)"},
+		{"winning: a window vanilla proof", winning(), func(r *SubmitProofRequest) { r.VanillaProofs = [][]byte{unhex(t, s.Window)} }, "vanilla proof"},
+		{"window: 31-byte randomness", window(), func(r *SubmitProofRequest) { r.Randomness = r.Randomness[:31] }, "randomness of 31 bytes"},
+		{"winning: no randomness", winning(), func(r *SubmitProofRequest) { r.Randomness = nil }, "randomness of 0 bytes"},
+		{"window: C1 in vanilla_proof", window(), func(r *SubmitProofRequest) { r.VanillaProof = wrap(fx.c1, fx.sectorID, 2048) }, "vanilla_proof is set"},
+	}
+	before, err := unixCli.GetStatus(c, &GetStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		tc.edit(tc.req)
+		tc.req.RequestId = "bad-post-" + tc.name
+		_, err := unixCli.Prove(c, &ProveRequest{Submit: tc.req})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.needle) {
+			t.Errorf("%s: %v, want InvalidArgument containing %q", tc.name, err, tc.needle)
+		}
+	}
+	// Refused before they were queued: nothing failed, nothing waits.
+	after, err := unixCli.GetStatus(c, &GetStatusRequest{})
+	if err != nil || after.TotalProofsFailed != before.TotalProofsFailed || pending(t) != 0 {
+		t.Fatalf("status after bad PoSt input: %v %v", after, err)
 	}
 }
 

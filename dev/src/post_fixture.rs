@@ -175,8 +175,31 @@ impl PostFixture {
     /// # Errors
     /// [`Error::Internal`] when filecoin-proofs fails (e.g. the sector's cache is missing).
     pub fn vanilla_proofs(&self, kind: ProofKind, randomness: &[u8; 32]) -> Result<Vec<Vec<u8>>> {
+        Ok(vec![self.vanilla_proof_as(
+            kind,
+            randomness,
+            self.sector_id,
+        )?])
+    }
+
+    /// The vanilla proof of the fixture's replica for `kind` and `randomness` as the sector
+    /// numbered `sector_id` (as [`PostFixture::vanilla_proofs`] for the fixture's own number).
+    /// PoSt knows a sector only by its number (which picks the challenged leaves) and its
+    /// `comm_r` (which the leaves' Merkle paths must reach); the replica id that ties the
+    /// data to a number is PoRep's. So under another number the proof is a real one of the same
+    /// data, and filecoin-proofs' PoSt verifiers accept it for that number and `comm_r`: a
+    /// second sector for tests that need two (two WindowPoSt partitions of one deadline).
+    ///
+    /// # Errors
+    /// As [`PostFixture::vanilla_proofs`].
+    pub fn vanilla_proof_as(
+        &self,
+        kind: ProofKind,
+        randomness: &[u8; 32],
+        sector_id: u64,
+    ) -> Result<Vec<u8>> {
         let proof = registered_2kib(kind);
-        let sector = SectorId::from(self.sector_id);
+        let sector = SectorId::from(sector_id);
         if kind == ProofKind::WinningPost {
             let chosen =
                 post::generate_winning_post_sector_challenge(proof, randomness, 1, self.prover_id)
@@ -196,9 +219,8 @@ impl PostFixture {
             self.cache_dir.clone(),
             self.replica.clone(),
         );
-        let v = post::generate_single_vanilla_proof(proof, sector, &replica, &challenges[&sector])
-            .map_err(fp("generate_single_vanilla_proof"))?;
-        Ok(vec![v])
+        post::generate_single_vanilla_proof(proof, sector, &replica, &challenges[&sector])
+            .map_err(fp("generate_single_vanilla_proof"))
     }
 
     /// filecoin-proofs-api's verdict on `proof` of `kind` for `randomness`:
