@@ -28,6 +28,8 @@ macro_rules! say {
     }};
 }
 
+mod prove_post;
+
 const EXIT_CODES: &str = "\
 Exit codes: 0 success; 2 bad command line; otherwise the library's
 status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 100:
@@ -66,6 +68,11 @@ enum Command {
     /// filecoin-proofs' verify_window_post / verify_winning_post.
     #[command(name = "verify-post", after_help = EXIT_CODES)]
     VerifyPost(VerifyPostArgs),
+    /// Prove the WindowPoSt partition or the WinningPoSt of a post.json (`cuzk gen-post`'s
+    /// inputs), each proof checked with filecoin-proofs' verify_window_post /
+    /// verify_winning_post; --repeat and --jobs as for prove.
+    #[command(name = "prove-post", after_help = EXIT_CODES)]
+    ProvePost(prove_post::ProvePostArgs),
     /// Generate a real-shape C1 output without sealing (deterministic from --seed); writes
     /// c1.json, c1-wrapper.json and meta.json into DIR.
     #[command(name = "gen-c1", after_help = EXIT_CODES)]
@@ -280,6 +287,16 @@ enum BackendArg {
     Gpu,
 }
 
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Self {
+        match b {
+            BackendArg::Auto => Backend::Auto,
+            BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Gpu => Backend::Gpu,
+        }
+    }
+}
+
 /// A failure of a command: a library error (exit code from its status code) or a command's own.
 enum Failure {
     Lib(Error),
@@ -315,6 +332,7 @@ fn main() -> ExitCode {
         Command::Prove(a) => a.sector.params.clone(),
         Command::Verify(a) => a.sector.params.clone(),
         Command::VerifyPost(a) => a.params.clone(),
+        Command::ProvePost(a) => a.params.clone(),
         Command::Serve(a) => a.params.clone(),
         Command::GenC1(_)
         | Command::GenPost(_)
@@ -325,6 +343,7 @@ fn main() -> ExitCode {
         Command::Prove(a) => prove(a),
         Command::Verify(a) => verify(a),
         Command::VerifyPost(a) => verify_post(a),
+        Command::ProvePost(a) => prove_post::prove_post(a),
         Command::PostFixture(a) => post_fixture_json(a),
         Command::GenC1(a) => gen_c1(a),
         Command::GenPost(a) => gen_post(a),

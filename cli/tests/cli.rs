@@ -59,6 +59,7 @@ fn help_of_every_command() {
         &["prove", "--help"],
         &["verify", "--help"],
         &["verify-post", "--help"],
+        &["prove-post", "--help"],
         &["gen-c1", "--help"],
         &["gen-post", "--help"],
         &["gen-params", "--help"],
@@ -820,6 +821,39 @@ fn post_end_to_end(test: &str, size: &str, fixture_seeds: bool) {
             let e = prove(&g, &bad).expect_err("a changed vanilla proof proved");
             assert!(codes.contains(&e.code()), "{size} {kind} byte {at}: {e}");
         }
+    }
+    if fixture_seeds {
+        // `cuzk prove-post` on the same inputs: its own filecoin-proofs check passes (exit 0),
+        // the proof goes to --out; a post.json that is not JSON is malformed input (10).
+        let w = d.join("window");
+        let out = cuzk(&[
+            "prove-post",
+            s(&w.join(postgen::POST_JSON)),
+            "--params",
+            s(&params),
+            "--backend",
+            "cpu",
+            "--repeat",
+            "2",
+            "--out",
+            s(&w.join("cli.proof")),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "prove-post: {err}");
+        assert_eq!(
+            err.matches("filecoin-proofs verifier OK").count(),
+            2,
+            "{err}"
+        );
+        assert_eq!(std::fs::read(w.join("cli.proof")).unwrap().len(), 192);
+        std::fs::write(w.join("not.json"), b"{\"kind\": ").unwrap();
+        let out = cuzk(&["prove-post", s(&w.join("not.json")), "--params", s(&params)]);
+        assert_eq!(
+            out.status.code(),
+            Some(10),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let child = cuzk_dev::fixture::run_self_with_env(
         test,
