@@ -557,7 +557,6 @@ fn prove_with(
     );
     let start = Instant::now();
     let base = ProveOptions::from_env()?;
-    let next = std::sync::atomic::AtomicUsize::new(0);
     // (proof index, start, end, proof bytes) of every finished proof.
     type Finished = (usize, f64, f64, Vec<u8>);
     let done: std::sync::Mutex<Vec<Finished>> = Default::default();
@@ -629,30 +628,7 @@ fn prove_with(
         }
         Ok(())
     };
-    // The first proof alone (the cold one: parameters and compiled circuit loaded), then the
-    // rest `jobs` at a time.
-    one(0)?;
-    next.store(1, std::sync::atomic::Ordering::SeqCst);
-    let failure: std::sync::Mutex<Option<Failure>> = Default::default();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                if i >= repeat || failure.lock().map_or(true, |f| f.is_some()) {
-                    break;
-                }
-                if let Err(e) = one(i) {
-                    if let Ok(mut f) = failure.lock() {
-                        f.get_or_insert(e);
-                    }
-                    break;
-                }
-            });
-        }
-    });
-    if let Some(e) = failure.into_inner().ok().flatten() {
-        return Err(e);
-    }
+    run_repeated(repeat, jobs, one)?;
     let mut done = done.into_inner().unwrap_or_default();
     done.sort_by_key(|x| x.0);
     if repeat > 1 {
@@ -684,6 +660,40 @@ fn prove_with(
         None => out::print_hex(proof)?,
     }
     Ok(())
+}
+
+/// Runs `one(i)` for every i in 0..`repeat`: proof 0 alone (the cold one: parameters and
+/// compiled circuit loaded), then the rest `jobs` at a time on scoped threads. The first error
+/// stops further proofs from starting and is returned once the running ones end.
+fn run_repeated(
+    repeat: usize,
+    jobs: usize,
+    one: impl Fn(usize) -> Result<(), Failure> + Sync,
+) -> Result<(), Failure> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    one(0)?;
+    let next = AtomicUsize::new(1);
+    let failure: std::sync::Mutex<Option<Failure>> = Default::default();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= repeat || failure.lock().map_or(true, |f| f.is_some()) {
+                    break;
+                }
+                if let Err(e) = one(i) {
+                    if let Ok(mut f) = failure.lock() {
+                        f.get_or_insert(e);
+                    }
+                    break;
+                }
+            });
+        }
+    });
+    match failure.into_inner().ok().flatten() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 fn verify(a: VerifyArgs) -> Result<(), Failure> {

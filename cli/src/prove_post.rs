@@ -4,7 +4,6 @@
 //! `--repeat` / `--jobs` as `cuzk prove` (the first proof alone, the cold one).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -12,7 +11,7 @@ use clap::Args;
 use cuzk::{Engine, EngineConfig, Error, ProofKind, ProveOptions};
 use cuzk_dev::postgen::{self, GeneratedPost, PostFile};
 
-use super::{out, parameter_dir, peak_rss_text, BackendArg, Failure};
+use super::{out, parameter_dir, peak_rss_text, run_repeated, BackendArg, Failure};
 
 #[derive(Args)]
 pub(crate) struct ProvePostArgs {
@@ -130,28 +129,7 @@ pub(crate) fn prove_post(a: ProvePostArgs) -> Result<(), Failure> {
         }
         Ok(())
     };
-    one(0)?;
-    let next = AtomicUsize::new(1);
-    let failure: Mutex<Option<Failure>> = Default::default();
-    std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= repeat || failure.lock().map_or(true, |f| f.is_some()) {
-                    break;
-                }
-                if let Err(e) = one(i) {
-                    if let Ok(mut f) = failure.lock() {
-                        f.get_or_insert(e);
-                    }
-                    break;
-                }
-            });
-        }
-    });
-    if let Some(e) = failure.into_inner().ok().flatten() {
-        return Err(e);
-    }
+    run_repeated(repeat, jobs, one)?;
     let mut done = done.into_inner().unwrap_or_default();
     done.sort_by_key(|d| d.0);
     if repeat > 1 {
