@@ -223,6 +223,20 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
             )));
         }
     }
+    // filecoin-proofs' verifiers take a partition's sectors as a map by number: in ascending
+    // order, each once. A proof over another order (which filecoin-proofs would make, and our
+    // self-check in that order would accept) never verifies there.
+    if let Some(w) = vanilla
+        .windows(2)
+        .find(|w| u64::from(w[0].sector_id) >= u64::from(w[1].sector_id))
+    {
+        return Err(Error::InvalidInput(format!(
+            "{kind} vanilla proofs: sector {} before sector {}: the sectors must come in \
+             ascending order of their numbers, each once (as the verifiers take them)",
+            u64::from(w[0].sector_id),
+            u64::from(w[1].sector_id)
+        )));
+    }
     let sectors: Vec<PublicSector<_>> = vanilla
         .iter()
         .map(|v| PublicSector {

@@ -199,6 +199,21 @@ fn bad_post_input_gets_typed_errors_before_proving() {
             "{kind}: damaged vanilla proof"
         );
     }
+    // Two WindowPoSt sectors (the fixture's replica under its number and the next one) out of
+    // ascending order, or one sector twice: refused, not proved in an order no verifier takes.
+    let next = |id| {
+        f.vanilla_proof_as(ProofKind::WindowPost, &RANDOMNESS, id)
+            .unwrap()
+    };
+    let (a, b) = (next(f.sector_id), next(f.sector_id + 1));
+    for (v, what) in [
+        (vec![b.clone(), a.clone()], "descending"),
+        (vec![a.clone(), a.clone()], "twice"),
+    ] {
+        let e = prove(ProofKind::WindowPost, &v, &RANDOMNESS, &o).unwrap_err();
+        assert_eq!(e.code(), 101, "{what}: {e}");
+        assert!(e.to_string().contains("ascending order"), "{what}: {e}");
+    }
     // One kind's vanilla proof sent as the other's.
     let window = f
         .vanilla_proofs(ProofKind::WindowPost, &RANDOMNESS)

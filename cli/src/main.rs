@@ -157,7 +157,8 @@ struct VerifyArgs {
 #[derive(Args)]
 struct VerifyPostArgs {
     /// The PoSt proof type in the actors' numbering (the daemon request's registered_proof):
-    /// 0–4 WinningPoSt 2KiB, 8MiB, 512MiB, 32GiB, 64GiB; 10–14 WindowPoSt (V1_1) of those sizes.
+    /// 0–4 WinningPoSt 2KiB, 8MiB, 512MiB, 32GiB, 64GiB; 10–14 WindowPoSt of those sizes (the
+    /// actors' V1_1, filecoin-proofs-api's StackedDrgWindow<size>V1_2).
     #[arg(long, value_name = "N")]
     registered_proof: u64,
     /// A sector of the proof, repeatable: its number and comm_r (64 hex digits). WindowPoSt: the
@@ -167,7 +168,8 @@ struct VerifyPostArgs {
     /// The PoSt randomness, 64 hex digits.
     #[arg(long, value_name = "HEX", value_parser = hex32_arg)]
     randomness: [u8; 32],
-    /// Prover (miner actor) id: f0NNNN / t0NNNN, a bare actor number, or 64 hex digits.
+    /// Prover (miner actor) id: f0NNNN / t0NNNN, a bare actor number, or 64 hex digits
+    /// (filecoin-proofs' PoSt verifiers take it, though the challenges do not depend on it).
     #[arg(long)]
     prover_id: String,
     /// Directory of the Groth16 .vk files (default: $FIL_PROOFS_PARAMETER_CACHE, else
@@ -945,6 +947,14 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
         DeviceArg::Gpu => paramgen::Device::Gpu,
     };
     let seed = paramgen::seed_from_str(&a.seed);
+    // A file where the output directory goes is an I/O error (90), found before any work.
+    if a.dir.exists() && !a.dir.is_dir() {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!("{}: not a directory", a.dir.display()),
+        ))
+        .into());
+    }
     let t = Instant::now();
     let (name, files) = match a.kind {
         ParamsKindArg::Porep => {

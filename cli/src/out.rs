@@ -168,7 +168,7 @@ impl ProofFile {
             if same_file {
                 return Err(fail(std::io::Error::new(
                     ErrorKind::InvalidInput,
-                    "it is the C1 input file (the proof would replace it)",
+                    "it is the input file (the proof would replace it)",
                 )));
             }
             if !m.file_type().is_fifo() {
