@@ -20,7 +20,8 @@
 # again, CUZK_H_AHEAD=mode, verified the same way), its time in the summary.
 #
 # Usage: [LOAD_BENCH=1] scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
-#   unit tests of device-run.sh's `core` plus gpu_alloc) or `anchors`
+#   unit tests of device-run.sh's `core` plus gpu_alloc), `post-SIZE:REPEAT` (WindowPoSt and
+#   WinningPoSt: gen-params --kind, gen-post, prove-post; see the step) or `anchors`
 #   (ours beside SupraSeal on 2 KiB and 8 MiB; binary supraseal-anchor from bench-anchors/supraseal)
 # Everything goes to $E (default /tmp/e2e): $E/summary.txt, $E/<size>/*.log, $E/done when the
 # last step has ended. One size's parameters at a time (the device's disk is 64 GiB): a size's
@@ -55,6 +56,41 @@ for step in "$@"; do
     t gpu_msm timeout 90 $F/gpu_msm --test-threads=3
     CUZK_FIXED_BASE_N=200000 t gpu_fixed_base timeout 120 $F/gpu_fixed_base
     CUZK_TEST_ALLOC_LOG2=27 t gpu_alloc timeout 120 $F/gpu_alloc --nocapture
+    continue
+  fi
+  if [ "${step%%-*}" = post ]; then
+    # post-SIZE[:REPEAT] (issue 41's targets): per kind, WinningPoSt first, its circuit's
+    # parameters on the GPU, inputs from gen-post (WindowPoSt: a full partition), then
+    # `prove-post --repeat R` (every proof checked by filecoin-proofs' verifier; cold, then the
+    # steady state). After WinningPoSt, when a SIZE:R step of this run left the PoRep files: a
+    # WinningPoSt started 60 s into two PoRep proofs in flight (its time is the answer under
+    # load). Then the PoRep parameters are deleted (the disk holds one large set) and WindowPoSt
+    # runs.
+    ps=${step#post-}; size=${ps%%:*}; repeat=${ps#*:}; [ "$repeat" = "$ps" ] && repeat=5
+    L=$E/post-$size; mkdir -p "$L"; P=$L/params
+    export CUZK_CIRCUIT_CACHE=$L/cc
+    for k in winning window; do
+      if [ $k = window ]; then
+        C1=$E/$size/c1; PP=$E/$size/params
+        if [ -e "$C1/c1-wrapper.json" ] && [ -e "$L/winning/post.json" ] && [ -d "$PP" ]; then
+          CUZK_CIRCUIT_CACHE=$E/$size/cc $F/cuzk prove "$C1/c1-wrapper.json" --prover-id f01000 \
+            --params "$PP" --backend gpu --repeat 3 --jobs 2 > "$L/porep_load.log" 2>&1 &
+          pr=$!; sleep 60
+          t winning_under_load timeout 300 $F/cuzk prove-post "$L/winning/post.json" --params "$P" --backend gpu
+          grep -E "proof 0:" "$L/winning_under_load.log" | sed 's/^/under PoRep load: /' | tee -a "$S"
+          wait $pr; echo "PoRep beside it: rc=$?" | tee -a "$S"
+        fi
+        rm -rf "$PP"
+      fi
+      RUST_LOG=info t genparams_$k $TV $F/cuzk gen-params --kind $k-post --sector-size "$size" \
+        --seed "post-$size" --device gpu "$P" || continue
+      t genpost_$k $F/cuzk gen-post --kind $k --sector-size "$size" --seed "post-$size" "$L/$k" || continue
+      a=$(date +%s)
+      RUST_LOG=warn,cuzk::engine=info t prove_$k timeout 600 $TV $F/cuzk prove-post "$L/$k/post.json" \
+        --params "$P" --backend gpu --repeat "$repeat" --out "$L/$k.proof"
+      grep -E "proofs, .* in flight|proof 0:" "$L/prove_$k.log" | tee -a "$S"
+      echo "$k: GPU busy $(busy "$a" "$(date +%s)") %, peak device memory $(peak "$a" "$(date +%s)") MiB" | tee -a "$S"
+    done
     continue
   fi
   if [ "$step" = anchors ]; then
