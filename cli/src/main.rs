@@ -559,10 +559,7 @@ fn prove_with(
     );
     let start = Instant::now();
     let base = ProveOptions::from_env()?;
-    // (proof index, start, end, proof bytes) of every finished proof.
-    type Finished = (usize, f64, f64, Vec<u8>);
-    let done: std::sync::Mutex<Vec<Finished>> = Default::default();
-    let one = |i: usize| -> Result<(), Failure> {
+    let one = |i: usize| -> Result<Finished, Failure> {
         let who = if repeat > 1 {
             format!("proof {i} ")
         } else {
@@ -625,23 +622,44 @@ fn prove_with(
             say!("{who}stages: {}", stage_line(&v));
         }
         verify_seal(c1, sector, prover_id, &out.proof)?;
-        if let Ok(mut d) = done.lock() {
-            d.push((i, t0, t1, out.proof));
-        }
-        Ok(())
+        Ok(Finished {
+            start: t0,
+            end: t1,
+            proof: out.proof,
+        })
     };
-    run_repeated(repeat, jobs, one)?;
-    let mut done = done.into_inner().unwrap_or_default();
-    done.sort_by_key(|x| x.0);
+    let done = run_repeated(repeat, jobs, one)?;
+    report_and_write(&done, jobs, out)
+}
+
+/// One proof of a repeated run: its bytes, and when its proving started and ended (seconds
+/// from the run's start; the verification after it not included).
+struct Finished {
+    start: f64,
+    end: f64,
+    proof: Vec<u8>,
+}
+
+/// Prints the summary line of a repeated run (`done` in proof order; proof 0 the cold one,
+/// the steady state from proof 1's start to the last end) and writes proof 0 to `out`, or in
+/// hex to stdout without `out` or when `out` cannot be written (the verified proof is not lost).
+fn report_and_write(
+    done: &[Finished],
+    jobs: usize,
+    out: Option<&out::ProofFile>,
+) -> Result<(), Failure> {
+    let repeat = done.len();
     if repeat > 1 {
-        // Steady state: proofs 1 … R − 1, from the first one's start to the last one's end.
         let rest = &done[1..];
-        let first_start = rest.iter().map(|d| d.1).fold(f64::INFINITY, f64::min);
-        let last_end = rest.iter().map(|d| d.2).fold(0.0, f64::max);
-        let per: Vec<String> = done.iter().map(|d| format!("{:.2}", d.2 - d.1)).collect();
+        let first_start = rest.iter().map(|d| d.start).fold(f64::INFINITY, f64::min);
+        let last_end = rest.iter().map(|d| d.end).fold(0.0, f64::max);
+        let per: Vec<String> = done
+            .iter()
+            .map(|d| format!("{:.3}", d.end - d.start))
+            .collect();
         say!(
             "{repeat} proofs, {jobs} in flight: {last_end:.2} s in all; per proof (start to end) \
-             {} s; steady state (proofs 1 to {}) {:.2} s per proof; peak RSS {}",
+             {} s; steady state (proofs 1 to {}) {:.3} s per proof; peak RSS {}",
             per.join(" "),
             repeat - 1,
             (last_end - first_start) / (repeat - 1) as f64,
@@ -650,11 +668,13 @@ fn prove_with(
     } else {
         say!("peak RSS {}", peak_rss_text());
     }
-    let proof = &done.first().ok_or_else(|| Error::internal("no proof"))?.3;
+    let proof = &done
+        .first()
+        .ok_or_else(|| Error::internal("no proof"))?
+        .proof;
     match out {
         Some(file) => {
             if let Err(e) = file.write(proof) {
-                // Not lost: the verified proof goes to stdout instead.
                 let _ = out::print_hex(proof);
                 return Err(e.into());
             }
@@ -665,17 +685,19 @@ fn prove_with(
 }
 
 /// Runs `one(i)` for every i in 0..`repeat`: proof 0 alone (the cold one: parameters and
-/// compiled circuit loaded), then the rest `jobs` at a time on scoped threads. The first error
-/// stops further proofs from starting and is returned once the running ones end.
+/// compiled circuit loaded), then the rest `jobs` at a time on scoped threads. Returns the
+/// finished proofs in index order. The first error stops further proofs from starting and is
+/// returned once the running ones end.
 fn run_repeated(
     repeat: usize,
     jobs: usize,
-    one: impl Fn(usize) -> Result<(), Failure> + Sync,
-) -> Result<(), Failure> {
+    one: impl Fn(usize) -> Result<Finished, Failure> + Sync,
+) -> Result<Vec<Finished>, Failure> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    one(0)?;
+    let first = one(0)?;
     let next = AtomicUsize::new(1);
     let failure: std::sync::Mutex<Option<Failure>> = Default::default();
+    let done: std::sync::Mutex<Vec<(usize, Finished)>> = Default::default();
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
@@ -683,19 +705,30 @@ fn run_repeated(
                 if i >= repeat || failure.lock().map_or(true, |f| f.is_some()) {
                     break;
                 }
-                if let Err(e) = one(i) {
-                    if let Ok(mut f) = failure.lock() {
-                        f.get_or_insert(e);
+                match one(i) {
+                    Ok(f) => {
+                        if let Ok(mut d) = done.lock() {
+                            d.push((i, f));
+                        }
                     }
-                    break;
+                    Err(e) => {
+                        if let Ok(mut f) = failure.lock() {
+                            f.get_or_insert(e);
+                        }
+                        break;
+                    }
                 }
             });
         }
     });
-    match failure.into_inner().ok().flatten() {
-        Some(e) => Err(e),
-        None => Ok(()),
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
     }
+    let mut rest = done.into_inner().unwrap_or_default();
+    rest.sort_by_key(|d| d.0);
+    Ok(std::iter::once(first)
+        .chain(rest.into_iter().map(|d| d.1))
+        .collect())
 }
 
 fn verify(a: VerifyArgs) -> Result<(), Failure> {

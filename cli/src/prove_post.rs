@@ -4,14 +4,13 @@
 //! `--repeat` / `--jobs` as `cuzk prove` (the first proof alone, the cold one).
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Args;
 use cuzk::{Engine, EngineConfig, Error, ProofKind, ProveOptions};
 use cuzk_dev::postgen::{self, GeneratedPost, PostFile};
 
-use super::{out, parameter_dir, peak_rss_text, run_repeated, BackendArg, Failure};
+use super::{out, parameter_dir, report_and_write, run_repeated, BackendArg, Failure, Finished};
 
 #[derive(Args)]
 pub(crate) struct ProvePostArgs {
@@ -80,10 +79,7 @@ pub(crate) fn prove_post(a: ProvePostArgs) -> Result<(), Failure> {
     let vanilla: Vec<&[u8]> = g.vanilla_proofs.iter().map(Vec::as_slice).collect();
     let options = ProveOptions::from_env()?;
     let start = Instant::now();
-    // (proof index, start, end, proof bytes) of every finished proof.
-    type Finished = (usize, f64, f64, Vec<u8>);
-    let done: Mutex<Vec<Finished>> = Default::default();
-    let one = |i: usize| -> Result<(), Failure> {
+    let one = |i: usize| -> Result<Finished, Failure> {
         let t0 = start.elapsed().as_secs_f64();
         let proof = match kind {
             ProofKind::WinningPost => engine.prove_winning_post(
@@ -124,36 +120,12 @@ pub(crate) fn prove_post(a: ProvePostArgs) -> Result<(), Failure> {
             t1 - t0,
             tv.elapsed().as_secs_f64()
         );
-        if let Ok(mut d) = done.lock() {
-            d.push((i, t0, t1, proof));
-        }
-        Ok(())
+        Ok(Finished {
+            start: t0,
+            end: t1,
+            proof,
+        })
     };
-    run_repeated(repeat, jobs, one)?;
-    let mut done = done.into_inner().unwrap_or_default();
-    done.sort_by_key(|d| d.0);
-    if repeat > 1 {
-        let rest = &done[1..];
-        let first = rest.iter().map(|d| d.1).fold(f64::INFINITY, f64::min);
-        let last = rest.iter().map(|d| d.2).fold(0.0, f64::max);
-        say!(
-            "{repeat} proofs, {jobs} in flight: cold {:.3} s; steady state (proofs 1 to {}) \
-             {:.3} s per proof; peak RSS {}",
-            done[0].2 - done[0].1,
-            repeat - 1,
-            (last - first) / (repeat - 1) as f64,
-            peak_rss_text()
-        );
-    }
-    let proof = &done.first().ok_or_else(|| Error::internal("no proof"))?.3;
-    match out {
-        Some(file) => {
-            if let Err(e) = file.write(proof) {
-                let _ = out::print_hex(proof);
-                return Err(e.into());
-            }
-        }
-        None => out::print_hex(proof)?,
-    }
-    Ok(())
+    let done = run_repeated(repeat, jobs, one)?;
+    report_and_write(&done, jobs, out.as_ref())
 }
