@@ -326,6 +326,7 @@ enum cuzk_status_t cuzk_prove_porep_c2(const struct cuzk_engine_t *engine,
 // * `out` - receives the result (one partition), owned by the caller (release with
 //   `cuzk_result_free`); set to `NULL` on failure.
 //
+// Its partitions run at high priority: ahead of PoRep partitions queued by other calls.
 // Blocks until the proof is done. Thread-safe. Returns `CUZK_STATUS_OK` or an error status
 // (input errors 1xx before any proving); the message is then in `cuzk_last_error_message`.
 //
@@ -353,7 +354,8 @@ enum cuzk_status_t cuzk_prove_window_post(const struct cuzk_engine_t *engine,
 //
 // Arguments as `cuzk_prove_window_post`, with `registered_proof` 0..4 (WinningPoSt 2 KiB,
 // 8 MiB, 512 MiB, 32 GiB, 64 GiB), the challenged sector's vanilla proof (one), and no
-// partition index. Blocks until the proof is done. Thread-safe.
+// partition index. Its partitions run at critical priority: ahead of every other call's
+// queued partitions. Blocks until the proof is done. Thread-safe.
 //
 // # Safety
 // As `cuzk_prove_window_post`.

@@ -821,9 +821,12 @@ pub unsafe extern "C" fn cuzk_prove_porep_c2(
         let c1 = unsafe { bytes(c1_json, c1_len, "c1_json", "c1_len") }?;
         // SAFETY: prover_id points to prover_id_len readable bytes for this call.
         let prover = unsafe { bytes(prover_id, prover_id_len, "prover_id", "prover_id_len") }?;
-        let output = handle
-            .engine
-            .prove_porep_c2(c1, sector_id, prover, &handle.options())?;
+        let output = handle.engine.prove_porep_c2(
+            c1,
+            sector_id,
+            prover,
+            &handle.options(crate::ProofKind::PorepC2),
+        )?;
         // SAFETY: out is non-NULL (checked by proof_call) and valid for writes.
         unsafe { write_result(out, output) }
     })
@@ -865,10 +868,13 @@ unsafe fn write_result(out: *mut *mut CuzkResult, output: crate::ProofOutput) ->
 }
 
 impl CuzkEngine {
-    /// The options of one proving call on this engine.
-    fn options(&self) -> ProveOptions {
+    /// The options of one proving call of `kind` on this engine: its verification switch, and
+    /// the kind's [default priority](crate::ProofKind::default_priority) (a WinningPoSt goes
+    /// ahead of PoRep partitions queued by other threads of the caller).
+    fn options(&self, kind: crate::ProofKind) -> ProveOptions {
         ProveOptions {
             verify: self.verify,
+            priority: kind.default_priority(),
             ..ProveOptions::default()
         }
     }
@@ -891,6 +897,7 @@ impl CuzkEngine {
 /// * `out` - receives the result (one partition), owned by the caller (release with
 ///   `cuzk_result_free`); set to `NULL` on failure.
 ///
+/// Its partitions run at high priority: ahead of PoRep partitions queued by other calls.
 /// Blocks until the proof is done. Thread-safe. Returns `CUZK_STATUS_OK` or an error status
 /// (input errors 1xx before any proving); the message is then in `cuzk_last_error_message`.
 ///
@@ -936,7 +943,8 @@ pub unsafe extern "C" fn cuzk_prove_window_post(
 ///
 /// Arguments as `cuzk_prove_window_post`, with `registered_proof` 0..4 (WinningPoSt 2 KiB,
 /// 8 MiB, 512 MiB, 32 GiB, 64 GiB), the challenged sector's vanilla proof (one), and no
-/// partition index. Blocks until the proof is done. Thread-safe.
+/// partition index. Its partitions run at critical priority: ahead of every other call's
+/// queued partitions. Blocks until the proof is done. Thread-safe.
 ///
 /// # Safety
 /// As `cuzk_prove_window_post`.
@@ -1031,7 +1039,7 @@ unsafe fn prove_post(
             prover_id: prover,
             partition_index,
         };
-        let output = handle.engine.prove_post(&req, &handle.options())?;
+        let output = handle.engine.prove_post(&req, &handle.options(kind))?;
         // SAFETY: out is non-NULL (checked by proof_call) and valid for writes.
         unsafe { write_result(out, output) }
     })
@@ -1132,6 +1140,23 @@ mod tests {
     use super::*;
 
     use crate::error::tests::all_errors;
+
+    #[test]
+    fn calls_of_the_c_abi_take_their_kinds_priority() {
+        let engine = CuzkEngine {
+            engine: crate::Engine::new(EngineConfig {
+                backend: Backend::Cpu,
+                ..EngineConfig::default()
+            })
+            .expect("CPU engine"),
+            verify: false,
+        };
+        let p = |k| engine.options(k).priority;
+        assert_eq!(p(crate::ProofKind::PorepC2), crate::Priority::Normal);
+        assert_eq!(p(crate::ProofKind::WindowPost), crate::Priority::High);
+        assert_eq!(p(crate::ProofKind::WinningPost), crate::Priority::Critical);
+        assert!(!engine.options(crate::ProofKind::WinningPost).verify);
+    }
 
     #[test]
     fn statuses_are_the_error_codes() {

@@ -26,6 +26,18 @@ pub enum ProofKind {
 }
 
 impl ProofKind {
+    /// The priority a caller that names none gets for this kind (the C ABI's calls), as Curio
+    /// orders its tasks: WinningPoSt [`Critical`](crate::Priority::Critical) (a block waits on
+    /// it), WindowPoSt [`High`](crate::Priority::High) (a deadline waits on it), PoRep
+    /// [`Normal`](crate::Priority::Normal).
+    pub fn default_priority(self) -> crate::Priority {
+        match self {
+            ProofKind::PorepC2 => crate::Priority::Normal,
+            ProofKind::WindowPost => crate::Priority::High,
+            ProofKind::WinningPost => crate::Priority::Critical,
+        }
+    }
+
     /// `"porep-c2"`, `"window-post"` or `"winning-post"` (logs and messages).
     pub fn name(self) -> &'static str {
         match self {
