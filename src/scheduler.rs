@@ -24,7 +24,8 @@
 //!   front of the queue (one that led its batch then runs alone); failed tries are retried
 //!   one by one. A batchable first try with no partner yields to a queued job of its priority
 //!   or higher that batches with nothing (the GPU backend: an H side), so partners can queue
-//!   up meanwhile. A batch holds jobs of one priority only (its leader's): a lower-priority
+//!   up meanwhile; with nothing to yield to, it waits up to [`PartitionExecutor::batch_linger`]
+//!   for a partner to be submitted. A batch holds jobs of one priority only (its leader's): a lower-priority
 //!   partner would add its work to a higher-priority leader's wait for the batch, and a
 //!   higher-priority job always leads a batch of its own (the queue gives it to a worker first).
 //! - Only the GPU region is limited (to [`SchedulerConfig::gpu_section_permits`] holders, 1 by
@@ -98,6 +99,15 @@ pub trait PartitionExecutor: Send + Sync + 'static {
     /// The most jobs one batch holds (default 1: never batch).
     fn max_batch(&self) -> usize {
         1
+    }
+
+    /// How long a batchable first try that finds no partner and no other work to yield to
+    /// waits for a partner to be submitted before it runs alone (default zero: it runs at
+    /// once). The GPU backend's partners are submitted by the engine right after their H side
+    /// ends, a moment after the worker that ran it is back for work: without the wait, two
+    /// partitions whose H sides ran back to back each stream the L, A, B bases alone.
+    fn batch_linger(&self) -> Duration {
+        Duration::ZERO
     }
 
     /// Runs `jobs` (2 to [`Self::max_batch`] of them, one key) together on `attempt.device`
@@ -774,6 +784,8 @@ struct Shared<E: PartitionExecutor> {
     start_tier: TierKind,
     state: Mutex<State<E::Job, E::Output>>,
     wake: Vec<Condvar>,
+    /// Notified when calls submit tasks (a lone batchable try waiting for a partner).
+    submitted: Condvar,
     sections: Vec<GpuSection>,
     next_call: AtomicU64,
 }
@@ -973,19 +985,22 @@ impl<E: PartitionExecutor> Shared<E> {
         let mut batch = vec![task];
         let priority = batch[0].priority;
         let mut st = lock(&self.state);
-        let mut i = 0;
-        while i < st.pending.len() && batch.len() < max {
-            let t = &st.pending[i];
-            if t.runs_on(di)
-                && t.priority == priority
-                && first_try(t)
-                && self.exec.batch_key(device, &t.job) == Some(key)
-            {
-                batch.push(st.pending.remove(i).expect("index in range"));
-            } else {
-                i += 1;
+        let join = |st: &mut State<E::Job, E::Output>, batch: &mut Vec<Task<E::Job, E::Output>>| {
+            let mut i = 0;
+            while i < st.pending.len() && batch.len() < max {
+                let t = &st.pending[i];
+                if t.runs_on(di)
+                    && t.priority == priority
+                    && first_try(t)
+                    && self.exec.batch_key(device, &t.job) == Some(key)
+                {
+                    batch.push(st.pending.remove(i).expect("index in range"));
+                } else {
+                    i += 1;
+                }
             }
-        }
+        };
+        join(&mut st, &mut batch);
         if batch.len() == 1 {
             // A lone batchable first try: a queued job of its priority or higher that batches
             // with nothing (an H side, another proof kind, a retry) runs first, so that partners
@@ -1000,6 +1015,20 @@ impl<E: PartitionExecutor> Shared<E> {
                 let lone = batch.pop().expect("one task");
                 st.pending.push_front(lone);
                 return vec![other];
+            }
+            // Nothing to yield to: wait a moment for a partner about to be submitted.
+            let deadline = Instant::now() + self.exec.batch_linger();
+            while batch.len() == 1 && !st.shutdown && !batch[0].cancelled() {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                st = self
+                    .submitted
+                    .wait_timeout(st, deadline - now)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+                join(&mut st, &mut batch);
             }
         }
         let extra = batch.len() - 1;
@@ -1271,6 +1300,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
                 shutdown: false,
             }),
             wake: (0..n).map(|_| Condvar::new()).collect(),
+            submitted: Condvar::new(),
             sections: (0..n)
                 .map(|_| GpuSection::new(gpu_section_permits))
                 .collect(),
@@ -1344,6 +1374,7 @@ impl<E: PartitionExecutor> Scheduler<E> {
         };
         let cancelled = self.shared.dispatch(&mut st);
         drop(st);
+        self.shared.submitted.notify_all();
         for t in rejected {
             t.finish(
                 Err(Error::Internal("scheduler is shutting down".into())),
@@ -2115,6 +2146,60 @@ mod tests {
         // FIFO would run job 1 second; left-out jobs are pushed back reversed and re-gathered
         // behind each new leader, so they run last.
         assert!(pos1 <= 3, "job 1 ran at position {pos1}: order {order:?}");
+    }
+
+    /// Every job has key 0 and batches of up to two run together; records each run (the jobs
+    /// of one batch, or one alone). Lone first tries wait `linger` for a partner.
+    struct Lingering {
+        runs: Mutex<Vec<Vec<u64>>>,
+        linger: Duration,
+    }
+    impl PartitionExecutor for Lingering {
+        type Job = u64;
+        type Output = u64;
+        fn run(&self, _a: &Attempt<'_>, job: &u64) -> Result<u64> {
+            lock(&self.runs).push(vec![*job]);
+            Ok(*job)
+        }
+        fn batch_key(&self, _device: usize, _job: &u64) -> Option<u64> {
+            Some(0)
+        }
+        fn max_batch(&self) -> usize {
+            2
+        }
+        fn batch_linger(&self) -> Duration {
+            self.linger
+        }
+        fn run_batch(&self, _a: &Attempt<'_>, jobs: &[&u64]) -> Vec<Option<Result<u64>>> {
+            lock(&self.runs).push(jobs.iter().map(|&&j| j).collect());
+            jobs.iter().map(|&&j| Some(Ok(j))).collect()
+        }
+    }
+
+    /// Two calls of one job each, the second submitted 100 ms after the first (as the engine
+    /// submits a partition's L, A, B part after its H side): with a linger of 5 s the first
+    /// waits for the second and both run as one batch, long before the linger ends; with none
+    /// each runs alone.
+    #[test]
+    fn a_lone_batchable_try_waits_for_a_partner_submitted_soon_after() {
+        for (linger, expected) in [
+            (Duration::from_secs(5), vec![vec![10, 11]]),
+            (Duration::ZERO, vec![vec![10], vec![11]]),
+        ] {
+            let exec = Arc::new(Lingering {
+                runs: Mutex::default(),
+                linger,
+            });
+            let s = Scheduler::new(exec.clone(), SchedulerConfig::new(vec![0], 1)).unwrap();
+            let t0 = Instant::now();
+            let first = s.submit(vec![10]);
+            std::thread::sleep(Duration::from_millis(100));
+            let second = s.submit(vec![11]);
+            assert_eq!(first.join().unwrap(), vec![10]);
+            assert_eq!(second.join().unwrap(), vec![11]);
+            assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+            assert_eq!(*lock(&exec.runs), expected, "linger {linger:?}");
+        }
     }
 
     /// Key 0 for even jobs, none for odd ones. A batch waits (up to 3 s) for job 7 to run

@@ -713,6 +713,12 @@ impl PartitionExecutor for GpuExecutor {
         self.msm_batch
     }
 
+    /// [`BATCH_LINGER`]: the engine submits a partition's L, A, B part right after its H side
+    /// ends, a moment after the worker that ran it asks for work.
+    fn batch_linger(&self) -> std::time::Duration {
+        BATCH_LINGER
+    }
+
     /// The batch's L, A, B MSMs together ([`Self::shared_bases`]); when the device cannot hold
     /// two partitions' aux even with the others' memory back, the first job runs alone and the
     /// others go back to the queue, as do those a smaller batch left out. An error is the
@@ -739,6 +745,15 @@ impl PartitionExecutor for GpuExecutor {
 /// Smallest MSM pass a batch of [`GpuExecutor::shared_bases`] uses: below it the passes' bucket
 /// reductions cost more than the shared uploads save.
 const SHARED_PASS_MIN_POINTS: u64 = 1 << 23;
+
+/// How long a partition's L, A, B part with no partner waits for one before it streams the
+/// bases alone ([`PartitionExecutor::batch_linger`]). A device that can hold one partition's
+/// work at a time runs two H sides back to back, and the second one's L, A, B part is
+/// submitted a moment after its worker asks for work (the engine's thread turns the H side's
+/// result into the part): milliseconds. A batch of two saves one upload of the L, A and B
+/// bases (34.5 GB at 32 GiB, about 1 s of the link), so the wait's cost when no partner comes
+/// (the last partition of the last proof) is small beside it.
+const BATCH_LINGER: std::time::Duration = std::time::Duration::from_millis(50);
 
 impl GpuExecutor {
     /// The L, A, B MSMs ([`Part::Rest`]) of the leading `k` of `jobs` (same parameter set,
