@@ -80,7 +80,9 @@ for step in "$@"; do
           grep -E "proof 0:" "$L/winning_under_load.log" | sed 's/^/under PoRep load: /' | tee -a "$S"
           wait $pr; echo "PoRep beside it: rc=$?" | tee -a "$S"
         fi
-        rm -rf "$PP"
+        # The WindowPoSt set at 32 GiB is as large as PoRep's (~48 GiB with its circuit cache
+        # beside): nothing of the PoRep size may stay on the 64 GiB disk.
+        rm -rf "$PP" "$E/$size/cc"
       fi
       RUST_LOG=info t genparams_$k $TV $F/cuzk gen-params --kind $k-post --sector-size "$size" \
         --seed "post-$size" --device gpu "$P" || continue
