@@ -805,6 +805,28 @@ pub fn post_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTreeT
     )
 }
 
+/// Paths of the `.params` and `.vk` files of the SnapDeals circuit of `public_params` in `dir`,
+/// under the standard v28 names of filecoin-proofs (`v28-empty-sector-update-merkletree-
+/// poseidon_hasher-8-<sub>-<top>-<sha256 of the public parameters' identifier>.params`: the
+/// files its `get_empty_sector_update_params` looks up).
+pub fn snap_param_paths<
+    Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>,
+>(
+    dir: &Path,
+    public_params: &storage_proofs_update::PublicParams,
+) -> (PathBuf, PathBuf) {
+    use storage_proofs_core::parameter_cache::{CacheableParameters, VERSION};
+    use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams};
+    let id = <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        EmptySectorUpdateCircuit<Tree>,
+        PublicParams,
+    >>::cache_identifier(public_params);
+    (
+        dir.join(format!("v{VERSION}-{id}.params")),
+        dir.join(format!("v{VERSION}-{id}.vk")),
+    )
+}
+
 /// Paths of the `.params` and `.vk` files of a PoRep circuit in `dir`, under the standard v28
 /// names of filecoin-proofs (`v28-stacked-proof-of-replication-<tree>-<hasher>-<sha256 of the
 /// public parameters' identifier>.params`).
