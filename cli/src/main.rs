@@ -253,8 +253,8 @@ struct GenParamsArgs {
     /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long)]
     sector_size: String,
-    /// The circuit: PoRep (StackedDrg<size>V1_1, one partition), WindowPoSt (one partition) or
-    /// WinningPoSt of the sector size.
+    /// The circuit: PoRep (StackedDrg<size>V1_1, one partition), WindowPoSt (one partition),
+    /// WinningPoSt or SnapDeals (EmptySectorUpdateCircuit, one partition) of the sector size.
     #[arg(long, value_enum, default_value = "porep")]
     kind: ParamsKindArg,
     /// Seed of the (test, insecure) toxic waste: 64 hex digits are the ChaCha20 seed itself
@@ -274,6 +274,7 @@ enum ParamsKindArg {
     Porep,
     WindowPost,
     WinningPost,
+    SnapDeals,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -917,6 +918,19 @@ fn post_proof_arg(
     })
 }
 
+/// The update proof type (SnapDeals) of the sector size `size`.
+fn update_proof_arg(size: &str) -> Result<filecoin_proofs_api::RegisteredUpdateProof, Error> {
+    let bytes = u64::from(sector_size_arg(size)?.sector_size());
+    (0..5)
+        .filter_map(|n| cuzk::snap::registered_update_proof(n).ok())
+        .find(|p| u64::from(p.sector_size()) == bytes)
+        .ok_or_else(|| Error::InvalidConfig {
+            name: "--sector-size".into(),
+            value: size.into(),
+            reason: "no update proof type of this sector size".into(),
+        })
+}
+
 fn gen_post(a: GenPostArgs) -> Result<(), Failure> {
     let kind = match a.kind {
         PostKindArg::Window => cuzk::ProofKind::WindowPost,
@@ -1006,6 +1020,13 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
             (
                 format!("{p:?}"),
                 paramgen::generate_post(p, seed, &a.dir, device),
+            )
+        }
+        ParamsKindArg::SnapDeals => {
+            let p = update_proof_arg(&a.sector_size)?;
+            (
+                format!("{p:?}"),
+                paramgen::generate_snap(p, seed, &a.dir, device),
             )
         }
     };
