@@ -78,6 +78,19 @@ fn gen_params_rejects_unknown_sizes() {
     assert_eq!(out.status.code(), Some(14));
     let out = cuzk(&[
         "gen-params",
+        "--kind",
+        "snap-deals",
+        "--sector-size",
+        "3KiB",
+        "--seed",
+        "1",
+        s(&d),
+    ]);
+    assert_eq!(out.status.code(), Some(14));
+    let help = cuzk(&["gen-params", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("snap-deals"));
+    let out = cuzk(&[
+        "gen-params",
         "--sector-size",
         "2KiB",
         "--seed",
