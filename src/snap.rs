@@ -280,6 +280,19 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     })
 }
 
+/// The `.params` file of the update proof type `proof` in `dir` (its `.vk` beside it), under
+/// filecoin-proofs' v28 name ([`crate::srs::snap_param_paths`]).
+#[cfg(any(test, feature = "internals"))]
+pub(crate) fn param_path(proof: RegisteredUpdateProof, dir: &Path) -> PathBuf {
+    fn of<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+        proof: RegisteredUpdateProof,
+        dir: &Path,
+    ) -> PathBuf {
+        crate::srs::snap_param_paths::<Tree>(dir, &public_params(proof)).0
+    }
+    filecoin_proofs::with_shape!(u64::from(proof.sector_size()), of, proof, dir,)
+}
+
 /// Constraints of one SHA-256 hash of two nodes in the circuit (bellperson's gadget, two
 /// compression blocks; 45,379 recorded), an upper bound.
 const SHA256_CONSTRAINTS: u64 = 45_500;

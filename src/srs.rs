@@ -750,6 +750,8 @@ pub enum ParamSet {
     Porep(filecoin_proofs_api::RegisteredSealProof),
     /// WindowPoSt or WinningPoSt of a PoSt proof type (its `typ()` tells them apart).
     Post(filecoin_proofs_api::RegisteredPoStProof),
+    /// SnapDeals of an update proof type.
+    Snap(filecoin_proofs_api::RegisteredUpdateProof),
 }
 
 #[cfg(any(test, feature = "internals"))]
@@ -762,6 +764,7 @@ impl ParamSet {
                 crate::ProofKind::WinningPost
             }
             ParamSet::Post(_) => crate::ProofKind::WindowPost,
+            ParamSet::Snap(_) => crate::ProofKind::SnapDeals,
         }
     }
 
@@ -770,6 +773,7 @@ impl ParamSet {
         match self {
             ParamSet::Porep(p) => u64::from(p.sector_size()),
             ParamSet::Post(p) => u64::from(p.sector_size()),
+            ParamSet::Snap(p) => u64::from(p.sector_size()),
         }
     }
 
@@ -782,6 +786,7 @@ impl ParamSet {
         match self {
             ParamSet::Porep(p) => porep_param_paths_of(p, dir).map(|(params, _)| params),
             ParamSet::Post(p) => crate::post::param_path(p, dir),
+            ParamSet::Snap(p) => Ok(crate::snap::param_path(p, dir)),
         }
     }
 }
