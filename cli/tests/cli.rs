@@ -59,6 +59,7 @@ fn help_of_every_command() {
         &["prove", "--help"],
         &["verify", "--help"],
         &["verify-post", "--help"],
+        &["verify-snap", "--help"],
         &["prove-post", "--help"],
         &["gen-c1", "--help"],
         &["gen-post", "--help"],
