@@ -30,6 +30,11 @@ use storage_proofs_update::{
 };
 
 use crate::circuit::{self, CompiledCircuit, Layout, Witness};
+
+/// filecoin's compound proof of the SnapDeals circuit (its circuit, public inputs, verifier).
+type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
+/// filecoin's vanilla proof scheme of SnapDeals.
+type Scheme<Tree> = EmptySectorUpdate<Tree>;
 use crate::error::{Error, Result};
 use crate::job::{Job, ProofKind};
 use crate::synth::Assignment;
@@ -325,7 +330,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapJob<Tree> {
     /// The circuit of partition `k`, as filecoin-proofs builds it.
     fn circuit(&self, k: usize) -> Result<circuit::snap::Circuit<Tree>> {
         on_vanilla("snap-deals vanilla proofs", || {
-            <EmptySectorUpdateCompound<Tree> as CompoundProof<'_, EmptySectorUpdate<Tree>, _>>::circuit(
+            <Compound<Tree> as CompoundProof<'_, Scheme<Tree>, _>>::circuit(
                 &self.pub_inputs,
                 (),
                 &self.vanilla[k],
@@ -382,7 +387,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Fr>> {
-        <EmptySectorUpdateCompound<Tree> as CompoundProof<'_, EmptySectorUpdate<Tree>, _>>::generate_public_inputs(
+        <Compound<Tree> as CompoundProof<'_, Scheme<Tree>, _>>::generate_public_inputs(
             &self.pub_inputs,
             &self.pub_params,
             Some(k),
@@ -403,7 +408,9 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
     }
 
     /// `update::verify_empty_sector_update_proof`'s check of `proof` (all partitions' bytes):
-    /// read with subgroup checks, then `EmptySectorUpdateCompound::verify` with `pvk`.
+    /// read with subgroup checks, then `EmptySectorUpdateCompound::verify` with `pvk`; a proof
+    /// it rejects or cannot read is [`Error::VerificationFailed`] of the whole multi-proof
+    /// (`partition: usize::MAX`).
     fn check_proof(
         &self,
         proof: &[u8],
@@ -418,21 +425,31 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
             priority: true,
         };
         let ok = (|| -> anyhow::Result<bool> {
-            let pp = <EmptySectorUpdateCompound<Tree> as CompoundProof<
-                '_,
-                EmptySectorUpdate<Tree>,
-                _,
-            >>::setup(&setup)?;
+            let pp = <Compound<Tree> as CompoundProof<'_, Scheme<Tree>, _>>::setup(&setup)?;
             let multi = MultiProof::new_from_bytes(Some(partitions), proof, pvk)?;
-            <EmptySectorUpdateCompound<Tree> as CompoundProof<'_, EmptySectorUpdate<Tree>, _>>::verify(&pp, &self.pub_inputs, &multi, &())
+            <Compound<Tree> as CompoundProof<'_, Scheme<Tree>, _>>::verify(
+                &pp,
+                &self.pub_inputs,
+                &multi,
+                &(),
+            )
         })();
         match ok {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::VerificationFailed { partition: 0 }),
-            Err(e) => Err(Error::Internal(format!(
-                "snap-deals: verifying the proof: {e:#}"
-            ))),
+            Ok(true) => return Ok(()),
+            Ok(false) => log::error!(
+                "snap-deals {:?}: the proof does not verify as verify_empty_sector_update_proof \
+                 checks it",
+                self.proof
+            ),
+            Err(e) => log::error!(
+                "snap-deals {:?}: verify_empty_sector_update_proof's check cannot read the proof: \
+                 {e:#}",
+                self.proof
+            ),
         }
+        Err(Error::VerificationFailed {
+            partition: usize::MAX,
+        })
     }
 }
 

@@ -30,6 +30,7 @@ use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, Verifying
 use blstrs::{Bls12, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
+use storage_proofs_update::constants::TreeRHasher;
 
 use crate::error::{Error, Result};
 use crate::synth::Assignment;
@@ -814,12 +815,13 @@ pub fn post_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTreeT
 /// under the standard v28 names of filecoin-proofs (`v28-empty-sector-update-merkletree-
 /// poseidon_hasher-8-<sub>-<top>-<sha256 of the public parameters' identifier>.params`: the
 /// files its `get_empty_sector_update_params` looks up).
-pub fn snap_param_paths<
-    Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>,
->(
+pub fn snap_param_paths<Tree>(
     dir: &Path,
     public_params: &storage_proofs_update::PublicParams,
-) -> (PathBuf, PathBuf) {
+) -> (PathBuf, PathBuf)
+where
+    Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait<Hasher = TreeRHasher>,
+{
     use storage_proofs_core::parameter_cache::{CacheableParameters, VERSION};
     use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams};
     let id = <EmptySectorUpdateCompound<Tree> as CacheableParameters<
