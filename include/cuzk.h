@@ -206,8 +206,9 @@ typedef struct cuzk_timing_t {
 // pointer in it stays valid until then. Read-only; may be read from any thread.
 typedef struct cuzk_result_t {
     // The proof: 192 bytes per partition, partitions in order - the byte layout of
-    // filecoin-proofs' `seal_commit_phase2` proof (PoRep C2), or of filecoin-proofs-api's
-    // WindowPoSt partition and WinningPoSt proofs (192 bytes).
+    // filecoin-proofs' `seal_commit_phase2` proof (PoRep C2), of filecoin-proofs-api's
+    // WindowPoSt partition and WinningPoSt proofs (192 bytes), or of its
+    // `generate_empty_sector_update_proof_with_vanilla` (SnapDeals).
     const uint8_t *proof;
     // Length of `proof` in bytes.
     size_t proof_len;
@@ -370,9 +371,51 @@ enum cuzk_status_t cuzk_prove_winning_post(const struct cuzk_engine_t *engine,
                                            size_t prover_id_len,
                                            struct cuzk_result_t **out);
 
-// Releases a result from `cuzk_prove_porep_c2`, `cuzk_prove_window_post` or
-// `cuzk_prove_winning_post` and everything it points to. `NULL` is a no-op. Not to be called
-// twice, nor while another thread reads the result.
+// Proves a SnapDeals sector update: the bytes filecoin-proofs-api's
+// `update::generate_empty_sector_update_proof_with_vanilla` returns for the same input, 192
+// per partition (1 partition at 2 KiB, 4 at 8 MiB, 16 from 512 MiB on: 3,072 bytes at
+// 32 GiB), each partition verified and then the whole proof as
+// `update::verify_empty_sector_update_proof` verifies it, before it is returned.
+//
+// * `engine` - from `cuzk_engine_new`; may be used by many threads at once.
+// * `registered_proof` - the update proof type in the actors' numbering: 0..4 (2 KiB,
+//   8 MiB, 512 MiB, 32 GiB, 64 GiB).
+// * `vanilla_proofs`, `vanilla_proof_lens`, `vanilla_proof_count` - one vanilla proof per
+//   partition, in partition order (the bytes of `update::generate_partition_proofs`):
+//   `vanilla_proofs[i]` points to `vanilla_proof_lens[i]` bytes. Borrowed for the call only.
+// * `comm_r_old`, `comm_r_new`, `comm_d_new` and their lengths - the sector key's replica
+//   commitment, the updated replica's, the new data's: 32 bytes each. Borrowed.
+// * `sector_size` - the sector size in bytes the caller expects, checked against the proof
+//   type's; 0 takes the proof type's.
+// * `out` - receives the result, owned by the caller (release with `cuzk_result_free`); set
+//   to `NULL` on failure.
+//
+// Its partitions run at normal priority, as PoRep's. Blocks until the proof is done.
+// Thread-safe. Returns `CUZK_STATUS_OK` or an error status (input errors 1xx before any
+// proving: a wrong partition count, commitments not 32 bytes, a sector size of another proof
+// type, vanilla proofs that do not decode or verify); the message is then in
+// `cuzk_last_error_message`.
+//
+// # Safety
+// As `cuzk_prove_window_post` for `engine`, the vanilla proof arrays and `out`; each
+// commitment points to its length in readable bytes (or is `NULL` with length 0).
+enum cuzk_status_t cuzk_prove_snap_deals(const struct cuzk_engine_t *engine,
+                                         uint64_t registered_proof,
+                                         const uint8_t *const *vanilla_proofs,
+                                         const size_t *vanilla_proof_lens,
+                                         size_t vanilla_proof_count,
+                                         const uint8_t *comm_r_old,
+                                         size_t comm_r_old_len,
+                                         const uint8_t *comm_r_new,
+                                         size_t comm_r_new_len,
+                                         const uint8_t *comm_d_new,
+                                         size_t comm_d_new_len,
+                                         uint64_t sector_size,
+                                         struct cuzk_result_t **out);
+
+// Releases a result from `cuzk_prove_porep_c2`, `cuzk_prove_window_post`,
+// `cuzk_prove_winning_post` or `cuzk_prove_snap_deals` and everything it points to. `NULL`
+// is a no-op. Not to be called twice, nor while another thread reads the result.
 //
 // # Safety
 // `result` is `NULL` or a result from one of those calls, not freed before.

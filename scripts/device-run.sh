@@ -21,6 +21,8 @@
 #                 (SAN_SIZES, SAN_AHEAD pick the sizes and modes)
 #   post          the 2 KiB PoSt fixture (made on the first run, CUZK_POST_FIXTURE_DIR or the cache):
 #                 WinningPoSt and WindowPoSt GPU proofs == CPU proofs, each verified (gpu_post)
+#   snap          the 2 KiB SnapDeals fixture (made on the first run, ~2 min; CUZK_SNAP_FIXTURE_DIR
+#                 or the cache): the SnapDeals GPU proof == CPU proof, each verified (gpu_snap)
 #   real          the real fixtures (fixtures-gpu first when missing): GPU proof == CPU proof,
 #                 verify_seal and device memory back at baseline (gpu_prove: $PROOFS_2K / $PROOFS_8M
 #                 proofs from 8 threads, default 8 / 4), GPU SpMV == CPU SpMV (gpu_spmv), then
@@ -144,6 +146,9 @@ sanitize)
   ;;
 post)
   RUST_LOG=info t gpu_post timeout 500 $F/gpu_post --nocapture
+  ;;
+snap)
+  RUST_LOG=info t gpu_snap timeout 500 $F/gpu_snap --nocapture
   ;;
 real)
   [ -e /tmp/fx2/fixture.json ] && [ -e /tmp/fx8/fixture.json ] || "$0" fixtures-gpu

@@ -9,7 +9,7 @@ rm -rf "$F"; mkdir -p "$F"
 newest() { ls -t target/release/deps/"$1"-* 2>/dev/null | grep -v '\.d$' | head -1; }
 pack() { local src=$1 name=$2; [ -x "$src" ] || { echo "missing $name ($src)" >&2; exit 1; }
   strip -o "$F/$name" "$src"; gzip -f "$F/$name"; }
-for t in gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_post gpu_alloc gpu_spmv gpu_fixed_base compiled_circuit; do
+for t in gpu_field gpu_ntt gpu_curve gpu_msm gpu_prove gpu_post gpu_snap gpu_alloc gpu_spmv gpu_fixed_base compiled_circuit; do
   pack "$(newest $t)" $t
 done
 pack "$(newest ntt)" bench_ntt

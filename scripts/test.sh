@@ -5,6 +5,8 @@
 #                                        2 KiB proof on the CPU (fixture made on first use, ~15 min
 #                                        on 2 cores, then cached), WindowPoSt and WinningPoSt on the
 #                                        2 KiB PoSt fixture (~80 s to make on 2 cores, then cached;
+#                                        library, C ABI and daemon), SnapDeals on the 2 KiB
+#                                        SnapDeals fixture (~2 min to make on 2 cores, then cached;
 #                                        library, C ABI and daemon), the C ABI and its C program
 #                                        (the panic test needs the test hooks), header drift, the
 #                                        compiled circuit vs the reference synthesis, the dev crate
@@ -16,7 +18,8 @@
 #                                        gRPC client of `cuzk serve` (the 2 KiB fixture proved
 #                                        through the daemon and verified, WindowPoSt partitions and
 #                                        WinningPoSt in Curio's shapes checked by `cuzk
-#                                        verify-post`, priority, cancel, bad input, shutdown;
+#                                        verify-post`, SnapDeals by `cuzk verify-snap`,
+#                                        priority, cancel, bad input, shutdown;
 #                                        Debian's Go grpc packages, offline);
 #   3. cargo test --release --features cuda,test-hooks --no-run
 #                                      — compiles all GPU code and every GPU test, those of the

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::gpu::memory::hostpool::HostPool;
 use crate::job::{Job, ProofKind};
 use crate::post::PostRequest;
+use crate::snap::SnapRequest;
 use crate::pipeline::{Gate, Latch, Pass};
 use crate::progress::{Reporter, Stage, Timings};
 use crate::prover::{self, CpuBackend, Part, PartitionCtx, ProverBackend, PROOF_BYTES};
@@ -665,6 +666,61 @@ impl Engine {
         Ok(out)
     }
 
+    /// Proves a SnapDeals sector update, as filecoin-proofs-api's
+    /// `update::generate_empty_sector_update_proof_with_vanilla` does (its output: 192 bytes per
+    /// partition, 16 partitions at 32 GiB: 3,072 bytes; see [`crate::snap`]).
+    ///
+    /// Each partition is verified against the verifying key (the `.vk` beside the `.params`
+    /// file), then the whole proof as `update::verify_empty_sector_update_proof` verifies it,
+    /// unless `options.verify` is off.
+    ///
+    /// # Errors
+    /// Input errors (1xx, see [`crate::snap::check`]) before any heavy work; then as
+    /// [`Engine::prove_porep_c2`].
+    pub fn prove_snap_deals(
+        &self,
+        req: &SnapRequest<'_>,
+        options: &ProveOptions,
+    ) -> Result<ProofOutput> {
+        #[cfg(feature = "test-hooks")]
+        if self.panic_next.swap(false, Ordering::SeqCst) {
+            panic!("{INJECTED_PANIC_MESSAGE}");
+        }
+        let reporter = Reporter::new(options.progress.clone());
+        let mut timings = Timings::default();
+        let start = Instant::now();
+        let proof = crate::snap::registered_update_proof(req.registered_proof)?;
+        let partitions = crate::snap::partitions(req.registered_proof)?;
+        if let Some(rs) = &options.randomness {
+            if rs.len() != partitions {
+                return Err(Error::InvalidInput(format!(
+                    "{} (r, s) pairs given for {partitions} partitions",
+                    rs.len()
+                )));
+            }
+        }
+        CancelToken::check(options.cancel.as_ref())?;
+        log::info!(
+            "prove_snap_deals: {proof:?}, {} vanilla proof(s), backend {}",
+            req.vanilla_proofs.len(),
+            self.backend_name()
+        );
+        let mut out = filecoin_proofs::with_shape!(
+            u64::from(proof.sector_size()),
+            prove_snap_shape,
+            self,
+            req,
+            proof,
+            options,
+            &reporter,
+            &mut timings,
+        )
+        .map_err(|e| self.with_given_dir(e))?;
+        reporter.report(&mut timings, None, Stage::Total, start.elapsed());
+        out.timings = timings;
+        Ok(out)
+    }
+
     /// The proving assignment (witness, a, b, c, densities) of one partition of a C1 output, by
     /// the given synthesis path — what [`Engine::prove_porep_c2`] computes before the H step and
     /// the MSMs. For comparing the paths and for benches; `timings` gets the stages.
@@ -855,6 +911,24 @@ fn prove_post_shape<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<ProofOutput> {
     let job = reporter.time(timings, None, Stage::Parse, || {
         crate::post::prepare::<Tree>(req, proof, &engine.config.resolved_parameter_dir())
+    })?;
+    prove_job(engine, &job, options, reporter, timings)
+}
+
+/// The SnapDeals proof of one tree shape: the request checked ([`crate::snap::prepare`],
+/// reported as [`Stage::Parse`]), then proved as any job.
+fn prove_snap_shape<
+    Tree: 'static + MerkleTreeTrait<Hasher = storage_proofs_update::constants::TreeRHasher>,
+>(
+    engine: &Engine,
+    req: &SnapRequest<'_>,
+    proof: filecoin_proofs_api::RegisteredUpdateProof,
+    options: &ProveOptions,
+    reporter: &Reporter,
+    timings: &mut Timings,
+) -> Result<ProofOutput> {
+    let job = reporter.time(timings, None, Stage::Parse, || {
+        crate::snap::prepare::<Tree>(req, proof, &engine.config.resolved_parameter_dir())
     })?;
     prove_job(engine, &job, options, reporter, timings)
 }
@@ -1452,6 +1526,12 @@ fn prove_partitions(
         return Err(Error::Internal(
             "a partition failed without an error".into(),
         ));
+    }
+    if options.verify {
+        let srs = params
+            .wait()
+            .ok_or_else(|| Error::internal("the parameters are gone after the partitions"))?;
+        job.check_proof(&proof, &srs.pvk)?;
     }
     Ok(C2Output {
         proof,

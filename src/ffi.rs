@@ -31,7 +31,8 @@
 //!   message (a panic in a function without a status is recorded as its message too). The library
 //!   must therefore be built with unwinding panics (the default; not `panic = "abort"`).
 //! * Thread safety: one engine may be used by many threads at once (`cuzk_prove_porep_c2`,
-//!   `cuzk_prove_window_post` and `cuzk_prove_winning_post` are reentrant); results are independent objects. Freeing (`cuzk_engine_free`,
+//!   `cuzk_prove_window_post`, `cuzk_prove_winning_post` and `cuzk_prove_snap_deals` are
+//!   reentrant); results are independent objects. Freeing (`cuzk_engine_free`,
 //!   `cuzk_result_free`) must not race with other uses of the same object.
 //!
 //! # Linking
@@ -303,8 +304,9 @@ pub struct CuzkTiming {
 #[derive(Debug)]
 pub struct CuzkResult {
     /// The proof: 192 bytes per partition, partitions in order - the byte layout of
-    /// filecoin-proofs' `seal_commit_phase2` proof (PoRep C2), or of filecoin-proofs-api's
-    /// WindowPoSt partition and WinningPoSt proofs (192 bytes).
+    /// filecoin-proofs' `seal_commit_phase2` proof (PoRep C2), of filecoin-proofs-api's
+    /// WindowPoSt partition and WinningPoSt proofs (192 bytes), or of its
+    /// `generate_empty_sector_update_proof_with_vanilla` (SnapDeals).
     pub proof: *const u8,
     /// Length of `proof` in bytes.
     pub proof_len: usize,
@@ -995,37 +997,8 @@ unsafe fn prove_post(
     with_status(|| {
         // SAFETY: engine and out as this function's contract says.
         let handle = unsafe { proof_call(engine, out) }?;
-        if count > 0 && (vanilla_ptrs.is_null() || vanilla_lens.is_null()) {
-            return Err(null_buffer(
-                "vanilla_proofs or vanilla_proof_lens",
-                "vanilla_proof_count",
-                count,
-            ));
-        }
-        if count > (isize::MAX as usize) / std::mem::size_of::<usize>() {
-            return Err(Error::InvalidInput(format!(
-                "vanilla_proof_count {count} is larger than an array can be"
-            )));
-        }
-        let (ptrs, lens): (&[*const u8], &[usize]) = if count == 0 {
-            (&[], &[])
-        } else {
-            // SAFETY: both arrays are non-NULL (checked) and hold `count` readable entries for
-            // this call (caller's contract); count * size fits isize (checked).
-            unsafe {
-                (
-                    std::slice::from_raw_parts(vanilla_ptrs, count),
-                    std::slice::from_raw_parts(vanilla_lens, count),
-                )
-            }
-        };
-        let vanilla = ptrs
-            .iter()
-            .zip(lens)
-            // SAFETY: each vanilla_proofs[i] points to vanilla_proof_lens[i] readable bytes for
-            // this call (caller's contract).
-            .map(|(&p, &n)| unsafe { bytes(p, n, "vanilla_proofs[i]", "vanilla_proof_lens[i]") })
-            .collect::<Result<Vec<&[u8]>>>()?;
+        // SAFETY: the arrays and their buffers as this function's contract says.
+        let vanilla = unsafe { vanilla_arrays(vanilla_ptrs, vanilla_lens, count) }?;
         // SAFETY: randomness points to randomness_len readable bytes for this call.
         let randomness =
             unsafe { bytes(randomness, randomness_len, "randomness", "randomness_len") }?;
@@ -1045,9 +1018,130 @@ unsafe fn prove_post(
     })
 }
 
-/// Releases a result from `cuzk_prove_porep_c2`, `cuzk_prove_window_post` or
-/// `cuzk_prove_winning_post` and everything it points to. `NULL` is a no-op. Not to be called
-/// twice, nor while another thread reads the result.
+/// The byte slices of the caller's arrays of `count` vanilla proofs (`ptrs[i]` to `lens[i]`
+/// bytes).
+///
+/// # Errors
+/// [`Error::InvalidInput`] for `NULL` arrays with a count, or a count larger than an array can
+/// be; `NULL` entries with a length as [`bytes`].
+///
+/// # Safety
+/// `ptrs` and `lens` point to `count` readable entries each (or are `NULL` with a count of 0),
+/// each `ptrs[i]` to `lens[i]` readable bytes, all unchanged for the lifetime `'a`.
+unsafe fn vanilla_arrays<'a>(
+    ptrs: *const *const u8,
+    lens: *const usize,
+    count: usize,
+) -> Result<Vec<&'a [u8]>> {
+    if count > 0 && (ptrs.is_null() || lens.is_null()) {
+        return Err(null_buffer(
+            "vanilla_proofs or vanilla_proof_lens",
+            "vanilla_proof_count",
+            count,
+        ));
+    }
+    if count > (isize::MAX as usize) / std::mem::size_of::<usize>() {
+        return Err(Error::InvalidInput(format!(
+            "vanilla_proof_count {count} is larger than an array can be"
+        )));
+    }
+    let (ptrs, lens): (&[*const u8], &[usize]) = if count == 0 {
+        (&[], &[])
+    } else {
+        // SAFETY: both arrays are non-NULL (checked) and hold `count` readable entries
+        // (caller's contract); count * size fits isize (checked).
+        unsafe {
+            (
+                std::slice::from_raw_parts(ptrs, count),
+                std::slice::from_raw_parts(lens, count),
+            )
+        }
+    };
+    ptrs.iter()
+        .zip(lens)
+        // SAFETY: each ptrs[i] points to lens[i] readable bytes (caller's contract).
+        .map(|(&p, &n)| unsafe { bytes(p, n, "vanilla_proofs[i]", "vanilla_proof_lens[i]") })
+        .collect()
+}
+
+/// Proves a SnapDeals sector update: the bytes filecoin-proofs-api's
+/// `update::generate_empty_sector_update_proof_with_vanilla` returns for the same input, 192
+/// per partition (1 partition at 2 KiB, 4 at 8 MiB, 16 from 512 MiB on: 3,072 bytes at
+/// 32 GiB), each partition verified and then the whole proof as
+/// `update::verify_empty_sector_update_proof` verifies it, before it is returned.
+///
+/// * `engine` - from `cuzk_engine_new`; may be used by many threads at once.
+/// * `registered_proof` - the update proof type in the actors' numbering: 0..4 (2 KiB,
+///   8 MiB, 512 MiB, 32 GiB, 64 GiB).
+/// * `vanilla_proofs`, `vanilla_proof_lens`, `vanilla_proof_count` - one vanilla proof per
+///   partition, in partition order (the bytes of `update::generate_partition_proofs`):
+///   `vanilla_proofs[i]` points to `vanilla_proof_lens[i]` bytes. Borrowed for the call only.
+/// * `comm_r_old`, `comm_r_new`, `comm_d_new` and their lengths - the sector key's replica
+///   commitment, the updated replica's, the new data's: 32 bytes each. Borrowed.
+/// * `sector_size` - the sector size in bytes the caller expects, checked against the proof
+///   type's; 0 takes the proof type's.
+/// * `out` - receives the result, owned by the caller (release with `cuzk_result_free`); set
+///   to `NULL` on failure.
+///
+/// Its partitions run at normal priority, as PoRep's. Blocks until the proof is done.
+/// Thread-safe. Returns `CUZK_STATUS_OK` or an error status (input errors 1xx before any
+/// proving: a wrong partition count, commitments not 32 bytes, a sector size of another proof
+/// type, vanilla proofs that do not decode or verify); the message is then in
+/// `cuzk_last_error_message`.
+///
+/// # Safety
+/// As `cuzk_prove_window_post` for `engine`, the vanilla proof arrays and `out`; each
+/// commitment points to its length in readable bytes (or is `NULL` with length 0).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuzk_prove_snap_deals(
+    engine: *const CuzkEngine,
+    registered_proof: u64,
+    vanilla_proofs: *const *const u8,
+    vanilla_proof_lens: *const usize,
+    vanilla_proof_count: usize,
+    comm_r_old: *const u8,
+    comm_r_old_len: usize,
+    comm_r_new: *const u8,
+    comm_r_new_len: usize,
+    comm_d_new: *const u8,
+    comm_d_new_len: usize,
+    sector_size: u64,
+    out: *mut *mut CuzkResult,
+) -> CuzkStatus {
+    with_status(|| {
+        // SAFETY: engine and out as this function's contract says.
+        let handle = unsafe { proof_call(engine, out) }?;
+        // SAFETY: the arrays and their buffers as this function's contract says.
+        let vanilla =
+            unsafe { vanilla_arrays(vanilla_proofs, vanilla_proof_lens, vanilla_proof_count) }?;
+        // SAFETY: each commitment points to its length in readable bytes for this call.
+        let (comm_r_old, comm_r_new, comm_d_new) = unsafe {
+            (
+                bytes(comm_r_old, comm_r_old_len, "comm_r_old", "comm_r_old_len")?,
+                bytes(comm_r_new, comm_r_new_len, "comm_r_new", "comm_r_new_len")?,
+                bytes(comm_d_new, comm_d_new_len, "comm_d_new", "comm_d_new_len")?,
+            )
+        };
+        let req = crate::snap::SnapRequest {
+            registered_proof,
+            vanilla_proofs: &vanilla,
+            comm_r_old,
+            comm_r_new,
+            comm_d_new,
+            sector_size: (sector_size != 0).then_some(sector_size),
+        };
+        let output = handle
+            .engine
+            .prove_snap_deals(&req, &handle.options(crate::ProofKind::SnapDeals))?;
+        // SAFETY: out is non-NULL (checked by proof_call) and valid for writes.
+        unsafe { write_result(out, output) }
+    })
+}
+
+/// Releases a result from `cuzk_prove_porep_c2`, `cuzk_prove_window_post`,
+/// `cuzk_prove_winning_post` or `cuzk_prove_snap_deals` and everything it points to. `NULL`
+/// is a no-op. Not to be called twice, nor while another thread reads the result.
 ///
 /// # Safety
 /// `result` is `NULL` or a result from one of those calls, not freed before.
@@ -1155,6 +1249,7 @@ mod tests {
         assert_eq!(p(crate::ProofKind::PorepC2), crate::Priority::Normal);
         assert_eq!(p(crate::ProofKind::WindowPost), crate::Priority::High);
         assert_eq!(p(crate::ProofKind::WinningPost), crate::Priority::Critical);
+        assert_eq!(p(crate::ProofKind::SnapDeals), crate::Priority::Normal);
         assert!(!engine.options(crate::ProofKind::WinningPost).verify);
     }
 

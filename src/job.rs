@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use blstrs::Scalar as Fr;
+use blstrs::{Bls12, Scalar as Fr};
 
 use crate::circuit::{CompiledCircuit, Layout, Witness};
 use crate::error::Result;
@@ -23,27 +23,31 @@ pub enum ProofKind {
     /// WinningPoSt (`FallbackPoStCircuit`; filecoin-proofs-api's
     /// `generate_winning_post_with_vanilla`).
     WinningPost,
+    /// A SnapDeals sector update (`EmptySectorUpdateCircuit`; filecoin-proofs-api's
+    /// `update::generate_empty_sector_update_proof_with_vanilla`).
+    SnapDeals,
 }
 
 impl ProofKind {
     /// The priority a caller that names none gets for this kind (the C ABI's calls), as Curio
     /// orders its tasks: WinningPoSt [`Critical`](crate::Priority::Critical) (a block waits on
-    /// it), WindowPoSt [`High`](crate::Priority::High) (a deadline waits on it), PoRep
-    /// [`Normal`](crate::Priority::Normal).
+    /// it), WindowPoSt [`High`](crate::Priority::High) (a deadline waits on it), PoRep and
+    /// SnapDeals [`Normal`](crate::Priority::Normal).
     pub fn default_priority(self) -> crate::Priority {
         match self {
-            ProofKind::PorepC2 => crate::Priority::Normal,
+            ProofKind::PorepC2 | ProofKind::SnapDeals => crate::Priority::Normal,
             ProofKind::WindowPost => crate::Priority::High,
             ProofKind::WinningPost => crate::Priority::Critical,
         }
     }
 
-    /// `"porep-c2"`, `"window-post"` or `"winning-post"` (logs and messages).
+    /// `"porep-c2"`, `"window-post"`, `"winning-post"` or `"snap-deals"` (logs and messages).
     pub fn name(self) -> &'static str {
         match self {
             ProofKind::PorepC2 => "porep-c2",
             ProofKind::WindowPost => "window-post",
             ProofKind::WinningPost => "winning-post",
+            ProofKind::SnapDeals => "snap-deals",
         }
     }
 }
@@ -107,6 +111,21 @@ pub(crate) trait Job: Sync {
     /// # Errors
     /// [`crate::Error::InvalidInput`]; [`crate::Error::Synthesis`].
     fn synthesize(&self, k: usize) -> Result<Assignment>;
+
+    /// The kind's own check of the whole proof (`proof`: every partition's 192 bytes, in
+    /// order) with the verifying key `pvk`, beyond the engine's check of each partition against
+    /// [`Job::public_inputs`]: what filecoin-proofs' verifier of the kind runs on the bytes.
+    /// Run before the proof is returned, unless verification is off. None by default.
+    ///
+    /// # Errors
+    /// [`crate::Error::VerificationFailed`] when the proof does not verify.
+    fn check_proof(
+        &self,
+        _proof: &[u8],
+        _pvk: &bellperson::groth16::PreparedVerifyingKey<Bls12>,
+    ) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The file name of `path` (a parameter file's: the compiled circuit's cache names derive from

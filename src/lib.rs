@@ -1,4 +1,4 @@
-//! # cuzk — Filecoin PoRep commit-phase-2 (C2) prover
+//! # cuzk — Filecoin PoRep commit-phase-2 (C2), PoSt and SnapDeals prover
 //!
 //! Produces the Groth16 (BLS12-381) proofs of a sealed sector from its commit-phase-1 (C1)
 //! output, on NVIDIA GPUs (feature `cuda`) or on the CPU, and verifies them before returning.
@@ -10,6 +10,9 @@
 //! - [`Engine::prove_window_post`] / [`Engine::prove_winning_post`]: PoSt vanilla proofs in
 //!   (what Curio sends, [`post`]), the 192-byte proof of filecoin-proofs-api's
 //!   `generate_single_window_post_with_vanilla` / `generate_winning_post_with_vanilla` out.
+//! - [`Engine::prove_snap_deals`]: SnapDeals vanilla partition proofs and commitments in
+//!   ([`snap`]), the bytes of filecoin-proofs-api's
+//!   `update::generate_empty_sector_update_proof_with_vanilla` out (192 per partition).
 //! - [`c1::prover_id_from_actor_id`]: the 32-byte prover id of a miner actor id.
 //!
 //! The data flow (parse → parameters → synthesis → H polynomial and MSMs → Groth16 epilogue →
@@ -46,6 +49,7 @@ macro_rules! internal_modules {
 pub mod c1;
 pub mod ffi;
 pub mod post;
+pub mod snap;
 
 internal_modules! {
     budget;

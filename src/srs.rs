@@ -30,6 +30,7 @@ use bellperson::groth16::{prepare_verifying_key, PreparedVerifyingKey, Verifying
 use blstrs::{Bls12, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
+use storage_proofs_update::constants::TreeRHasher;
 
 use crate::error::{Error, Result};
 use crate::synth::Assignment;
@@ -750,6 +751,8 @@ pub enum ParamSet {
     Porep(filecoin_proofs_api::RegisteredSealProof),
     /// WindowPoSt or WinningPoSt of a PoSt proof type (its `typ()` tells them apart).
     Post(filecoin_proofs_api::RegisteredPoStProof),
+    /// SnapDeals of an update proof type.
+    Snap(filecoin_proofs_api::RegisteredUpdateProof),
 }
 
 #[cfg(any(test, feature = "internals"))]
@@ -762,6 +765,7 @@ impl ParamSet {
                 crate::ProofKind::WinningPost
             }
             ParamSet::Post(_) => crate::ProofKind::WindowPost,
+            ParamSet::Snap(_) => crate::ProofKind::SnapDeals,
         }
     }
 
@@ -770,6 +774,7 @@ impl ParamSet {
         match self {
             ParamSet::Porep(p) => u64::from(p.sector_size()),
             ParamSet::Post(p) => u64::from(p.sector_size()),
+            ParamSet::Snap(p) => u64::from(p.sector_size()),
         }
     }
 
@@ -782,6 +787,7 @@ impl ParamSet {
         match self {
             ParamSet::Porep(p) => porep_param_paths_of(p, dir).map(|(params, _)| params),
             ParamSet::Post(p) => crate::post::param_path(p, dir),
+            ParamSet::Snap(p) => Ok(crate::snap::param_path(p, dir)),
         }
     }
 }
@@ -797,6 +803,29 @@ pub fn post_param_paths<Tree: 'static + storage_proofs_core::merkle::MerkleTreeT
     use storage_proofs_post::fallback::{FallbackPoStCircuit, FallbackPoStCompound, PublicParams};
     let id = <FallbackPoStCompound<Tree> as CacheableParameters<
         FallbackPoStCircuit<Tree>,
+        PublicParams,
+    >>::cache_identifier(public_params);
+    (
+        dir.join(format!("v{VERSION}-{id}.params")),
+        dir.join(format!("v{VERSION}-{id}.vk")),
+    )
+}
+
+/// Paths of the `.params` and `.vk` files of the SnapDeals circuit of `public_params` in `dir`,
+/// under the standard v28 names of filecoin-proofs (`v28-empty-sector-update-merkletree-
+/// poseidon_hasher-8-<sub>-<top>-<sha256 of the public parameters' identifier>.params`: the
+/// files its `get_empty_sector_update_params` looks up).
+pub fn snap_param_paths<Tree>(
+    dir: &Path,
+    public_params: &storage_proofs_update::PublicParams,
+) -> (PathBuf, PathBuf)
+where
+    Tree: 'static + storage_proofs_core::merkle::MerkleTreeTrait<Hasher = TreeRHasher>,
+{
+    use storage_proofs_core::parameter_cache::{CacheableParameters, VERSION};
+    use storage_proofs_update::{EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PublicParams};
+    let id = <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        EmptySectorUpdateCircuit<Tree>,
         PublicParams,
     >>::cache_identifier(public_params);
     (

@@ -13,7 +13,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cuzk::c1::hex;
 use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProofKind, ProveOptions};
-use cuzk_dev::{c1gen, paramgen, post_fixture, postgen};
+use cuzk_dev::{c1gen, paramgen, post_fixture, postgen, snap_fixture};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 
@@ -68,6 +68,10 @@ enum Command {
     /// filecoin-proofs' verify_window_post / verify_winning_post.
     #[command(name = "verify-post", after_help = EXIT_CODES)]
     VerifyPost(VerifyPostArgs),
+    /// Check a SnapDeals proof (as `cuzk serve` answers it) with filecoin-proofs-api's
+    /// verify_empty_sector_update_proof.
+    #[command(name = "verify-snap", after_help = EXIT_CODES)]
+    VerifySnap(VerifySnapArgs),
     /// Prove the WindowPoSt partition or the WinningPoSt of a post.json (`cuzk gen-post`'s
     /// inputs), each proof checked with filecoin-proofs' verify_window_post /
     /// verify_winning_post; --repeat and --jobs as for prove.
@@ -98,6 +102,12 @@ enum Command {
     /// proofs for it (hex).
     #[command(name = "post-fixture", hide = true, after_help = EXIT_CODES)]
     PostFixture(PostFixtureArgs),
+    /// Test tooling (daemon/go): make or reuse the 2 KiB SnapDeals fixture
+    /// (cuzk_dev::snap_fixture) and print, as JSON on stdout, what Curio would send for it: the
+    /// update proof type, miner id, sector number, the three commitments and the vanilla
+    /// partition proofs (hex).
+    #[command(name = "snap-fixture", hide = true, after_help = EXIT_CODES)]
+    SnapFixture(SnapFixtureArgs),
 }
 
 /// What identifies the sector and where the parameters are (prove and verify).
@@ -182,6 +192,38 @@ struct VerifyPostArgs {
 }
 
 #[derive(Args)]
+struct VerifySnapArgs {
+    /// The update proof type in the actors' numbering (the daemon request's registered_proof):
+    /// 0–4 for 2KiB, 8MiB, 512MiB, 32GiB, 64GiB sectors.
+    #[arg(long, value_name = "N")]
+    registered_proof: u64,
+    /// The sector key's replica commitment, 64 hex digits.
+    #[arg(long, value_name = "HEX", value_parser = hex32_arg)]
+    comm_r_old: [u8; 32],
+    /// The updated replica's commitment, 64 hex digits.
+    #[arg(long, value_name = "HEX", value_parser = hex32_arg)]
+    comm_r_new: [u8; 32],
+    /// The new data's commitment, 64 hex digits.
+    #[arg(long, value_name = "HEX", value_parser = hex32_arg)]
+    comm_d_new: [u8; 32],
+    /// Directory of the Groth16 .vk files (default: $FIL_PROOFS_PARAMETER_CACHE, else
+    /// /var/tmp/filecoin-proof-parameters).
+    #[arg(long, value_name = "DIR")]
+    params: Option<PathBuf>,
+    /// The proof file (192 bytes per partition).
+    #[arg(long, value_name = "FILE")]
+    proof: PathBuf,
+}
+
+#[derive(Args)]
+struct SnapFixtureArgs {
+    /// The fixture directory, made if missing or incomplete (~2 min on 2 cores; default:
+    /// $CUZK_SNAP_FIXTURE_DIR, else ~/.cache/cuzk/snap-2kib-v1).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct PostFixtureArgs {
     /// The fixture directory, made if missing or incomplete (~80 s on 2 cores; default:
     /// $CUZK_POST_FIXTURE_DIR, else ~/.cache/cuzk/post-2kib-v1).
@@ -253,8 +295,8 @@ struct GenParamsArgs {
     /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long)]
     sector_size: String,
-    /// The circuit: PoRep (StackedDrg<size>V1_1, one partition), WindowPoSt (one partition) or
-    /// WinningPoSt of the sector size.
+    /// The circuit: PoRep (StackedDrg<size>V1_1, one partition), WindowPoSt (one partition),
+    /// WinningPoSt or SnapDeals (EmptySectorUpdateCircuit, one partition) of the sector size.
     #[arg(long, value_enum, default_value = "porep")]
     kind: ParamsKindArg,
     /// Seed of the (test, insecure) toxic waste: 64 hex digits are the ChaCha20 seed itself
@@ -274,6 +316,7 @@ enum ParamsKindArg {
     Porep,
     WindowPost,
     WinningPost,
+    SnapDeals,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -334,19 +377,23 @@ fn main() -> ExitCode {
         Command::Prove(a) => a.sector.params.clone(),
         Command::Verify(a) => a.sector.params.clone(),
         Command::VerifyPost(a) => a.params.clone(),
+        Command::VerifySnap(a) => a.params.clone(),
         Command::ProvePost(a) => a.params.clone(),
         Command::Serve(a) => a.params.clone(),
         Command::GenC1(_)
         | Command::GenPost(_)
         | Command::GenParams(_)
-        | Command::PostFixture(_) => None,
+        | Command::PostFixture(_)
+        | Command::SnapFixture(_) => None,
     };
     let r = match cli.command {
         Command::Prove(a) => prove(a),
         Command::Verify(a) => verify(a),
         Command::VerifyPost(a) => verify_post(a),
         Command::ProvePost(a) => prove_post::prove_post(a),
+        Command::VerifySnap(a) => verify_snap(a),
         Command::PostFixture(a) => post_fixture_json(a),
+        Command::SnapFixture(a) => snap_fixture_json(a),
         Command::GenC1(a) => gen_c1(a),
         Command::GenPost(a) => gen_post(a),
         Command::GenParams(a) => gen_params(a),
@@ -841,6 +888,64 @@ fn verify_post(a: VerifyPostArgs) -> Result<(), Failure> {
     }
 }
 
+fn verify_snap(a: VerifySnapArgs) -> Result<(), Failure> {
+    let dir = parameter_dir(a.params.as_deref())?;
+    let proof_type = cuzk::snap::registered_update_proof(a.registered_proof)?;
+    // As `verify`: the verifying key must be there and readable (20 / 21), not derived by
+    // filecoin-proofs from a .params file.
+    let vk = cuzk::srs::ParamSet::Snap(proof_type)
+        .params_path(&dir)?
+        .with_extension("vk");
+    cuzk::srs::read_vk_file(&vk)?;
+    let proof = read_proof(&a.proof)?;
+    let t = Instant::now();
+    let verdict = filecoin_proofs_api::update::verify_empty_sector_update_proof(
+        proof_type,
+        &proof,
+        a.comm_r_old,
+        a.comm_r_new,
+        a.comm_d_new,
+    );
+    let name = "verify_empty_sector_update_proof";
+    match verdict {
+        Ok(true) => {
+            say!(
+                "filecoin-proofs {name}: OK ({:.3} s)",
+                t.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        Ok(false) => Err(Failure::Rejected(format!(
+            "filecoin-proofs {name}: REJECTED (the proof does not verify)"
+        ))),
+        Err(e) => Err(Failure::Rejected(format!(
+            "filecoin-proofs {name}: REJECTED ({} bytes that it cannot check: {e:#})",
+            proof.len()
+        ))),
+    }
+}
+
+/// `snap-fixture`: the 2 KiB SnapDeals fixture's request fields as JSON on stdout.
+fn snap_fixture_json(a: SnapFixtureArgs) -> Result<(), Failure> {
+    let dir = a.dir.unwrap_or_else(snap_fixture::default_snap_fixture_dir);
+    let f = snap_fixture::ensure_snap_fixture(&dir)?;
+    let vanilla: Vec<String> = f.vanilla_proofs()?.iter().map(|v| hex(v)).collect();
+    let out = serde_json::json!({
+        "dir": f.dir.display().to_string(),
+        "params": f.param_dir.display().to_string(),
+        "miner_id": cuzk_dev::fixture::ACTOR_ID,
+        "sector_number": cuzk_dev::fixture::SECTOR_ID,
+        "sector_size": 2048,
+        "registered_proof": snap_fixture::UPDATE_2KIB,
+        "comm_r_old": hex(&f.comm_r_old),
+        "comm_r_new": hex(&f.comm_r_new),
+        "comm_d_new": hex(&f.comm_d_new),
+        "vanilla_proofs": vanilla,
+    });
+    out::print_line(&out.to_string())?;
+    Ok(())
+}
+
 /// `post-fixture`: the 2 KiB PoSt fixture's request fields as JSON on stdout.
 fn post_fixture_json(a: PostFixtureArgs) -> Result<(), Failure> {
     let dir = a.dir.unwrap_or_else(post_fixture::default_post_fixture_dir);
@@ -915,6 +1020,19 @@ fn post_proof_arg(
         value: size.into(),
         reason: format!("{e:#}"),
     })
+}
+
+/// The update proof type (SnapDeals) of the sector size `size`.
+fn update_proof_arg(size: &str) -> Result<filecoin_proofs_api::RegisteredUpdateProof, Error> {
+    let bytes = u64::from(sector_size_arg(size)?.sector_size());
+    (0..5)
+        .filter_map(|n| cuzk::snap::registered_update_proof(n).ok())
+        .find(|p| u64::from(p.sector_size()) == bytes)
+        .ok_or_else(|| Error::InvalidConfig {
+            name: "--sector-size".into(),
+            value: size.into(),
+            reason: "no update proof type of this sector size".into(),
+        })
 }
 
 fn gen_post(a: GenPostArgs) -> Result<(), Failure> {
@@ -1006,6 +1124,13 @@ fn gen_params(a: GenParamsArgs) -> Result<(), Failure> {
             (
                 format!("{p:?}"),
                 paramgen::generate_post(p, seed, &a.dir, device),
+            )
+        }
+        ParamsKindArg::SnapDeals => {
+            let p = update_proof_arg(&a.sector_size)?;
+            (
+                format!("{p:?}"),
+                paramgen::generate_snap(p, seed, &a.dir, device),
             )
         }
     };

@@ -59,6 +59,7 @@ fn help_of_every_command() {
         &["prove", "--help"],
         &["verify", "--help"],
         &["verify-post", "--help"],
+        &["verify-snap", "--help"],
         &["prove-post", "--help"],
         &["gen-c1", "--help"],
         &["gen-post", "--help"],
@@ -76,6 +77,19 @@ fn gen_params_rejects_unknown_sizes() {
     let d = tmp_dir("params");
     let out = cuzk(&["gen-params", "--sector-size", "3KiB", "--seed", "1", s(&d)]);
     assert_eq!(out.status.code(), Some(14));
+    let out = cuzk(&[
+        "gen-params",
+        "--kind",
+        "snap-deals",
+        "--sector-size",
+        "3KiB",
+        "--seed",
+        "1",
+        s(&d),
+    ]);
+    assert_eq!(out.status.code(), Some(14));
+    let help = cuzk(&["gen-params", "--help"]);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("snap-deals"));
     let out = cuzk(&[
         "gen-params",
         "--sector-size",

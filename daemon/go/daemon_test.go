@@ -119,6 +119,38 @@ func loadPostFixture(also uint64) (postFixture, error) {
 	return f, nil
 }
 
+// snapFixture is what `cuzk snap-fixture` prints: the 2 KiB SnapDeals fixture's request fields
+// (a sealed sector updated with new data by filecoin-proofs, its vanilla partition proof).
+type snapFixture struct {
+	Params          string   `json:"params"`
+	MinerID         uint64   `json:"miner_id"`
+	SectorNumber    uint64   `json:"sector_number"`
+	RegisteredProof uint64   `json:"registered_proof"`
+	CommROld        string   `json:"comm_r_old"`
+	CommRNew        string   `json:"comm_r_new"`
+	CommDNew        string   `json:"comm_d_new"`
+	VanillaProofs   []string `json:"vanilla_proofs"`
+}
+
+// loadSnapFixture runs `cuzk snap-fixture` (it makes the fixture if missing: ~2 min on 2 cores).
+func loadSnapFixture() (snapFixture, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(cuzkBin, "snap-fixture")
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return snapFixture{}, fmt.Errorf("cuzk snap-fixture: %v\n%s", err, stderr.String())
+	}
+	var f snapFixture
+	if err := json.Unmarshal(out, &f); err != nil {
+		return f, err
+	}
+	if len(f.VanillaProofs) != 1 {
+		return f, fmt.Errorf("cuzk snap-fixture: %d vanilla proofs, want 1", len(f.VanillaProofs))
+	}
+	return f, nil
+}
+
 // linkParams makes dir hold every file of the given parameter directories (symbolic links):
 // `cuzk serve` reads one directory, and the PoRep and PoSt fixtures have one each.
 func linkParams(dir string, from ...string) error {
@@ -146,6 +178,7 @@ func linkParams(dir string, from ...string) error {
 var (
 	fx      fixture
 	pfx     postFixture
+	sfx     snapFixture
 	cuzkBin string
 	daemon  *exec.Cmd
 	exited  = make(chan error, 1)
@@ -200,8 +233,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	if sfx, err = loadSnapFixture(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	params := filepath.Join(tmp, "params")
-	if err := linkParams(params, fx.paramDir, pfx.Params); err != nil {
+	if err := linkParams(params, fx.paramDir, pfx.Params, sfx.Params); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -574,7 +611,7 @@ func TestBadInputGetsClearCodes(t *testing.T) {
 		// A PoRep request (proof type 5) sent as PoSt: 5 is a WindowPoSt V1 type, refused.
 		{"winning post", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_WINNING_POST }, codes.InvalidArgument, "not a winning-post proof type"},
 		{"window post", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_WINDOW_POST_PARTITION }, codes.Unimplemented, "WindowPoSt V1"},
-		{"snap", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_SNAP_DEALS_UPDATE }, codes.Unimplemented, "SNAP"},
+		{"snap", func(r *SubmitProofRequest) { r.ProofKind = ProofKind_SNAP_DEALS_UPDATE }, codes.InvalidArgument, "registered update proof 5"},
 		{"unknown kind", func(r *SubmitProofRequest) { r.ProofKind = 42 }, codes.InvalidArgument, "proof_kind 42"},
 		{"unknown priority", func(r *SubmitProofRequest) { r.Priority = 9 }, codes.InvalidArgument, "priority 9"},
 		{"32 GiB size", func(r *SubmitProofRequest) { r.SectorSize = 32 << 30 }, codes.InvalidArgument, "sector_size"},
@@ -599,15 +636,17 @@ func TestBadInputGetsClearCodes(t *testing.T) {
 	if _, err := unixCli.Prove(c, &ProveRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("no submit: %v", err)
 	}
-	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "snap-32g"}); status.Code(err) != codes.Unimplemented {
-		t.Errorf("PreloadSRS snap: %v", err)
+	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "snap-3g"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("PreloadSRS snap-3g: %v", err)
 	}
 	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "wpost-3g"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("PreloadSRS wpost-3g: %v", err)
 	}
-	// A PoSt circuit whose parameter file is not in the directory.
-	if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: "wpost-32g"}); status.Code(err) != codes.FailedPrecondition {
-		t.Errorf("PreloadSRS wpost-32g: %v", err)
+	// PoSt and SnapDeals circuits whose parameter files are not in the directory.
+	for _, id := range []string{"wpost-32g", "snap-32g"} {
+		if _, err := unixCli.PreloadSRS(c, &PreloadSrsRequest{CircuitId: id}); status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("PreloadSRS %s: %v", id, err)
+		}
 	}
 	if r, err := unixCli.EvictSRS(c, &EvictSrsRequest{CircuitId: "winning-32g"}); err != nil || r.WasLoaded {
 		t.Errorf("EvictSRS winning-32g: %v %v", r, err)
@@ -876,6 +915,111 @@ func TestBadPoStInputIsRefused(t *testing.T) {
 	after, err := unixCli.GetStatus(c, &GetStatusRequest{})
 	if err != nil || after.TotalProofsFailed != before.TotalProofsFailed || pending(t) != 0 {
 		t.Fatalf("status after bad PoSt input: %v %v", after, err)
+	}
+}
+
+// snapDeals is the request Curio's ProveUpdateCuzk sends for the fixture: kind
+// SNAP_DEALS_UPDATE, priority NORMAL, request id snap-<miner>-<sector>, one vanilla proof per
+// partition, the three 32-byte commitments, and sector size 0 (as proof-share jobs send it: the
+// daemon takes it from the proof type).
+func snapDeals(t *testing.T) *SubmitProofRequest {
+	vanilla := make([][]byte, len(sfx.VanillaProofs))
+	for i, v := range sfx.VanillaProofs {
+		vanilla[i] = unhex(t, v)
+	}
+	return &SubmitProofRequest{
+		RequestId:       fmt.Sprintf("snap-%d-%d", sfx.MinerID, sfx.SectorNumber),
+		ProofKind:       ProofKind_SNAP_DEALS_UPDATE,
+		SectorSize:      0,
+		RegisteredProof: sfx.RegisteredProof, // abi.RegisteredUpdateProof_StackedDrg2KiBV1
+		Priority:        Priority_NORMAL,
+		VanillaProofs:   vanilla,
+		SectorNumber:    sfx.SectorNumber,
+		MinerId:         sfx.MinerID,
+		CommROld:        unhex(t, sfx.CommROld),
+		CommRNew:        unhex(t, sfx.CommRNew),
+		CommDNew:        unhex(t, sfx.CommDNew),
+	}
+}
+
+// verifySnap runs `cuzk verify-snap` (filecoin-proofs-api's verify_empty_sector_update_proof) on
+// proof with the fixture's commitments, comm_r_new replaced by commRNew; returns its exit code
+// (0 accepted, 51 rejected).
+func verifySnap(t *testing.T, proof []byte, commRNew string) int {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "proof.bin")
+	if err := os.WriteFile(p, proof, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(cuzkBin, "verify-snap", "--registered-proof", fmt.Sprint(sfx.RegisteredProof),
+		"--comm-r-old", sfx.CommROld, "--comm-r-new", commRNew, "--comm-d-new", sfx.CommDNew,
+		"--params", sfx.Params, "--proof", p).CombinedOutput()
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Logf("cuzk verify-snap: exit %d: %s", ee.ExitCode(), out)
+		return ee.ExitCode()
+	}
+	t.Fatalf("cuzk verify-snap: %v", err)
+	return -1
+}
+
+// SnapDeals in Curio's request shape: verify_empty_sector_update_proof accepts the daemon's
+// proof, and rejects it with a flipped byte or for another comm_r_new (Curio does not check the
+// proof it gets back: the daemon's own check is what stands between a wrong proof and the chain).
+func TestSnapDealsInCurioShapeVerifies(t *testing.T) {
+	req := snapDeals(t)
+	r := proveAll(t, req)[0]
+	if r.JobId != req.RequestId {
+		t.Errorf("job id %q, want %q", r.JobId, req.RequestId)
+	}
+	if c := verifySnap(t, r.Proof, sfx.CommRNew); c != 0 {
+		t.Fatalf("verify_empty_sector_update_proof exit %d, want 0", c)
+	}
+	if c := verifySnap(t, flipped(r.Proof, 100), sfx.CommRNew); c != 51 {
+		t.Fatalf("a flipped byte: verify_empty_sector_update_proof exit %d, want 51", c)
+	}
+	other := unhex(t, sfx.CommRNew)
+	other[0] ^= 1
+	if c := verifySnap(t, r.Proof, hex.EncodeToString(other)); c != 51 {
+		t.Fatalf("another comm_r_new: verify_empty_sector_update_proof exit %d, want 51", c)
+	}
+}
+
+func TestBadSnapInputIsRefused(t *testing.T) {
+	c := ctx(t)
+	cases := []struct {
+		name   string
+		edit   func(r *SubmitProofRequest)
+		needle string
+	}{
+		{"two partition proofs", func(r *SubmitProofRequest) { r.VanillaProofs = append(r.VanillaProofs, r.VanillaProofs[0]) }, "2 vanilla proofs"},
+		{"no vanilla proofs", func(r *SubmitProofRequest) { r.VanillaProofs = nil }, "0 vanilla proofs"},
+		{"truncated vanilla proof", func(r *SubmitProofRequest) { r.VanillaProofs[0] = r.VanillaProofs[0][:100] }, "vanilla proof 0 (100 bytes)"},
+		{"31-byte comm_r_old", func(r *SubmitProofRequest) { r.CommROld = r.CommROld[:31] }, "comm_r_old of 31 bytes"},
+		{"no comm_d_new", func(r *SubmitProofRequest) { r.CommDNew = nil }, "comm_d_new of 0 bytes"},
+		{"another comm_r_new", func(r *SubmitProofRequest) { r.CommRNew[0] ^= 1 }, "do not verify"},
+		{"8 MiB sector size", func(r *SubmitProofRequest) { r.SectorSize = 8 << 20 }, "sector_size 8388608"},
+		{"32 GiB proof type", func(r *SubmitProofRequest) { r.RegisteredProof = 3 }, "expected one per partition (16)"},
+		{"C1 in vanilla_proof", func(r *SubmitProofRequest) { r.VanillaProof = wrap(fx.c1, fx.sectorID, 2048) }, "vanilla_proof is set"},
+	}
+	before, err := unixCli.GetStatus(c, &GetStatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		req := snapDeals(t)
+		tc.edit(req)
+		req.RequestId = "bad-snap-" + tc.name
+		_, err := unixCli.Prove(c, &ProveRequest{Submit: req})
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), tc.needle) {
+			t.Errorf("%s: %v, want InvalidArgument containing %q", tc.name, err, tc.needle)
+		}
+	}
+	after, err := unixCli.GetStatus(c, &GetStatusRequest{})
+	if err != nil || after.TotalProofsFailed != before.TotalProofsFailed || pending(t) != 0 {
+		t.Fatalf("status after bad SnapDeals input: %v %v", after, err)
 	}
 }
 

@@ -27,8 +27,8 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// What is to be proved. cuzk proves POREP_SEAL_COMMIT, WINDOW_POST_PARTITION and WINNING_POST;
-// SNAP_DEALS_UPDATE answers UNIMPLEMENTED.
+// What is to be proved. cuzk proves POREP_SEAL_COMMIT, SNAP_DEALS_UPDATE, WINDOW_POST_PARTITION
+// and WINNING_POST.
 type ProofKind int32
 
 const (
@@ -276,6 +276,8 @@ type SubmitProofRequest struct {
 	// with the proof type inside the C1 output.
 	// PoSt: the numeric RegisteredPoStProof of the actors, of the request's kind (0..4
 	// WinningPoSt; 10..14 WindowPoSt V1_1; 5..9, WindowPoSt V1, are UNIMPLEMENTED).
+	// SnapDeals: the numeric RegisteredUpdateProof of the actors (0..4: 2 KiB, 8 MiB, 512 MiB,
+	// 32 GiB, 64 GiB).
 	RegisteredProof uint64   `protobuf:"varint,4,opt,name=registered_proof,json=registeredProof,proto3" json:"registered_proof,omitempty"`
 	Priority        Priority `protobuf:"varint,5,opt,name=priority,proto3,enum=cuzk.v1.Priority" json:"priority,omitempty"`
 	// PoRep: the C1 output, either the SealCommitPhase1Output JSON or Curio's wrapper
@@ -283,7 +285,9 @@ type SubmitProofRequest struct {
 	VanillaProof []byte `protobuf:"bytes,10,opt,name=vanilla_proof,json=vanillaProof,proto3" json:"vanilla_proof,omitempty"`
 	// PoSt: one vanilla proof per sector (filecoin-proofs-api's generate_single_vanilla_proof
 	// bytes; WinningPoSt: the challenged sector's), verified against randomness before queueing.
-	// SnapDeals: not proved by cuzk. Must be empty for PoRep.
+	// SnapDeals: one partition proof per partition, in order (filecoin-proofs-api's
+	// generate_partition_proofs bytes; 16 at 32 GiB), verified against the commitments before
+	// queueing. Must be empty for PoRep.
 	VanillaProofs [][]byte `protobuf:"bytes,11,rep,name=vanilla_proofs,json=vanillaProofs,proto3" json:"vanilla_proofs,omitempty"`
 	// The sector number; must equal the wrapper's SectorNum.
 	SectorNumber uint64 `protobuf:"varint,20,opt,name=sector_number,json=sectorNumber,proto3" json:"sector_number,omitempty"`
@@ -293,7 +297,8 @@ type SubmitProofRequest struct {
 	Randomness []byte `protobuf:"bytes,22,opt,name=randomness,proto3" json:"randomness,omitempty"`
 	// WindowPoSt only.
 	PartitionIndex uint32 `protobuf:"varint,23,opt,name=partition_index,json=partitionIndex,proto3" json:"partition_index,omitempty"`
-	// SnapDeals only: 32-byte commitments.
+	// SnapDeals only: 32-byte commitments (the sector key's replica, the updated replica, the new
+	// data).
 	CommROld []byte `protobuf:"bytes,30,opt,name=comm_r_old,json=commROld,proto3" json:"comm_r_old,omitempty"`
 	CommRNew []byte `protobuf:"bytes,31,opt,name=comm_r_new,json=commRNew,proto3" json:"comm_r_new,omitempty"`
 	CommDNew []byte `protobuf:"bytes,32,opt,name=comm_d_new,json=commDNew,proto3" json:"comm_d_new,omitempty"`

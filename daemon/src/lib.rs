@@ -2,11 +2,11 @@
 //!
 //! Serves `cuzk.v1.ProvingEngine`, the gRPC API Curio's cuzk client (`lib/cuzk`) speaks, over one
 //! long-lived [`cuzk::Engine`]: PoRep C2 jobs (`POREP_SEAL_COMMIT`, the C1 output as Curio wraps
-//! it), WindowPoSt partitions and WinningPoSt (`WINDOW_POST_PARTITION`, `WINNING_POST`, the
-//! vanilla proofs Curio sends) wait in a priority queue and are proved `--jobs` of each priority
-//! or higher at a time, each with its request's priority inside the engine
-//! ([`cuzk::Priority`]); SnapDeals answers UNIMPLEMENTED. See the README's "Proving daemon" section for running it and pointing
-//! Curio at it.
+//! it), SnapDeals (`SNAP_DEALS_UPDATE`, the vanilla partition proofs and commitments), WindowPoSt
+//! partitions and WinningPoSt (`WINDOW_POST_PARTITION`, `WINNING_POST`, the vanilla proofs Curio
+//! sends) wait in a priority queue and are proved `--jobs` of each priority or higher at a time,
+//! each with its request's priority inside the engine ([`cuzk::Priority`]). See the README's
+//! "Proving daemon" section for running it and pointing Curio at it.
 //!
 //! Layout:
 //! - [`proto`]: the messages and service generated from `proto/cuzk/v1/proving.proto` (wire-

@@ -11,7 +11,7 @@ use cuzk::srs::ParamSet;
 use cuzk::srs_cache::Eviction;
 use cuzk::{Engine, ProveOptions, Stage, Timings};
 
-use crate::request::{circuit_id, PorepJob, PostJob, ProofJob};
+use crate::request::{circuit_id, PorepJob, PostJob, ProofJob, SnapJob};
 
 /// A finished proof and the engine's stage timings.
 #[derive(Clone, Debug)]
@@ -95,7 +95,34 @@ pub trait Prover: Send + Sync + 'static {
         job.with_request(cuzk::post::check)
     }
 
-    /// Proves `job` of any kind ([`Prover::prove_porep`], [`Prover::prove_post`]).
+    /// Proves one SnapDeals job, cancelled as [`Prover::prove_porep`]. The default:
+    /// [`cuzk::Error::UnsupportedProof`] (a prover of PoRep only).
+    ///
+    /// # Errors
+    /// The engine's error, unchanged.
+    fn prove_snap(
+        &self,
+        job: &SnapJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
+        let _ = (job, cancel);
+        Err(cuzk::Error::UnsupportedProof(
+            "snap-deals: this prover proves PoRep only".into(),
+        ))
+    }
+
+    /// Checks a SnapDeals job's vanilla proofs and commitments before it is queued. The
+    /// default is the engine's check ([`cuzk::snap::check`]: one vanilla proof per partition,
+    /// 32-byte commitments, each vanilla proof decoded and verified against them).
+    ///
+    /// # Errors
+    /// The engine's input error (1xx).
+    fn check_snap(&self, job: &SnapJob) -> Result<(), cuzk::Error> {
+        job.with_request(cuzk::snap::check)
+    }
+
+    /// Proves `job` of any kind ([`Prover::prove_porep`], [`Prover::prove_post`],
+    /// [`Prover::prove_snap`]).
     ///
     /// # Errors
     /// Theirs.
@@ -107,6 +134,7 @@ pub trait Prover: Send + Sync + 'static {
         match job {
             ProofJob::Porep(j) => self.prove_porep(j, cancel),
             ProofJob::Post(j) => self.prove_post(j, cancel),
+            ProofJob::Snap(j) => self.prove_snap(j, cancel),
         }
     }
 
@@ -218,6 +246,23 @@ impl Prover for EngineProver {
             .with_priority(job.priority);
         self.name_job(job.param_set());
         let out = job.with_request(|req| self.engine.prove_post(req, &options))?;
+        Ok(ProofOutput {
+            proof: out.proof,
+            timings: out.timings,
+        })
+    }
+
+    fn prove_snap(
+        &self,
+        job: &SnapJob,
+        cancel: &cuzk::CancelToken,
+    ) -> Result<ProofOutput, cuzk::Error> {
+        let options = ProveOptions::default()
+            .with_verify(self.verify)
+            .with_cancel(cancel.clone())
+            .with_priority(job.priority);
+        self.name_job(job.param_set());
+        let out = job.with_request(|req| self.engine.prove_snap_deals(req, &options))?;
         Ok(ProofOutput {
             proof: out.proof,
             timings: out.timings,

@@ -1,8 +1,9 @@
 //! Checking a `SubmitProofRequest` before it is queued: proof kind, priority, proof type, sizes,
 //! and a light read of the C1 output (its JSON, the wrapper's sector number and size, the proof
-//! type inside), or for PoSt the engine's own input checks ([`cuzk::post::check`]: vanilla
-//! proofs decoded and verified against the randomness), so that bad input is refused at once
-//! instead of after its wait in the queue.
+//! type inside), or for PoSt and SnapDeals the engine's own input checks ([`cuzk::post::check`]:
+//! vanilla proofs decoded and verified against the randomness; [`cuzk::snap::check`]: one
+//! vanilla proof per partition, 32-byte commitments, the vanilla proofs verified against them),
+//! so that bad input is refused at once instead of after its wait in the queue.
 
 use base64::Engine as _;
 use cuzk::srs::ParamSet;
@@ -95,6 +96,55 @@ impl PostJob {
     }
 }
 
+/// A SnapDeals (sector update) job, checked and ready for the engine.
+#[derive(Clone, Debug)]
+pub struct SnapJob {
+    /// The update proof type in the actors' numbering (see
+    /// [`cuzk::snap::registered_update_proof`]).
+    pub registered_proof: u64,
+    /// One vanilla proof per partition (filecoin-proofs-api's `generate_partition_proofs`).
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// 32 bytes each: the sector key's replica commitment, the updated replica's, the new
+    /// data's.
+    pub comm_r_old: Vec<u8>,
+    /// See `comm_r_old`.
+    pub comm_r_new: Vec<u8>,
+    /// See `comm_r_old`.
+    pub comm_d_new: Vec<u8>,
+    /// Sector number (logs only: the proof does not depend on it).
+    pub sector_number: u64,
+    /// Miner actor id (logs only).
+    pub miner_id: u64,
+    /// Sector size of `registered_proof`, bytes.
+    pub sector_size: u64,
+    /// The request's priority, handed to the engine.
+    pub priority: Priority,
+}
+
+impl SnapJob {
+    /// The parameter set of the job's proof type.
+    ///
+    /// # Errors
+    /// The engine's error for a number that is no update proof type (a job that passed
+    /// [`check_snap`] has none).
+    pub fn param_set(&self) -> Result<ParamSet, cuzk::Error> {
+        cuzk::snap::registered_update_proof(self.registered_proof).map(ParamSet::Snap)
+    }
+
+    /// Calls `f` with the engine's view of the job ([`cuzk::snap::SnapRequest`]).
+    pub fn with_request<T>(&self, f: impl FnOnce(&cuzk::snap::SnapRequest<'_>) -> T) -> T {
+        let vanilla: Vec<&[u8]> = self.vanilla_proofs.iter().map(Vec::as_slice).collect();
+        f(&cuzk::snap::SnapRequest {
+            registered_proof: self.registered_proof,
+            vanilla_proofs: &vanilla,
+            comm_r_old: &self.comm_r_old,
+            comm_r_new: &self.comm_r_new,
+            comm_d_new: &self.comm_d_new,
+            sector_size: Some(self.sector_size),
+        })
+    }
+}
+
 /// A job of any proof kind, as the scheduler queues it.
 #[derive(Clone, Debug)]
 pub enum ProofJob {
@@ -102,6 +152,14 @@ pub enum ProofJob {
     Porep(PorepJob),
     /// WindowPoSt partition or WinningPoSt.
     Post(PostJob),
+    /// SnapDeals.
+    Snap(SnapJob),
+}
+
+impl From<SnapJob> for ProofJob {
+    fn from(j: SnapJob) -> Self {
+        ProofJob::Snap(j)
+    }
 }
 
 impl From<PorepJob> for ProofJob {
@@ -122,6 +180,7 @@ impl ProofJob {
         match self {
             ProofJob::Porep(j) => j.priority,
             ProofJob::Post(j) => j.priority,
+            ProofJob::Snap(j) => j.priority,
         }
     }
 
@@ -133,10 +192,12 @@ impl ProofJob {
                 proto::ProofKind::WinningPost
             }
             ProofJob::Post(_) => proto::ProofKind::WindowPostPartition,
+            ProofJob::Snap(_) => proto::ProofKind::SnapDealsUpdate,
         }
     }
 
-    /// The circuit id of the job's proof type (`porep-32g`, `wpost-32g`, `winning-32g`, ...).
+    /// The circuit id of the job's proof type (`porep-32g`, `wpost-32g`, `winning-32g`,
+    /// `snap-32g`, ...).
     pub fn circuit_id(&self) -> String {
         match self {
             ProofJob::Porep(j) => id_of(
@@ -144,6 +205,7 @@ impl ProofJob {
                 u64::from(j.registered_proof.sector_size()),
             ),
             ProofJob::Post(j) => id_of(j.kind, j.sector_size),
+            ProofJob::Snap(j) => id_of(cuzk::ProofKind::SnapDeals, j.sector_size),
         }
     }
 
@@ -156,6 +218,7 @@ impl ProofJob {
         match self {
             ProofJob::Porep(j) => Ok(ParamSet::Porep(j.registered_proof)),
             ProofJob::Post(j) => j.param_set(),
+            ProofJob::Snap(j) => j.param_set(),
         }
     }
 }
@@ -167,6 +230,51 @@ pub fn post_kind(req: &proto::SubmitProofRequest) -> Option<cuzk::ProofKind> {
         Ok(proto::ProofKind::WinningPost) => Some(cuzk::ProofKind::WinningPost),
         _ => None,
     }
+}
+
+/// Whether `req` is a SnapDeals request (`SNAP_DEALS_UPDATE`).
+pub fn is_snap(req: &proto::SubmitProofRequest) -> bool {
+    req.proof_kind == proto::ProofKind::SnapDealsUpdate as i32
+}
+
+/// Checks a SnapDeals request's own fields (priority, update proof type, sector size: 0 takes
+/// the proof type's, as Curio's proof-share jobs send it; no `vanilla_proof`) and returns its
+/// job (with its priority) and [`ContentKey`]. The vanilla proofs and commitments are checked
+/// after it, by [`crate::prover::Prover::check_snap`] (the engine's [`cuzk::snap::check`]:
+/// one vanilla proof per partition, 32-byte commitments, each vanilla proof decoded and
+/// verified), both on a blocking thread.
+///
+/// # Errors
+/// [`DaemonError::InvalidArgument`] for the request's own fields, and the engine's error for a
+/// number that is no update proof type (101, INVALID_ARGUMENT).
+pub fn check_snap(req: proto::SubmitProofRequest) -> Result<(SnapJob, ContentKey), DaemonError> {
+    let priority = priority_from_wire(req.priority)?;
+    let proof = cuzk::snap::registered_update_proof(req.registered_proof)?;
+    let size = u64::from(proof.sector_size());
+    if req.sector_size != 0 && req.sector_size != size {
+        return Err(DaemonError::InvalidArgument(format!(
+            "sector_size {} disagrees with registered_proof {} ({proof:?}, {size} bytes)",
+            req.sector_size, req.registered_proof
+        )));
+    }
+    if !req.vanilla_proof.is_empty() {
+        return Err(DaemonError::InvalidArgument(
+            "vanilla_proof is set: SnapDeals takes its partition proofs in vanilla_proofs".into(),
+        ));
+    }
+    let key = ContentKey::of(&req, size);
+    let job = SnapJob {
+        registered_proof: req.registered_proof,
+        vanilla_proofs: req.vanilla_proofs,
+        comm_r_old: req.comm_r_old,
+        comm_r_new: req.comm_r_new,
+        comm_d_new: req.comm_d_new,
+        sector_number: req.sector_number,
+        miner_id: req.miner_id,
+        sector_size: size,
+        priority,
+    };
+    Ok((job, key))
 }
 
 /// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, no
@@ -325,8 +433,8 @@ pub fn check_fields(
         }
         Ok(k) => {
             return Err(DaemonError::Unimplemented(format!(
-                "proof kind {}: cuzk proves POREP_SEAL_COMMIT, WINDOW_POST_PARTITION and \
-                 WINNING_POST",
+                "proof kind {}: cuzk proves POREP_SEAL_COMMIT, SNAP_DEALS_UPDATE, \
+                 WINDOW_POST_PARTITION and WINNING_POST",
                 k.as_str_name()
             )))
         }
@@ -437,18 +545,17 @@ pub fn check_c1(
 
 /// The parameter set a circuit id of `PreloadSRS` / `EvictSRS` / `cuzk serve --preload` names:
 /// `<kind>-<size>`, the kind `porep` (PoRep C2, V1_1), `wpost` (WindowPoSt, V1_1: proof types
-/// 10–14) or `winning` (WinningPoSt: 0–4), the size as Curio writes it (`32g`, `64g`) or, for the
+/// 10–14), `winning` (WinningPoSt: 0–4) or `snap` (SnapDeals: update proof types 0–4), the size as Curio writes it (`32g`, `64g`) or, for the
 /// small test sizes, `2k`, `8m`, `512m` (also `2kib`, `32gib`, ...), case-insensitive: the ids of
 /// [`circuit_id`] and of GetStatus' `loaded_srs`.
 ///
 /// # Errors
-/// [`DaemonError::Unimplemented`] for the SnapDeals circuits (`snap-...`);
 /// [`DaemonError::InvalidArgument`] for anything else.
 pub fn circuit(id: &str) -> Result<ParamSet, DaemonError> {
     let unknown = || {
         DaemonError::InvalidArgument(format!(
-            "unknown circuit id {id:?} (expected porep-, wpost- or winning- and a sector size, \
-             e.g. porep-32g, wpost-32g, winning-32g)"
+            "unknown circuit id {id:?} (expected porep-, wpost-, winning- or snap- and a sector \
+             size, e.g. porep-32g, wpost-32g, winning-32g, snap-32g)"
         ))
     };
     let lower = id.trim().to_ascii_lowercase();
@@ -476,9 +583,9 @@ pub fn circuit(id: &str) -> Result<ParamSet, DaemonError> {
         "porep" => Ok(ParamSet::Porep(porep[i])),
         "wpost" => post(cuzk::ProofKind::WindowPost, 10 + i),
         "winning" => post(cuzk::ProofKind::WinningPost, i),
-        "snap" => Err(DaemonError::Unimplemented(format!(
-            "circuit {id:?}: cuzk does not prove SnapDeals"
-        ))),
+        "snap" => cuzk::snap::registered_update_proof(i as u64)
+            .map(ParamSet::Snap)
+            .map_err(DaemonError::Engine),
         _ => Err(unknown()),
     }
 }
@@ -494,6 +601,7 @@ fn id_of(kind: cuzk::ProofKind, sector_size: u64) -> String {
     let prefix = match kind {
         cuzk::ProofKind::WinningPost => "winning",
         cuzk::ProofKind::WindowPost => "wpost",
+        cuzk::ProofKind::SnapDeals => "snap",
         _ => "porep",
     };
     format!("{prefix}-{}", size_name(sector_size))
@@ -702,8 +810,32 @@ mod tests {
     }
 
     #[test]
+    fn snap_requests_of_another_size_or_shape_are_refused() {
+        let base = proto::SubmitProofRequest {
+            proof_kind: proto::ProofKind::SnapDealsUpdate as i32,
+            registered_proof: 3,
+            vanilla_proofs: vec![vec![1]; 16],
+            ..Default::default()
+        };
+        let edits: [(&str, Edit); 5] = [
+            ("8 MiB sector size", |r| r.sector_size = 8 << 20),
+            ("no update proof type", |r| r.registered_proof = 5),
+            ("C1 in vanilla_proof", |r| r.vanilla_proof = vec![1]),
+            ("unknown priority", |r| r.priority = 9),
+            ("a seal proof number", |r| r.registered_proof = 8),
+        ];
+        for (what, edit) in edits {
+            let mut r = base.clone();
+            edit(&mut r);
+            let e = check_snap(r).unwrap_err();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{what}: {e}");
+        }
+    }
+
+    #[test]
     fn circuit_ids_round_trip() {
         use filecoin_proofs_api::RegisteredPoStProof as Post;
+        use filecoin_proofs_api::RegisteredUpdateProof;
         for v in 5..10 {
             let p = ParamSet::Porep(registered_seal_proof(v).unwrap());
             assert_eq!(circuit(&circuit_id(p)).unwrap(), p);
@@ -726,6 +858,14 @@ mod tests {
             (
                 "winning-512m",
                 ParamSet::Post(Post::StackedDrgWinning512MiBV1),
+            ),
+            (
+                "snap-32g",
+                ParamSet::Snap(RegisteredUpdateProof::StackedDrg32GiBV1),
+            ),
+            (
+                "snap-2k",
+                ParamSet::Snap(RegisteredUpdateProof::StackedDrg2KiBV1),
             ),
         ] {
             assert_eq!(circuit(id).unwrap(), set, "{id}");
@@ -756,8 +896,26 @@ mod tests {
             circuit(&job.circuit_id()).unwrap(),
             job.param_set().unwrap()
         );
+        // A SnapDeals job's too, whatever sector size (0 or the right one) it was sent with.
+        for sector_size in [0, 32 << 30] {
+            let (job, _) = check_snap(proto::SubmitProofRequest {
+                proof_kind: proto::ProofKind::SnapDealsUpdate as i32,
+                registered_proof: 3,
+                sector_size,
+                vanilla_proofs: vec![vec![1]; 16],
+                ..Default::default()
+            })
+            .unwrap();
+            let job = ProofJob::Snap(job);
+            assert_eq!(job.circuit_id(), "snap-32g");
+            assert_eq!(job.proof_kind(), proto::ProofKind::SnapDealsUpdate);
+            assert_eq!(
+                circuit(&job.circuit_id()).unwrap(),
+                job.param_set().unwrap()
+            );
+        }
         for (id, code) in [
-            ("snap-32g", tonic::Code::Unimplemented),
+            ("snap-3g", tonic::Code::InvalidArgument),
             ("porep-3g", tonic::Code::InvalidArgument),
             ("wpost-", tonic::Code::InvalidArgument),
             ("winning", tonic::Code::InvalidArgument),

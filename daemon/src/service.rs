@@ -18,13 +18,14 @@ use crate::scheduler::{ms, Job, Outcome, Scheduler};
 #[derive(Clone)]
 pub struct ProvingService {
     scheduler: Scheduler,
-    /// Vanilla-proof checks of PoSt requests running at once ([`MAX_POST_CHECKS`]).
+    /// Vanilla-proof checks of PoSt and SnapDeals requests running at once
+    /// ([`MAX_POST_CHECKS`]).
     post_checks: Arc<tokio::sync::Semaphore>,
 }
 
-/// PoSt requests whose vanilla proofs are checked at once; later ones wait for a turn. A 32 GiB
-/// WindowPoSt partition's check takes about a second of the host's cores and its vanilla
-/// proofs' memory, outside the engine's host budget.
+/// PoSt and SnapDeals requests whose vanilla proofs are checked at once; later ones wait for a
+/// turn. A 32 GiB WindowPoSt partition's check takes about a second of the host's cores and its
+/// vanilla proofs' memory, outside the engine's host budget.
 pub const MAX_POST_CHECKS: usize = 2;
 
 impl ProvingService {
@@ -44,6 +45,9 @@ impl ProvingService {
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         if let Some(kind) = request::post_kind(&req) {
             return self.accept_post(req, kind, cancel_with_caller).await;
+        }
+        if request::is_snap(&req) {
+            return self.accept_snap(req, cancel_with_caller).await;
         }
         let (priority, proof) = request::check_fields(&req)?;
         // Reading and hashing ~50 MB is blocking work: not on the runtime's threads.
@@ -126,6 +130,59 @@ impl ProvingService {
             .submit(&request_id, key, job, cancel_with_caller)?;
         log::info!(
             "job {}: accepted ({kind} {}, partition {partition}, {sectors} sector(s), miner \
+             f0{miner_id}, {:?}, content {key:?}, position {pos})",
+            job.id,
+            job.circuit,
+            priority
+        );
+        Ok((job, pos))
+    }
+}
+
+impl ProvingService {
+    /// [`ProvingService::accept`] of a SnapDeals request, as [`ProvingService::accept_post`]:
+    /// its own fields checked and keyed ([`request::check_snap`]); attached to its job when one
+    /// of the same request id and content answers; else its vanilla proofs and commitments
+    /// checked by the prover ([`crate::prover::Prover::check_snap`], taking a turn among the
+    /// [`MAX_POST_CHECKS`] vanilla-proof checks), both on a blocking thread; then queued.
+    async fn accept_snap(
+        &self,
+        req: proto::SubmitProofRequest,
+        cancel_with_caller: bool,
+    ) -> Result<(Arc<Job>, u32), DaemonError> {
+        let request_id = req.request_id.clone();
+        let task =
+            |e: tokio::task::JoinError| DaemonError::Internal(format!("SnapDeals check task: {e}"));
+        let (job, key) = tokio::task::spawn_blocking(move || request::check_snap(req))
+            .await
+            .map_err(task)??;
+        if let Some(found) = self.scheduler.would_attach(&request_id, key)? {
+            return Ok(found);
+        }
+        let turn = self
+            .post_checks
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| DaemonError::Internal(format!("SnapDeals check turn: {e}")))?;
+        let prover = self.scheduler.prover().clone();
+        let job = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            prover.check_snap(&job).map(|()| job)
+        })
+        .await
+        .map_err(task)??;
+        let (partitions, sector, miner_id, priority) = (
+            job.vanilla_proofs.len(),
+            job.sector_number,
+            job.miner_id,
+            job.priority,
+        );
+        let (job, pos) = self
+            .scheduler
+            .submit(&request_id, key, job, cancel_with_caller)?;
+        log::info!(
+            "job {}: accepted (snap-deals {}, sector {sector}, {partitions} partition(s), miner \
              f0{miner_id}, {:?}, content {key:?}, position {pos})",
             job.id,
             job.circuit,

@@ -424,10 +424,11 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
             "WindowPoSt V1",
         ),
         (
+            // A SnapDeals request with a PoRep request's proof type (checked before the rest).
             "snap",
             |r| r.proof_kind = 2,
-            Code::Unimplemented,
-            "SNAP_DEALS",
+            Code::InvalidArgument,
+            "registered update proof 5",
         ),
         (
             "kind 99",
@@ -528,7 +529,7 @@ async fn bad_requests_get_clear_codes_and_start_nothing() {
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     for (id, code) in [
-        ("snap-32g", Code::Unimplemented),
+        ("snap-3g", Code::InvalidArgument),
         ("porep-3g", Code::InvalidArgument),
         ("wpost", Code::InvalidArgument),
         ("bogus", Code::InvalidArgument),
@@ -559,7 +560,7 @@ async fn preload_and_evict_take_the_circuit_ids_of_every_kind() {
     let p = FakeProver::new();
     let d = daemon(&p, one_job()).await;
     let mut c = tcp_client(&d.addrs()[0]).await;
-    let ids = ["porep-2k", "wpost-32g", "winning-32g"];
+    let ids = ["porep-2k", "wpost-32g", "winning-32g", "snap-32g"];
     for already in [false, true] {
         for id in ids {
             let r = c.preload_srs(preload(id)).await.unwrap().into_inner();
@@ -598,7 +599,7 @@ async fn preload_and_evict_take_the_circuit_ids_of_every_kind() {
     let r = c.evict_srs(evict("porep-2k")).await.unwrap().into_inner();
     assert!(r.was_loaded);
     let st = c.get_status(proto::GetStatusRequest {}).await.unwrap();
-    assert_eq!(loaded(st.into_inner()), ["winning-32g"]);
+    assert_eq!(loaded(st.into_inner()), ["winning-32g", "snap-32g"]);
     d.shutdown().await;
 }
 

@@ -110,14 +110,15 @@ async fn preload_and_evict_manage_the_sets_of_every_kind_within_the_budget() {
     assert_eq!(r.freed_bytes, 0);
     assert_eq!(status().await, [("porep-2k".into(), LARGE)]);
 
-    // Bad ids: INVALID_ARGUMENT, SnapDeals UNIMPLEMENTED; a good id without its file:
-    // FAILED_PRECONDITION naming it (cuzk error 200).
+    // Bad ids: INVALID_ARGUMENT; a good id without its file: FAILED_PRECONDITION naming it
+    // (cuzk error 200).
     for (id, code) in [
         ("wpost-3g", Code::InvalidArgument),
         ("windowpost-2k", Code::InvalidArgument),
         ("winning", Code::InvalidArgument),
-        ("snap-32g", Code::Unimplemented),
+        ("snap-3g", Code::InvalidArgument),
         ("wpost-32g", Code::FailedPrecondition),
+        ("snap-32g", Code::FailedPrecondition),
     ] {
         let e = load(id).await.unwrap_err();
         assert_eq!(e.code(), code, "{id}: {e:?}");

@@ -14,7 +14,10 @@
 //! rows, then the block's rows once per block with the block's variables shifted to that
 //! block's range, then bellperson's one constraint `input_i · 0 = 0` per input. Tests compare this with recording the full
 //! circuit and, on real sectors, the resulting a, b, c and densities with the reference
-//! synthesis ([`crate::synth::Assignment::synthesize`]).
+//! synthesis ([`crate::synth::Assignment::synthesize`]). A circuit whose blocks read
+//! different prefix variables (SnapDeals: each challenge its own bits of the prefix's digests)
+//! is recorded whole instead ([`CompiledCircuit::compile_whole`]: its blocks are still found
+//! and checked, but not repeated), and its witness made by one synthesis per partition.
 //!
 //! Sizes (non-zeros per matrix; 8 bytes each in memory and on disk):
 //! 2 KiB — see BENCHMARKS.md; a 32 GiB partition — A ~309 M, B ~130 M, C ~283 M (Curio's cuzk
@@ -26,6 +29,7 @@ pub mod native;
 pub mod porep;
 pub mod post;
 pub mod record;
+pub mod snap;
 pub mod witness;
 
 #[cfg(any(test, feature = "internals"))]
@@ -52,8 +56,8 @@ pub struct Layout {
     /// Counts of one challenge block.
     pub block: Counts,
     /// Number of blocks per partition: PoRep challenges (2 for 2 KiB … 512 MiB, 18 for
-    /// 32/64 GiB) or PoSt sectors (WindowPoSt: 2 for 2 KiB, 2349 for 32 GiB; WinningPoSt: 66,
-    /// one per challenge).
+    /// 32/64 GiB), PoSt sectors (WindowPoSt: 2 for 2 KiB, 2349 for 32 GiB; WinningPoSt: 66,
+    /// one per challenge) or SnapDeals challenges (10 for 2 KiB and 8 MiB, 86 from 512 MiB).
     pub challenges: usize,
 }
 
@@ -135,6 +139,32 @@ impl CompiledCircuit {
         let (a, (b, c)) = rayon::join(
             || assemble(&rec.a.m, true),
             || rayon::join(|| assemble(&rec.b.m, false), || assemble(&rec.c.m, false)),
+        );
+        Self::from_parts(layout, a?, b?, c?, rec.coeffs)
+    }
+
+    /// Compiles a partition from its whole blank circuit (`circuit`: every block, no values),
+    /// for circuits whose blocks read different prefix variables (the SnapDeals circuit: each
+    /// challenge its own bits of the prefix's challenge digests), so that one recorded block
+    /// cannot stand for the others. The layout is the recorded one (`challenges` blocks, checked
+    /// to be of one size and to follow the prefix in order, [`Blocks`]); the matrices are the
+    /// recording's as they are, plus bellperson's per-input constraints. Costs a synthesis of
+    /// the whole blank circuit (~1 µs per constraint on one core) and the matrices once.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] when the circuit does not have that shape or outgrows the 32-bit CSR.
+    pub fn compile_whole<C: bellperson::Circuit<Fr>>(
+        circuit: C,
+        blocks: Blocks,
+        challenges: usize,
+    ) -> Result<Self> {
+        let rec = Recorder::record(circuit, blocks)
+            .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
+        let layout = layout_of_whole_recording(&rec, challenges)?;
+        let whole = |m: Csr, input_rows: bool| whole_matrix(m, &layout, input_rows);
+        let (a, (b, c)) = rayon::join(
+            || whole(rec.a.m, true),
+            || rayon::join(|| whole(rec.b.m, false), || whole(rec.c.m, false)),
         );
         Self::from_parts(layout, a?, b?, c?, rec.coeffs)
     }
@@ -272,24 +302,65 @@ impl CompiledCircuit {
 
 /// The layout of a partition of `challenges` blocks from the recording of one block.
 fn layout_of_recording(rec: &record::Recording, challenges: usize) -> Result<Layout> {
-    let [(start, end)] = rec.blocks[..] else {
+    let [b] = rec.blocks[..] else {
         return Err(Error::Internal(format!(
-            "the circuit of one block opened {} block namespaces",
+            "the circuit of one block opened {} blocks",
             rec.blocks.len()
         )));
     };
-    if end != rec.end || challenges == 0 {
+    if b.end != rec.end || challenges == 0 {
         return Err(Error::Internal(
             "the circuit allocates variables after its blocks".into(),
         ));
     }
     Ok(Layout {
-        prefix: start,
-        block: Counts {
-            inputs: end.inputs - start.inputs,
-            aux: end.aux - start.aux,
-            constraints: end.constraints - start.constraints,
-        },
+        prefix: b.start,
+        block: counts_between(b.start, b.end),
+        challenges,
+    })
+}
+
+/// What was allocated from `start` to `end`.
+fn counts_between(start: Counts, end: Counts) -> Counts {
+    Counts {
+        inputs: end.inputs - start.inputs,
+        aux: end.aux - start.aux,
+        constraints: end.constraints - start.constraints,
+    }
+}
+
+/// The layout of a whole recorded partition of `challenges` blocks: the blocks must be
+/// numbered 0, 1, … in order, follow each other with nothing between them, end the circuit,
+/// and allocate the same numbers of variables and constraints.
+fn layout_of_whole_recording(rec: &record::Recording, challenges: usize) -> Result<Layout> {
+    let shape_error = |what: String| Err(Error::Internal(format!("recorded circuit: {what}")));
+    if rec.blocks.len() != challenges || challenges == 0 {
+        return shape_error(format!(
+            "{} blocks, expected {challenges}",
+            rec.blocks.len()
+        ));
+    }
+    let first = rec.blocks[0];
+    let block = counts_between(first.start, first.end);
+    let mut at = first.start;
+    for (i, b) in rec.blocks.iter().enumerate() {
+        if b.index != i {
+            return shape_error(format!("block {} where block {i} was expected", b.index));
+        }
+        if b.start != at {
+            return shape_error(format!("variables or constraints before block {i}"));
+        }
+        if counts_between(b.start, b.end) != block {
+            return shape_error(format!("block {i} is not the size of block 0"));
+        }
+        at = b.end;
+    }
+    if at != rec.end {
+        return shape_error("variables or constraints after the blocks".into());
+    }
+    Ok(Layout {
+        prefix: first.start,
+        block,
         challenges,
     })
 }
@@ -307,6 +378,52 @@ pub fn layout_of<C: bellperson::Circuit<Fr>>(
     let rec = Recorder::record(one_challenge, blocks)
         .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
     layout_of_recording(&rec, challenges)
+}
+
+/// The layout [`CompiledCircuit::compile_whole`] would give, without assembling the matrices.
+///
+/// # Errors
+/// As [`CompiledCircuit::compile_whole`].
+#[cfg(any(test, feature = "internals"))]
+pub fn layout_of_whole<C: bellperson::Circuit<Fr>>(
+    circuit: C,
+    blocks: Blocks,
+    challenges: usize,
+) -> Result<Layout> {
+    let rec = Recorder::record(circuit, blocks)
+        .map_err(|e| Error::Internal(format!("recording the circuit: {e}")))?;
+    layout_of_whole_recording(&rec, challenges)
+}
+
+/// The partition's matrix from the recording `m` of the whole partition (columns tagged with
+/// [`AUX_TAG`], laid out as `l`): aux columns moved after the inputs, then (for A) one row
+/// `input_i` per input, empty rows for B and C.
+fn whole_matrix(mut m: Csr, l: &Layout, input_rows: bool) -> Result<Csr> {
+    let ni = l.num_inputs();
+    let total = m.nnz() + if input_rows { ni } else { 0 };
+    if total > u32::MAX as usize || ni + l.num_aux() >= AUX_TAG as usize {
+        return Err(Error::Internal(format!(
+            "compiled circuit: {total} non-zeros do not fit 32-bit CSR offsets"
+        )));
+    }
+    let ni32 = ni as u32;
+    m.col.par_iter_mut().for_each(|c| {
+        if *c & AUX_TAG != 0 {
+            *c = ni32 + (*c & !AUX_TAG);
+        }
+    });
+    // The per-input constraints: input_i · 0 = 0.
+    let mut n = m.nnz() as u32;
+    m.row_ptr.reserve(ni);
+    for i in 0..ni32 {
+        if input_rows {
+            m.col.push(i);
+            m.coeff.push(csr::COEFF_ONE);
+            n += 1;
+        }
+        m.row_ptr.push(n);
+    }
+    Ok(m)
 }
 
 /// The partition's matrix from the one-challenge recording `m` (columns tagged with
@@ -521,6 +638,81 @@ pub(crate) mod tests {
         let e = crate::prover::check_satisfied(&cc.evaluate(bad).unwrap(), 0).unwrap_err();
         assert_eq!(e.code(), 500);
         assert!(e.to_string().contains("constraint 6 "), "{e}");
+    }
+
+    #[test]
+    fn a_whole_recording_equals_the_repeated_block() {
+        let n = 4;
+        let repeated = CompiledCircuit::compile(blank(1), Blocks::POREP, n).unwrap();
+        let whole = CompiledCircuit::compile_whole(blank(n), Blocks::POREP, n).unwrap();
+        assert_eq!(whole, repeated);
+        // Another number of blocks than recorded is a shape error.
+        let e = CompiledCircuit::compile_whole(blank(n), Blocks::POREP, n + 1).unwrap_err();
+        assert!(e.to_string().contains("4 blocks, expected 5"), "{e}");
+        // The witness of the whole circuit in one synthesis equals the per-block one.
+        let real = Toy {
+            x: Some(5),
+            c: vec![7, 11, 13, 17],
+        };
+        let per_block = witness::generate(&repeated.layout, 0, |i| {
+            Ok(Toy {
+                x: real.x,
+                c: vec![real.c[i]],
+            })
+        })
+        .unwrap();
+        let mut w = Witness::default();
+        witness::generate_whole_into(&whole.layout, 0, real.clone(), &mut w).unwrap();
+        assert_eq!(w, per_block);
+        let e = witness::generate_whole_into(&whole.layout, 2, blank(n), &mut w).unwrap_err();
+        assert!(e.to_string().contains("partition 2"), "{e}");
+        let e = witness::generate_whole_into(
+            &whole.layout,
+            0,
+            Toy {
+                x: Some(5),
+                c: vec![1; 5],
+            },
+            &mut Witness::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), 500, "{e}");
+    }
+
+    /// A circuit whose blocks are namespaces `step (c_index=<i>)` and `check (c_index=<i>, …)`
+    /// with something between two blocks when `gap`.
+    struct Split {
+        n: usize,
+        gap: bool,
+    }
+
+    impl Circuit<Fr> for Split {
+        fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc_input(|| "x", || Ok(Fr::ONE))?;
+            for i in 0..self.n {
+                let y = cs
+                    .namespace(|| format!("y (c_index={i})"))
+                    .alloc(|| "y", || Ok(Fr::ONE))?;
+                cs.namespace(|| format!("check (c_index={i}, k=0)"))
+                    .enforce(|| "y = x", |lc| lc + y, |lc| lc + CS::one(), |lc| lc + x);
+                if self.gap && i == 1 {
+                    cs.alloc(|| "between", || Ok(Fr::ONE))?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_block_is_the_run_of_its_namespaces() {
+        let cc = CompiledCircuit::compile_whole(Split { n: 3, gap: false }, Blocks::SNAP, 3)
+            .unwrap();
+        let l = cc.layout;
+        assert_eq!((l.prefix.inputs, l.prefix.aux, l.prefix.constraints), (2, 0, 0));
+        assert_eq!((l.block.inputs, l.block.aux, l.block.constraints), (0, 1, 1));
+        let e = CompiledCircuit::compile_whole(Split { n: 3, gap: true }, Blocks::SNAP, 3)
+            .unwrap_err();
+        assert!(e.to_string().contains("before block 2"), "{e}");
     }
 
     #[test]

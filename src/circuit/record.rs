@@ -2,11 +2,13 @@
 //! combinations as CSR rows and never evaluates a witness (the circuit is the blank one, as for
 //! parameter generation).
 //!
-//! It also notes where the circuit's repeated blocks begin and end: the namespaces whose name
-//! starts with [`Blocks::name_prefix`] at nesting depth [`Blocks::depth`] — `challenge_<i>` at
-//! the top level for `storage-proofs-porep`'s `StackedCircuit`, `sector_<i>` inside its
-//! `outer namespace` for `storage-proofs-post`'s `FallbackPoStCircuit`. That is what splits a
-//! partition into a shared prefix and per-block ranges.
+//! It also notes where the circuit's repeated blocks begin and end: the namespaces at nesting
+//! depth [`Blocks::depth`] whose name carries [`Blocks::marker`] followed by the block's index —
+//! `challenge_<i>` at the top level for `storage-proofs-porep`'s `StackedCircuit`, `sector_<i>`
+//! inside its `outer namespace` for `storage-proofs-post`'s `FallbackPoStCircuit`, and the
+//! several top-level namespaces `… (c_index=<i>…)` of one challenge for `storage-proofs-update`'s
+//! `EmptySectorUpdateCircuit` (consecutive namespaces of one index make one block). That is
+//! what splits a partition into a shared prefix and per-block ranges.
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -29,12 +31,17 @@ pub struct Counts {
     pub constraints: usize,
 }
 
-/// Where a circuit's repeated blocks are: the namespaces named `name_prefix…` opened at
-/// nesting depth `depth` (0: the top level).
+/// Where a circuit's repeated blocks are: the namespaces opened at nesting depth `depth` (0:
+/// the top level) whose name holds `marker` immediately followed by the block's index in
+/// decimal (at the start of the name when `marker_starts_name`, anywhere in it otherwise). A
+/// block is the run of consecutive such namespaces with one index, from the start of its first
+/// to the end of its last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Blocks {
-    /// Start of the block namespaces' names.
-    pub name_prefix: &'static str,
+    /// The text before a block's index in its namespaces' names.
+    pub marker: &'static str,
+    /// Whether `marker` must start the name (else it may be anywhere in it).
+    pub marker_starts_name: bool,
     /// Namespaces open around a block namespace.
     pub depth: usize,
 }
@@ -42,25 +49,56 @@ pub struct Blocks {
 impl Blocks {
     /// PoRep (`StackedCircuit`): one top-level `challenge_<i>` namespace per challenge.
     pub const POREP: Blocks = Blocks {
-        name_prefix: "challenge_",
+        marker: "challenge_",
+        marker_starts_name: true,
         depth: 0,
     };
     /// PoSt (`FallbackPoStCircuit`): one `sector_<i>` namespace per sector, inside the
     /// circuit's `outer namespace`.
     pub const POST: Blocks = Blocks {
-        name_prefix: "sector_",
+        marker: "sector_",
+        marker_starts_name: true,
         depth: 1,
     };
+    /// SnapDeals (`EmptySectorUpdateCircuit`): per challenge, consecutive top-level namespaces
+    /// named `… (c_index=<i>)` or `… (c_index=<i>, …)` (its high bits, rho, leaves, Merkle
+    /// paths, the apex-leaf selection).
+    pub const SNAP: Blocks = Blocks {
+        marker: "(c_index=",
+        marker_starts_name: false,
+        depth: 0,
+    };
+
+    /// The block index that the namespace `name` carries, if it is a block namespace.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        let at = if self.marker_starts_name {
+            name.starts_with(self.marker).then_some(0)?
+        } else {
+            name.find(self.marker)?
+        };
+        let rest = &name[at + self.marker.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        rest[..digits].parse().ok()
+    }
+}
+
+/// One recorded block: its index (from its namespaces' names) and the counts at its start and
+/// end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecordedBlock {
+    pub(crate) index: usize,
+    pub(crate) start: Counts,
+    pub(crate) end: Counts,
 }
 
 /// A recorded circuit: its matrices (columns tagged with [`AUX_TAG`]), its coefficient table, and
-/// the counts at the start and end of each block namespace ([`Blocks`]).
+/// its blocks in the order they were opened ([`Blocks`]).
 pub(crate) struct Recording {
     pub(crate) a: CsrBuilder,
     pub(crate) b: CsrBuilder,
     pub(crate) c: CsrBuilder,
     pub(crate) coeffs: CoeffTable,
-    pub(crate) blocks: Vec<(Counts, Counts)>,
+    pub(crate) blocks: Vec<RecordedBlock>,
     pub(crate) end: Counts,
 }
 
@@ -70,7 +108,8 @@ pub(crate) struct Recorder {
     now: Counts,
     blocks: Blocks,
     depth: usize,
-    open: Option<Counts>,
+    /// The block being recorded (its end: that of its last namespace so far).
+    open: Option<RecordedBlock>,
     too_big: bool,
 }
 
@@ -102,11 +141,19 @@ impl Recorder {
         };
         r.alloc_input(|| "one", || Ok(Fr::ONE))?;
         circuit.synthesize(&mut r)?;
+        r.close_block();
         if r.too_big || r.now.aux >= AUX_TAG as usize || r.now.inputs >= AUX_TAG as usize {
             return Err(SynthesisError::Unsatisfiable);
         }
         r.rec.end = r.now;
         Ok(r.rec)
+    }
+
+    /// Ends the open block, if any, at the end of its last namespace.
+    fn close_block(&mut self) {
+        if let Some(b) = self.open.take() {
+            self.rec.blocks.push(b);
+        }
     }
 
     fn row(b: &mut CsrBuilder, coeffs: &mut CoeffTable, lc: &LinearCombination<Fr>) -> bool {
@@ -168,8 +215,18 @@ impl ConstraintSystem<Fr> for Recorder {
         NR: Into<String>,
         N: FnOnce() -> NR,
     {
-        if self.depth == self.blocks.depth && name().into().starts_with(self.blocks.name_prefix) {
-            self.open = Some(self.now);
+        if self.depth == self.blocks.depth {
+            let index = self.blocks.index_of(&name().into());
+            if index.is_none() || index != self.open.map(|b| b.index) {
+                self.close_block();
+            }
+            if let (Some(index), None) = (index, self.open) {
+                self.open = Some(RecordedBlock {
+                    index,
+                    start: self.now,
+                    end: self.now,
+                });
+            }
         }
         self.depth += 1;
     }
@@ -177,13 +234,33 @@ impl ConstraintSystem<Fr> for Recorder {
     fn pop_namespace(&mut self) {
         self.depth = self.depth.saturating_sub(1);
         if self.depth == self.blocks.depth {
-            if let Some(start) = self.open.take() {
-                self.rec.blocks.push((start, self.now));
+            if let Some(b) = self.open.as_mut() {
+                b.end = self.now;
             }
         }
     }
 
     fn get_root(&mut self) -> &mut Self::Root {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_namespaces_carry_their_index() {
+        assert_eq!(Blocks::POREP.index_of("challenge_17"), Some(17));
+        assert_eq!(Blocks::POREP.index_of("challenge_"), None);
+        assert_eq!(Blocks::POREP.index_of("a challenge_1"), None);
+        assert_eq!(Blocks::POST.index_of("sector_2349"), Some(2349));
+        assert_eq!(Blocks::SNAP.index_of("rho (c_index=85)"), Some(85));
+        assert_eq!(
+            Blocks::SNAP.index_of("path_r_old sibling (c_index=3, tree_row=1, sibling_index=6)"),
+            Some(3)
+        );
+        assert_eq!(Blocks::SNAP.index_of("gen_challenge_bits"), None);
+        assert_eq!(Blocks::SNAP.index_of("apex_leaf_3"), None);
     }
 }

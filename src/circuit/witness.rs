@@ -229,6 +229,56 @@ where
     })
 }
 
+/// The witness of a partition whose blocks cannot be synthesized one at a time (a circuit
+/// compiled whole, [`super::CompiledCircuit::compile_whole`]): `circuit`, the partition's full
+/// circuit, synthesized once on this thread into `w`'s vectors (sized in place as
+/// [`generate_into`] does). Partitions run in parallel, not the blocks of one.
+///
+/// # Errors
+/// [`Error::Synthesis`] when the circuit fails or allocates another number of variables than
+/// the layout has (not the recorded circuit); [`Error::Internal`] when a vector of `w` has
+/// capacity but too little.
+pub fn generate_whole_into<C: bellperson::Circuit<Fr>>(
+    layout: &Layout,
+    partition: usize,
+    circuit: C,
+    w: &mut Witness,
+) -> Result<()> {
+    for (v, n, what) in [
+        (&mut w.input, layout.num_inputs(), "input"),
+        (&mut w.aux, layout.num_aux(), "aux"),
+    ] {
+        size_in_place(v, n, what)?;
+    }
+    let (inputs, aux) = (layout.num_inputs(), layout.num_aux());
+    let mut cs = WitnessWriter {
+        prefix: Some((&mut w.input[..], &mut w.aux[..])),
+        block_input: &mut [],
+        block_aux: &mut [],
+        prefix_inputs: inputs,
+        prefix_aux: aux,
+        inputs: 0,
+        aux: 0,
+    };
+    let synthesis = |message: String| Error::Synthesis { partition, message };
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))
+        .map_err(|e| synthesis(e.to_string()))?;
+    circuit.synthesize(&mut cs).map_err(|e| {
+        synthesis(format!(
+            "witness: {e} (after {} inputs and {} aux variables)",
+            cs.inputs, cs.aux
+        ))
+    })?;
+    if (cs.inputs, cs.aux) != (inputs, aux) {
+        return Err(synthesis(format!(
+            "witness: allocated {} inputs and {} aux variables, the compiled circuit has {inputs} \
+             and {aux}",
+            cs.inputs, cs.aux
+        )));
+    }
+    Ok(())
+}
+
 /// The slices one witness task writes: the prefix (task 0 only), then its challenge block.
 pub struct Task<'a> {
     /// The prefix's inputs and aux values, `Some` for the task of challenge 0 alone.

@@ -43,7 +43,7 @@ use filecoin_proofs::constants::DefaultPieceHasher;
 use filecoin_proofs::types::MerkleTreeTrait;
 use filecoin_proofs::with_shape;
 use filecoin_proofs::PoStType;
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use group::{Curve, Group};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -607,6 +607,58 @@ fn generate_post_shape<Tree: 'static + MerkleTreeTrait>(
         device,
         (params, vk, meta),
         pp.sector_size,
+    )
+}
+
+/// Generates the parameters of the SnapDeals circuit of `proof` (one partition of
+/// `EmptySectorUpdateCircuit`: 10 challenges at 2 KiB and 8 MiB, 86 from 512 MiB on) into `dir`
+/// under filecoin-proofs' v28 names (`v28-empty-sector-update-merkletree-poseidon_hasher-8-
+/// <sub>-<top>-<sha256 of the public parameters' identifier>` `.params`, `.vk`, `.meta`: the
+/// files filecoin-proofs' `get_empty_sector_update_params` and the engine look up), with the
+/// secrets of `ChaCha20Rng::from_seed(seed)`. The circuit is the engine's
+/// (`cuzk::circuit::snap::compile` of filecoin-proofs' public parameters), from and to the
+/// engine's circuit cache (`EngineConfig::from_env`).
+///
+/// # Errors
+/// Those of [`generate_params`], I/O.
+pub fn generate_snap(
+    proof: RegisteredUpdateProof,
+    seed: [u8; 32],
+    dir: &Path,
+    device: Device,
+) -> Result<ParamFiles> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    with_shape!(
+        u64::from(proof.sector_size()),
+        generate_snap_shape,
+        proof,
+        seed,
+        dir,
+        device
+    )
+}
+
+fn generate_snap_shape<
+    Tree: 'static + MerkleTreeTrait<Hasher = filecoin_hashers::poseidon::PoseidonHasher>,
+>(
+    proof: RegisteredUpdateProof,
+    seed: [u8; 32],
+    dir: &Path,
+    device: Device,
+) -> Result<ParamFiles> {
+    use storage_proofs_core::parameter_cache::PARAMETER_METADATA_EXT;
+    let pp = storage_proofs_update::PublicParams::from_sector_size(u64::from(proof.sector_size()));
+    let (params, vk) = cuzk::srs::snap_param_paths::<Tree>(dir, &pp);
+    let meta = params.with_extension(PARAMETER_METADATA_EXT);
+    let cache_key = cuzk::circuit::snap::cache_name_and_key(&file_name(&params), &pp);
+    generate_files(
+        &format!("{proof:?}"),
+        cache_key,
+        || cuzk::circuit::snap::compile::<Tree>(&pp),
+        seed,
+        device,
+        (params, vk, meta),
+        u64::from(proof.sector_size()),
     )
 }
 
