@@ -7,6 +7,8 @@
 //!   for vanilla proofs of any randomness, and the WinningPoSt and WindowPoSt test parameters).
 //! - [`postgen`]: real-shape WindowPoSt and WinningPoSt inputs (vanilla proofs as Curio sends
 //!   them) for any sector size, without sealing.
+//! - [`snapgen`]: real-shape SnapDeals inputs (commitments, vanilla partition proofs) for any
+//!   sector size, without sealing.
 //! - [`snap_fixture`]: the deterministic 2 KiB SnapDeals fixture (a sealed sector updated with
 //!   new data, its vanilla partition proofs, the update circuit's test parameters).
 //! - [`paramgen`]: Groth16 test parameters (`.params`, `.vk`) for a compiled circuit, on the CPU
@@ -19,3 +21,4 @@ pub mod paramgen;
 pub mod post_fixture;
 pub mod postgen;
 pub mod snap_fixture;
+pub mod snapgen;

@@ -149,6 +149,17 @@ impl<H: Hasher> PeriodicTree<H> {
         }
     }
 
+    /// Node `i` of level `level` (0: the leaves; the sector's root at the top level).
+    ///
+    /// # Panics
+    /// If `level` is above the root.
+    pub fn node(&self, level: usize, i: usize) -> H::Domain {
+        match self.block_levels.get(level) {
+            Some(nodes) => nodes[i % nodes.len()],
+            None => self.upper[level - self.block_levels.len()],
+        }
+    }
+
     /// The value of leaf `i`.
     pub fn leaf(&self, i: usize) -> H::Domain {
         let block = &self.block_levels[0];
