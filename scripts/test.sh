@@ -10,9 +10,9 @@
 #                                        library, C ABI and daemon), the C ABI and its C program
 #                                        (the panic test needs the test hooks), header drift, the
 #                                        compiled circuit vs the reference synthesis, the dev crate
-#                                        (real-shape C1 and PoSt generators) and the cuzk CLI (with
+#                                        (real-shape C1, PoSt and SnapDeals generators) and the cuzk CLI (with
 #                                        gen-params --kind + gen-post → CPU PoSt proofs at 2 KiB and
-#                                        8 MiB, ~2 min on 2 cores);
+#                                        8 MiB, ~2 min on 2 cores; gen-snap → prove-snap at 2 KiB);
 #   2. go test in examples/go          — the cgo example against the static library, built as
 #                                        released (no features); go test in daemon/go — a Go
 #                                        gRPC client of `cuzk serve` (the 2 KiB fixture proved

@@ -13,7 +13,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use cuzk::c1::hex;
 use cuzk::{Backend, Engine, EngineConfig, Error, ProgressEvent, ProofKind, ProveOptions};
-use cuzk_dev::{c1gen, paramgen, post_fixture, postgen, snap_fixture};
+use cuzk_dev::{c1gen, paramgen, post_fixture, postgen, snap_fixture, snapgen};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 
@@ -29,6 +29,7 @@ macro_rules! say {
 }
 
 mod prove_post;
+mod prove_snap;
 
 const EXIT_CODES: &str = "\
 Exit codes: 0 success; 2 bad command line; otherwise the library's
@@ -77,6 +78,11 @@ enum Command {
     /// verify_winning_post; --repeat and --jobs as for prove.
     #[command(name = "prove-post", after_help = EXIT_CODES)]
     ProvePost(prove_post::ProvePostArgs),
+    /// Prove the SnapDeals update of a snap.json (`cuzk gen-snap`'s inputs), each proof checked
+    /// with filecoin-proofs-api's verify_empty_sector_update_proof; --repeat and --jobs as for
+    /// prove.
+    #[command(name = "prove-snap", after_help = EXIT_CODES)]
+    ProveSnap(prove_snap::ProveSnapArgs),
     /// Generate a real-shape C1 output without sealing (deterministic from --seed); writes
     /// c1.json, c1-wrapper.json and meta.json into DIR.
     #[command(name = "gen-c1", after_help = EXIT_CODES)]
@@ -86,6 +92,11 @@ enum Command {
     /// Curio sends them; writes post.json into DIR.
     #[command(name = "gen-post", after_help = EXIT_CODES)]
     GenPost(GenPostArgs),
+    /// Generate real-shape SnapDeals inputs without sealing (deterministic from --seed): the
+    /// update proof type, the three commitments and one vanilla proof per partition as Curio
+    /// sends them; writes snap.json into DIR.
+    #[command(name = "gen-snap", after_help = EXIT_CODES)]
+    GenSnap(GenSnapArgs),
     /// Generate Groth16 test parameters (insecure: the seed gives the toxic waste) for a sector
     /// size's PoRep, WindowPoSt or WinningPoSt circuit; writes the v28 .params, .vk and .meta
     /// files into DIR.
@@ -284,6 +295,18 @@ struct GenPostArgs {
     dir: PathBuf,
 }
 
+#[derive(Args)]
+struct GenSnapArgs {
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
+    #[arg(long)]
+    sector_size: String,
+    /// Generator seed (any text): the same seed gives the same bytes.
+    #[arg(long)]
+    seed: String,
+    /// Output directory (created if needed).
+    dir: PathBuf,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum PostKindArg {
     Window,
@@ -379,9 +402,11 @@ fn main() -> ExitCode {
         Command::VerifyPost(a) => a.params.clone(),
         Command::VerifySnap(a) => a.params.clone(),
         Command::ProvePost(a) => a.params.clone(),
+        Command::ProveSnap(a) => a.params.clone(),
         Command::Serve(a) => a.params.clone(),
         Command::GenC1(_)
         | Command::GenPost(_)
+        | Command::GenSnap(_)
         | Command::GenParams(_)
         | Command::PostFixture(_)
         | Command::SnapFixture(_) => None,
@@ -391,11 +416,13 @@ fn main() -> ExitCode {
         Command::Verify(a) => verify(a),
         Command::VerifyPost(a) => verify_post(a),
         Command::ProvePost(a) => prove_post::prove_post(a),
+        Command::ProveSnap(a) => prove_snap::prove_snap(a),
         Command::VerifySnap(a) => verify_snap(a),
         Command::PostFixture(a) => post_fixture_json(a),
         Command::SnapFixture(a) => snap_fixture_json(a),
         Command::GenC1(a) => gen_c1(a),
         Command::GenPost(a) => gen_post(a),
+        Command::GenSnap(a) => gen_snap(a),
         Command::GenParams(a) => gen_params(a),
         Command::Serve(a) => cuzk_daemon::run(a).map_err(Failure::Lib),
     };
@@ -1033,6 +1060,33 @@ fn update_proof_arg(size: &str) -> Result<filecoin_proofs_api::RegisteredUpdateP
             value: size.into(),
             reason: "no update proof type of this sector size".into(),
         })
+}
+
+fn gen_snap(a: GenSnapArgs) -> Result<(), Failure> {
+    let proof = update_proof_arg(&a.sector_size)?;
+    let t = Instant::now();
+    let g = snapgen::generate(proof, postgen::seed_from_str(&a.seed))
+        .map_err(|e| Error::Internal(format!("{e:#}")))?;
+    let gen_s = t.elapsed().as_secs_f64();
+    let (path, bytes) = g
+        .write_dir(&a.dir)
+        .map_err(|e| Error::Io(std::io::Error::other(format!("{e:#}"))))?;
+    let vanilla: usize = g.vanilla_proofs.iter().map(Vec::len).sum();
+    say!(
+        "{proof:?} (registered proof {}), {} partition(s): generated in {gen_s:.2} s ({} of \
+         vanilla proofs), written to {} ({}) in {:.2} s\n  comm_r_old {}\n  comm_r_new {}\n  \
+         comm_d_new {}",
+        snapgen::actors_number(proof),
+        g.vanilla_proofs.len(),
+        size_text(vanilla as u64),
+        path.display(),
+        size_text(bytes),
+        t.elapsed().as_secs_f64() - gen_s,
+        hex(&g.comm_r_old),
+        hex(&g.comm_r_new),
+        hex(&g.comm_d_new)
+    );
+    Ok(())
 }
 
 fn gen_post(a: GenPostArgs) -> Result<(), Failure> {
