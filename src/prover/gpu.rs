@@ -38,6 +38,7 @@ use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
 use crate::gpu::memory::alloc::{
     Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, TierKind,
+    REST_BESIDE_H_PASS,
 };
 use crate::gpu::driver::device::{self, Device, DeviceBuffer};
 use crate::gpu::driver::fault::stage_deadline;
@@ -52,7 +53,7 @@ use crate::gpu::kernels::spmv::{
 };
 use crate::progress::Stage;
 use crate::progress::{Reporter, Timings};
-use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig};
+use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig, SectionUse};
 use crate::srs::Srs;
 use crate::synth::Assignment;
 
@@ -268,8 +269,12 @@ struct GpuExecutor {
     pinned_circuit: Mutex<Option<PinnedCircuit>>,
     /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
     stage_timeout: std::time::Duration,
-    /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`).
+    /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`; 1
+    /// with `overlap`).
     msm_batch: usize,
+    /// A split partition's L, A, B MSMs run beside another partition's H MSM (two or more
+    /// workers per device, `Tuning::overlap_parts`).
+    overlap: bool,
 }
 
 /// The GPU backend: one slot per device, and the partition scheduler over them.
@@ -283,6 +288,8 @@ pub struct GpuBackend {
     workers_per_device: u64,
     /// `Tuning::msm_batch`.
     msm_batch: usize,
+    /// [`GpuExecutor::overlap`].
+    overlap: bool,
     /// Partitions start below the resident tier (`Tuning::gpu_start_tier`).
     below_resident: bool,
 }
@@ -338,12 +345,14 @@ impl GpuBackend {
                 circuit_yielded: AtomicU64::new(0),
             });
         }
+        let overlap = config.tuning.overlap_parts && config.workers_per_device() >= 2;
         let executor = Arc::new(GpuExecutor {
             slots,
             pinned: Mutex::new(Vec::new()),
             pinned_circuit: Mutex::new(None),
             stage_timeout: config.stage_timeout(),
-            msm_batch: config.tuning.msm_batch(),
+            msm_batch: if overlap { 1 } else { config.tuning.msm_batch() },
+            overlap,
         });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
@@ -363,6 +372,7 @@ impl GpuBackend {
             capacities,
             workers_per_device: config.workers_per_device() as u64,
             msm_batch: config.tuning.msm_batch(),
+            overlap,
             below_resident: config
                 .tuning
                 .gpu_start_tier
@@ -527,7 +537,20 @@ impl PartitionExecutor for GpuExecutor {
             // Not held here: the slot keeps it, and `plan_on` may let it go.
             drop(circuit_on(slot, cc)?);
         }
-        let plan = plan_on(slot, &shape, &opts)?;
+        // A split partition on a card two workers share, its parameters streamed: the H side's
+        // MSM passes leave room for another partition's L, A, B MSMs (their smallest pass
+        // beside it), which take that room rather than wait for the whole card.
+        let overlap = self.overlap && !params_resident && job.part != Part::All;
+        if overlap && job.part == Part::HOnly {
+            let others = slot
+                .alloc
+                .reserved_bytes()
+                .saturating_sub(slot.kept_bytes()?);
+            let room = slot.alloc.available()?.saturating_add(others);
+            opts.max_pass = shape.h_pass_beside_rest(room, &slot.alloc.msm_limits());
+        }
+        let beside = overlap && matches!(job.part, Part::Rest(_));
+        let plan = plan_on(slot, &shape, &opts, beside)?;
         attempt.record_tier(plan.tier.kind());
         let tier = plan.tier;
         let mut timings = Timings::default();
@@ -658,6 +681,7 @@ impl PartitionExecutor for GpuExecutor {
             &mut ctx,
             attempt,
             Some(self.stage_timeout),
+            overlap,
         )
         .inspect_err(|e| {
             // A wait that timed out left the device's work (a copy from asg's vectors among
@@ -1142,7 +1166,12 @@ fn stage_slice(
 /// tier fits or only `Partial` or `Streaming` does, the circuit is let go and the partition
 /// planned again (its SpMV then streams the matrices from host memory, which costs less than
 /// the smaller MSM passes or the CPU H step it would otherwise get).
-fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Plan> {
+///
+/// `beside` (a split partition's L, A, B MSMs where parts overlap, [`GpuExecutor::overlap`]):
+/// while others hold memory, `Partial` with passes of at least [`REST_BESIDE_H_PASS`] points
+/// is taken at once, beside another partition's H MSM, even where the whole card would give a
+/// better tier.
+fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions, beside: bool) -> Result<Plan> {
     loop {
         if slot.alloc.reserved_bytes() <= slot.kept_bytes()? {
             let r = slot.alloc.plan(shape, opts);
@@ -1187,6 +1216,10 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
             .saturating_sub(slot.kept_bytes()?);
         if let Some(best) = slot.alloc.tier_if_freed(shape, &waiting, held)? {
             waiting.worst = best;
+        }
+        if beside {
+            waiting.worst = waiting.worst.max(TierKind::Partial);
+            waiting.min_pass = Some(REST_BESIDE_H_PASS.min(shape.pass_points()));
         }
         match slot
             .alloc
@@ -1359,6 +1392,7 @@ fn run_on(
     ctx: &mut PartitionCtx<'_>,
     attempt: &Attempt<'_>,
     timeout: Option<std::time::Duration>,
+    overlap: bool,
 ) -> Result<MsmResults> {
     let dev = &slot.dev;
     // Every device buffer of this partition comes out of the plan's reservation.
@@ -1395,8 +1429,14 @@ fn run_on(
     } else {
         Uploaded { bc: None, z: None }
     };
-    // The GPU section: kernels only (the uploads above overlap other workers' kernels).
-    let section = attempt.enter_gpu();
+    // The GPU section: kernels only (the uploads above overlap other workers' kernels). L, A,
+    // B MSMs over streamed bases beside another partition's H MSM wait mostly on the bus.
+    let usage = if overlap && !part.h_side() && resident.is_none() {
+        SectionUse::Streamed
+    } else {
+        SectionUse::Kernels
+    };
+    let section = attempt.enter_gpu_as(usage);
     run.report(Stage::Wait, section.waited());
     // ---- 3. SpMV and the R1CS check (compiled path), 4. H.
     match (dbc, dh.as_mut(), spmv, &dz) {
@@ -1418,7 +1458,32 @@ fn run_on(
     // a, b, c stay on the host until the partition succeeds: a retry (lower tier, other
     // device, CPU fallback) needs them.
 
-    // ---- 5. MSMs.
+    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B; an H side
+    // alone (`Part::HOnly`) frees it before its H MSM, whose plan has no room for it.
+    let daux_kept = match dz {
+        Some((din, daux)) => {
+            let freed = if part.rest() { din.len() } else { din.len() + daux.len() };
+            plan.work.note_freed(32 * freed as u64);
+            drop(din);
+            part.rest().then_some(daux)
+        }
+        None => None,
+    };
+    // ---- 5. MSMs. Where parts overlap, an H side gives back what its H step held beyond its
+    // MSM side (h, the pass buffers and the workspace), so that another partition's L, A, B
+    // MSMs plan beside its H MSM.
+    if overlap && part == Part::HOnly && plan.tier.kind() != TierKind::Streaming {
+        let keep = shape.msm_side_bytes(plan.tier.kind(), chunk as u64, &slot.alloc.msm_limits());
+        if keep < plan.work.bytes() {
+            arena.shrink_to(keep)?;
+            plan.work.shrink_to(keep);
+            log::debug!(
+                "partition {}: H step done, plan down to {} for the H MSM",
+                run.partition,
+                fmt_gib(keep)
+            );
+        }
+    }
     let _deadline = stage_deadline("msm", timeout);
     let mut ws = msm_workspace(slot, &arena)?;
     // The input parts (≤ a few hundred points) are summed on the CPU.
@@ -1431,14 +1496,6 @@ fn run_on(
             blstrs::G2Projective::identity(),
         )
     };
-    // z's aux from the GPU SpMV, when it ran, is already the scalars of L, A and B; an H side
-    // alone (`Part::HOnly`) frees it before its H MSM, whose plan has no room for it.
-    let daux_kept = dz
-        .filter(|_| part.rest())
-        .map(|(din, daux)| {
-            drop(din);
-            daux
-        });
     let bases = match &resident {
         Some(r) => Bases::Resident(r),
         None => Bases::Streamed { srs, chunk },
@@ -2100,10 +2157,14 @@ impl GpuBackend {
             host_extra: Mutex::new(None),
             host_busy: AtomicBool::new(false),
         });
-        let mut outcomes = self
-            .scheduler
-            .submit_with_priority(ctx.priority, vec![job.clone()])
-            .wait_outcomes();
+        // A split partition's L, A, B MSMs where parts overlap: ahead of partitions not yet
+        // started, so they run beside the next H MSM.
+        let call = if self.overlap && matches!(ctx.part, Part::Rest(_)) {
+            self.scheduler.submit_resumed(ctx.priority, vec![job.clone()])
+        } else {
+            self.scheduler.submit_with_priority(ctx.priority, vec![job.clone()])
+        };
+        let mut outcomes = call.wait_outcomes();
         // The assignment comes back whatever happened (a CPU fallback needs it, and its
         // vectors may be a pooled buffer the caller lent), even from a poisoned lock.
         *asg = std::mem::take(&mut *job.asg.lock().unwrap_or_else(PoisonError::into_inner));
@@ -2198,7 +2259,7 @@ impl ProverBackend for GpuBackend {
     }
 
     fn split_for_shared_bases(&self, cc: &CompiledCircuit) -> bool {
-        if self.msm_batch < 2 {
+        if self.msm_batch < 2 && !self.overlap {
             return false;
         }
         if self.below_resident {
