@@ -48,7 +48,8 @@
 #                 scripts/device-run.sh e2e`, then `scripts/device-run.sh e2e-wait` until it says
 #                 "e2e ended". LOAD_BENCH=1: the warm rate of each size's parameter file too (params_load).
 #                 PoSt (issue 41's targets): `E2E_STEPS="32GiB:3 post-32GiB:5"` (WinningPoSt,
-#                 WinningPoSt under two PoRep proofs, then WindowPoSt; see e2e.sh).
+#                 WinningPoSt under two PoRep proofs, then WindowPoSt; see e2e.sh). SnapDeals
+#                 (issue 42's target): `E2E_STEPS="snap-32GiB:4"`.
 #   params        Groth16 test parameters on the GPU: gpu_fixed_base (GPU == blstrs), then
 #                 `cuzk gen-params --device gpu` for 2 KiB with the fixture's seed == the fixture
 #                 made there by bellperson (cmp), then (PARAMS_32G=1) 32 GiB (time, peak RSS; files

@@ -21,7 +21,8 @@
 #
 # Usage: [LOAD_BENCH=1] scripts/e2e.sh STEP...   STEP = SIZE:REPEAT (e.g. 32GiB:5, 64GiB:3), `tests` (the GPU
 #   unit tests of device-run.sh's `core` plus gpu_alloc), `post-SIZE:REPEAT` (WindowPoSt and
-#   WinningPoSt: gen-params --kind, gen-post, prove-post; see the step) or `anchors`
+#   WinningPoSt: gen-params --kind, gen-post, prove-post; see the step), `snap-SIZE:REPEAT`
+#   (SnapDeals: gen-params --kind snap-deals, gen-snap, prove-snap --jobs 2) or `anchors`
 #   (ours beside SupraSeal on 2 KiB and 8 MiB; binary supraseal-anchor from bench-anchors/supraseal)
 # Everything goes to $E (default /tmp/e2e): $E/summary.txt, $E/<size>/*.log, $E/done when the
 # last step has ended. One size's parameters at a time (the device's disk is 64 GiB): a size's
@@ -93,6 +94,29 @@ for step in "$@"; do
       grep -E "proofs, .* in flight|proof 0:" "$L/prove_$k.log" | tee -a "$S"
       echo "$k: GPU busy $(busy "$a" "$(date +%s)") %, peak device memory $(peak "$a" "$(date +%s)") MiB" | tee -a "$S"
     done
+    continue
+  fi
+  if [ "${step%%-*}" = snap ]; then
+    # snap-SIZE[:REPEAT] (issue 42's target): the SnapDeals update circuit's parameters on the
+    # GPU, real-shape inputs from gen-snap, then `prove-snap --repeat R --jobs 2` (every proof
+    # checked by verify_empty_sector_update_proof; cold, then the steady state). The other
+    # sizes' and kinds' parameter files are deleted first (the disk holds one large set).
+    ss=${step#snap-}; size=${ss%%:*}; repeat=${ss#*:}; [ "$repeat" = "$ss" ] && repeat=4
+    for old in "$E"/*/params "$E"/*/cc; do case $old in "$E/snap-$size/"*) ;; *) rm -rf "$old" ;; esac; done
+    L=$E/snap-$size; mkdir -p "$L"; P=$L/params
+    export CUZK_CIRCUIT_CACHE=$L/cc
+    RUST_LOG=info t genparams_snap $TV $F/cuzk gen-params --kind snap-deals --sector-size "$size" \
+      --seed "snap-$size" --device gpu "$P" || continue
+    t gensnap $F/cuzk gen-snap --sector-size "$size" --seed "snap-$size" "$L/in" || continue
+    a=$(date +%s)
+    RUST_LOG=warn,cuzk::prover::gpu=info,cuzk::engine=info t prove_snap timeout 900 $TV $F/cuzk prove-snap \
+      "$L/in/snap.json" --params "$P" --backend gpu --repeat "$repeat" --jobs 2 --out "$L/snap.proof"
+    z=$(date +%s)
+    c0=$(grep -oE "^proof 0: .* in [0-9.]+ s" "$L/prove_snap.log" | grep -oE "[0-9.]+ s$" | cut -d' ' -f1 | cut -d. -f1)
+    grep -E "^proof [0-9]+: |proofs, |stages: |error" "$L/prove_snap.log" | tee -a "$S"
+    echo "snap: GPU busy steady $(busy "$((a + ${c0:-0}))" "$z") %, peak device memory $(peak "$a" "$z") MiB," \
+      "peak host memory in use $(hpeak "$a" "$z") GiB" | tee -a "$S"
+    awk -v a="$a" -v z="$z" '$1 >= a && $1 <= z' "$E/smi.txt" > "$L/timeline.txt"
     continue
   fi
   if [ "$step" = anchors ]; then
