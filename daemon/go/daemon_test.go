@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -918,9 +919,27 @@ func TestBadPoStInputIsRefused(t *testing.T) {
 	}
 }
 
+// commitmentCID is the binary CID (go-cid's Cid.Bytes()) of a Filecoin commitment as
+// go-fil-commcid makes it: version 1, the codec and the multihash code as unsigned varints, the
+// digest's length, the 32-byte commitment. Curio's ProveUpdateCuzk puts these in the commitment
+// fields (key.Bytes(), sealed.Bytes(), unsealed.Bytes()).
+func commitmentCID(codec, multihash uint64, comm []byte) []byte {
+	b := []byte{1}
+	b = binary.AppendUvarint(b, codec)
+	b = binary.AppendUvarint(b, multihash)
+	b = append(b, byte(len(comm)))
+	return append(b, comm...)
+}
+
+// sealedCID and unsealedCID: a replica commitment (fil-commitment-sealed 0xf102,
+// poseidon-bls12_381-a2-fc1 0xb401; 40 bytes) and a data commitment (fil-commitment-unsealed
+// 0xf101, sha2-256-trunc254-padded 0x1012; 39 bytes).
+func sealedCID(t *testing.T, h string) []byte   { return commitmentCID(0xf102, 0xb401, unhex(t, h)) }
+func unsealedCID(t *testing.T, h string) []byte { return commitmentCID(0xf101, 0x1012, unhex(t, h)) }
+
 // snapDeals is the request Curio's ProveUpdateCuzk sends for the fixture: kind
 // SNAP_DEALS_UPDATE, priority NORMAL, request id snap-<miner>-<sector>, one vanilla proof per
-// partition, the three 32-byte commitments, and sector size 0 (as proof-share jobs send it: the
+// partition, the three commitments as CIDs, and sector size 0 (as proof-share jobs send it: the
 // daemon takes it from the proof type).
 func snapDeals(t *testing.T) *SubmitProofRequest {
 	vanilla := make([][]byte, len(sfx.VanillaProofs))
@@ -936,9 +955,9 @@ func snapDeals(t *testing.T) *SubmitProofRequest {
 		VanillaProofs:   vanilla,
 		SectorNumber:    sfx.SectorNumber,
 		MinerId:         sfx.MinerID,
-		CommROld:        unhex(t, sfx.CommROld),
-		CommRNew:        unhex(t, sfx.CommRNew),
-		CommDNew:        unhex(t, sfx.CommDNew),
+		CommROld:        sealedCID(t, sfx.CommROld),
+		CommRNew:        sealedCID(t, sfx.CommRNew),
+		CommDNew:        unsealedCID(t, sfx.CommDNew),
 	}
 }
 
@@ -999,7 +1018,8 @@ func TestBadSnapInputIsRefused(t *testing.T) {
 		{"truncated vanilla proof", func(r *SubmitProofRequest) { r.VanillaProofs[0] = r.VanillaProofs[0][:100] }, "vanilla proof 0 (100 bytes)"},
 		{"31-byte comm_r_old", func(r *SubmitProofRequest) { r.CommROld = r.CommROld[:31] }, "comm_r_old of 31 bytes"},
 		{"no comm_d_new", func(r *SubmitProofRequest) { r.CommDNew = nil }, "comm_d_new of 0 bytes"},
-		{"another comm_r_new", func(r *SubmitProofRequest) { r.CommRNew[0] ^= 1 }, "do not verify"},
+		{"the unsealed CID as comm_r_old", func(r *SubmitProofRequest) { r.CommROld = r.CommDNew }, "comm_r_old of 39 bytes"},
+		{"another comm_r_new", func(r *SubmitProofRequest) { r.CommRNew[8] ^= 1 }, "do not verify"},
 		{"8 MiB sector size", func(r *SubmitProofRequest) { r.SectorSize = 8 << 20 }, "sector_size 8388608"},
 		{"32 GiB proof type", func(r *SubmitProofRequest) { r.RegisteredProof = 3 }, "expected one per partition (16)"},
 		{"C1 in vanilla_proof", func(r *SubmitProofRequest) { r.VanillaProof = wrap(fx.c1, fx.sectorID, 2048) }, "vanilla_proof is set"},

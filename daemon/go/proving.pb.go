@@ -297,8 +297,9 @@ type SubmitProofRequest struct {
 	Randomness []byte `protobuf:"bytes,22,opt,name=randomness,proto3" json:"randomness,omitempty"`
 	// WindowPoSt only.
 	PartitionIndex uint32 `protobuf:"varint,23,opt,name=partition_index,json=partitionIndex,proto3" json:"partition_index,omitempty"`
-	// SnapDeals only: 32-byte commitments (the sector key's replica, the updated replica, the new
-	// data).
+	// SnapDeals only: the commitments (the sector key's replica, the updated replica, the new
+	// data), 32 bytes each, or their binary CIDs (go-cid's Cid.Bytes(), what Curio sends: codec
+	// fil-commitment-sealed for comm_r_old and comm_r_new, fil-commitment-unsealed for comm_d_new).
 	CommROld []byte `protobuf:"bytes,30,opt,name=comm_r_old,json=commROld,proto3" json:"comm_r_old,omitempty"`
 	CommRNew []byte `protobuf:"bytes,31,opt,name=comm_r_new,json=commRNew,proto3" json:"comm_r_new,omitempty"`
 	CommDNew []byte `protobuf:"bytes,32,opt,name=comm_d_new,json=commDNew,proto3" json:"comm_d_new,omitempty"`

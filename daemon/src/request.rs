@@ -2,8 +2,9 @@
 //! and a light read of the C1 output (its JSON, the wrapper's sector number and size, the proof
 //! type inside), or for PoSt and SnapDeals the engine's own input checks ([`cuzk::post::check`]:
 //! vanilla proofs decoded and verified against the randomness; [`cuzk::snap::check`]: one
-//! vanilla proof per partition, 32-byte commitments, the vanilla proofs verified against them),
-//! so that bad input is refused at once instead of after its wait in the queue.
+//! vanilla proof per partition, 32-byte commitments (decoded here from the CIDs Curio sends),
+//! the vanilla proofs verified against them), so that bad input is refused at once instead of
+//! after its wait in the queue.
 
 use base64::Engine as _;
 use cuzk::srs::ParamSet;
@@ -105,7 +106,7 @@ pub struct SnapJob {
     /// One vanilla proof per partition (filecoin-proofs-api's `generate_partition_proofs`).
     pub vanilla_proofs: Vec<Vec<u8>>,
     /// 32 bytes each: the sector key's replica commitment, the updated replica's, the new
-    /// data's.
+    /// data's (a commitment CID of the request already decoded: [`commitment_bytes`]).
     pub comm_r_old: Vec<u8>,
     /// See `comm_r_old`.
     pub comm_r_new: Vec<u8>,
@@ -242,13 +243,20 @@ pub fn is_snap(req: &proto::SubmitProofRequest) -> bool {
 /// job (with its priority) and [`ContentKey`]. The vanilla proofs and commitments are checked
 /// after it, by [`crate::prover::Prover::check_snap`] (the engine's [`cuzk::snap::check`]:
 /// one vanilla proof per partition, 32-byte commitments, each vanilla proof decoded and
-/// verified), both on a blocking thread.
+/// verified), both on a blocking thread. Commitments sent as CIDs (Curio's form) are decoded
+/// here ([`commitment_bytes`]).
 ///
 /// # Errors
 /// [`DaemonError::InvalidArgument`] for the request's own fields, and the engine's error for a
 /// number that is no update proof type (101, INVALID_ARGUMENT).
-pub fn check_snap(req: proto::SubmitProofRequest) -> Result<(SnapJob, ContentKey), DaemonError> {
+pub fn check_snap(
+    mut req: proto::SubmitProofRequest,
+) -> Result<(SnapJob, ContentKey), DaemonError> {
     let priority = priority_from_wire(req.priority)?;
+    // Before the content key: a commitment sent as a CID is the same content as its bytes.
+    req.comm_r_old = commitment_bytes("comm_r_old", req.comm_r_old, SEALED_COMMITMENT)?;
+    req.comm_r_new = commitment_bytes("comm_r_new", req.comm_r_new, SEALED_COMMITMENT)?;
+    req.comm_d_new = commitment_bytes("comm_d_new", req.comm_d_new, UNSEALED_COMMITMENT)?;
     let proof = cuzk::snap::registered_update_proof(req.registered_proof)?;
     let size = u64::from(proof.sector_size());
     if req.sector_size != 0 && req.sector_size != size {
@@ -275,6 +283,64 @@ pub fn check_snap(req: proto::SubmitProofRequest) -> Result<(SnapJob, ContentKey
         priority,
     };
     Ok((job, key))
+}
+
+/// A Filecoin commitment CID's codec and multihash function (the multicodec table, as
+/// go-fil-commcid writes them) and what the commitment is, for messages.
+type CommitmentCid = (u64, u64, &'static str);
+
+/// A replica commitment (comm_r): codec `fil-commitment-sealed` (0xf102), multihash
+/// `poseidon-bls12_381-a2-fc1` (0xb401).
+const SEALED_COMMITMENT: CommitmentCid = (0xf102, 0xb401, "a sealed (replica) commitment");
+/// A data commitment (comm_d): codec `fil-commitment-unsealed` (0xf101), multihash
+/// `sha2-256-trunc254-padded` (0x1012).
+const UNSEALED_COMMITMENT: CommitmentCid = (0xf101, 0x1012, "an unsealed (data) commitment");
+
+/// A SnapDeals commitment field as the engine takes it: 32 bytes as they are (the engine
+/// checks that they are a field element), else the 32-byte digest of a commitment CID in its
+/// binary form — what Curio puts in the field (`cid.Cid.Bytes()` of the sector's sealed and
+/// unsealed CIDs: CIDv1, the commitment's codec and multihash, 40 and 39 bytes).
+///
+/// # Errors
+/// [`DaemonError::InvalidArgument`] naming `name` for other bytes: not a CID, trailing bytes,
+/// a CID of another version, codec or multihash (e.g. the unsealed CID in a comm_r field), a
+/// digest not of 32 bytes.
+pub fn commitment_bytes(
+    name: &str,
+    bytes: Vec<u8>,
+    (codec, hash, what): CommitmentCid,
+) -> Result<Vec<u8>, DaemonError> {
+    if bytes.len() == 32 {
+        return Ok(bytes);
+    }
+    let bad = |why: String| {
+        DaemonError::InvalidArgument(format!(
+            "{name} of {} bytes: {why}; expected 32 bytes or the binary CID of {what} \
+             (codec 0x{codec:x}, multihash 0x{hash:x})",
+            bytes.len()
+        ))
+    };
+    let c = cid::Cid::read_bytes(bytes.as_slice()).map_err(|e| bad(format!("not a CID ({e})")))?;
+    if c.encoded_len() != bytes.len() {
+        return Err(bad(format!(
+            "{} bytes after a CID of {}",
+            bytes.len() - c.encoded_len(),
+            c.encoded_len()
+        )));
+    }
+    let mh = c.hash();
+    if c.version() != cid::Version::V1 || c.codec() != codec || mh.code() != hash {
+        return Err(bad(format!(
+            "a CID v{} of codec 0x{:x} and multihash 0x{:x}",
+            c.version() as u64,
+            c.codec(),
+            mh.code()
+        )));
+    }
+    if mh.digest().len() != 32 {
+        return Err(bad(format!("a CID of a {}-byte digest", mh.digest().len())));
+    }
+    Ok(mh.digest().to_vec())
 }
 
 /// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, no
@@ -903,6 +969,9 @@ mod tests {
                 registered_proof: 3,
                 sector_size,
                 vanilla_proofs: vec![vec![1]; 16],
+                comm_r_old: vec![0; 32],
+                comm_r_new: vec![0; 32],
+                comm_d_new: vec![0; 32],
                 ..Default::default()
             })
             .unwrap();
@@ -925,5 +994,94 @@ mod tests {
         ] {
             assert_eq!(circuit(id).unwrap_err().code(), code, "{id:?}");
         }
+    }
+
+    /// Curio's commitment CIDs (`cid.Cid.Bytes()`), spelled out: CIDv1, the codec and the
+    /// multihash code as unsigned varints, the digest length, the digest.
+    fn cid_of(codec: &[u8], hash: &[u8], digest: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x01];
+        b.extend_from_slice(codec);
+        b.extend_from_slice(hash);
+        b.push(digest.len() as u8);
+        b.extend_from_slice(digest);
+        b
+    }
+    const SEALED: ([u8; 3], [u8; 3]) = ([0x82, 0xe2, 0x03], [0x81, 0xe8, 0x02]); // 0xf102, 0xb401
+    const UNSEALED: ([u8; 3], [u8; 2]) = ([0x81, 0xe2, 0x03], [0x92, 0x20]); // 0xf101, 0x1012
+
+    #[test]
+    fn snap_commitments_are_taken_raw_or_as_curios_cids() {
+        let d: Vec<u8> = (1..=32).collect();
+        let sealed = cid_of(&SEALED.0, &SEALED.1, &d);
+        let unsealed = cid_of(&UNSEALED.0, &UNSEALED.1, &d);
+        assert_eq!((sealed.len(), unsealed.len()), (40, 39));
+        let take = |b: &[u8], c| commitment_bytes("comm_x", b.to_vec(), c);
+        assert_eq!(take(&d, SEALED_COMMITMENT).unwrap(), d);
+        assert_eq!(take(&sealed, SEALED_COMMITMENT).unwrap(), d);
+        assert_eq!(take(&unsealed, UNSEALED_COMMITMENT).unwrap(), d);
+        let mut trailing = sealed.clone();
+        trailing.push(0);
+        let short = cid_of(&SEALED.0, &SEALED.1, &d[..31]);
+        for (what, b, c) in [
+            ("the unsealed CID as comm_r", &unsealed, SEALED_COMMITMENT),
+            ("the sealed CID as comm_d", &sealed, UNSEALED_COMMITMENT),
+            ("trailing bytes", &trailing, SEALED_COMMITMENT),
+            ("a 31-byte digest", &short, SEALED_COMMITMENT),
+            ("31 bytes", &d[..31].to_vec(), SEALED_COMMITMENT),
+            ("nothing", &Vec::new(), SEALED_COMMITMENT),
+            (
+                "a CIDv0",
+                &[&[0x12u8, 0x20][..], &d].concat(),
+                SEALED_COMMITMENT,
+            ),
+        ] {
+            match take(b, c) {
+                Err(DaemonError::InvalidArgument(m)) => {
+                    assert!(m.contains("comm_x"), "{what}: {m}")
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_snap_request_with_cids_is_the_same_job_and_content_as_with_raw_bytes() {
+        let (r_old, r_new, d_new) = ([3u8; 32], [4u8; 32], [5u8; 32]);
+        let raw = proto::SubmitProofRequest {
+            request_id: "snap-1000-7".into(),
+            proof_kind: proto::ProofKind::SnapDealsUpdate as i32,
+            registered_proof: 0, // 2 KiB
+            priority: proto::Priority::Normal as i32,
+            vanilla_proofs: vec![vec![1; 40]],
+            comm_r_old: r_old.to_vec(),
+            comm_r_new: r_new.to_vec(),
+            comm_d_new: d_new.to_vec(),
+            sector_number: 7,
+            miner_id: 1000,
+            ..Default::default()
+        };
+        let curio = proto::SubmitProofRequest {
+            comm_r_old: cid_of(&SEALED.0, &SEALED.1, &r_old),
+            comm_r_new: cid_of(&SEALED.0, &SEALED.1, &r_new),
+            comm_d_new: cid_of(&UNSEALED.0, &UNSEALED.1, &d_new),
+            ..raw.clone()
+        };
+        let (a, ka) = check_snap(raw).unwrap();
+        let (b, kb) = check_snap(curio.clone()).unwrap();
+        assert_eq!(ka, kb);
+        assert_eq!(
+            (b.comm_r_old, b.comm_r_new, b.comm_d_new),
+            (a.comm_r_old, a.comm_r_new, a.comm_d_new)
+        );
+        // comm_r_new and comm_d_new swapped: refused before queueing.
+        let swapped = proto::SubmitProofRequest {
+            comm_r_new: curio.comm_d_new.clone(),
+            comm_d_new: curio.comm_r_new.clone(),
+            ..curio
+        };
+        assert!(matches!(
+            check_snap(swapped),
+            Err(DaemonError::InvalidArgument(_))
+        ));
     }
 }
