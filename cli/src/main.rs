@@ -28,6 +28,7 @@ macro_rules! say {
     }};
 }
 
+mod generated;
 mod prove_post;
 mod prove_snap;
 
@@ -401,8 +402,8 @@ fn main() -> ExitCode {
         Command::Verify(a) => a.sector.params.clone(),
         Command::VerifyPost(a) => a.params.clone(),
         Command::VerifySnap(a) => a.params.clone(),
-        Command::ProvePost(a) => a.params.clone(),
-        Command::ProveSnap(a) => a.params.clone(),
+        Command::ProvePost(a) => a.run.params.clone(),
+        Command::ProveSnap(a) => a.run.params.clone(),
         Command::Serve(a) => a.params.clone(),
         Command::GenC1(_)
         | Command::GenPost(_)
