@@ -79,8 +79,21 @@ pub(crate) trait Job: Sync {
     fn constraints_bound(&self) -> u64;
 
     /// Host bytes one partition holds while it is proved (a, b, c in host memory or not),
-    /// given the compiled circuit when there is one.
-    fn partition_host_bytes(&self, abc_on_host: bool, compiled: Option<&CompiledCircuit>) -> u64;
+    /// given the compiled circuit when there is one: by default its constraints, or without
+    /// one (reference synthesis, or before the circuit is recorded)
+    /// [`Job::constraints_bound`], times [`crate::engine::HOST_BYTES_ABC`] or
+    /// [`crate::engine::HOST_BYTES_WITNESS`].
+    fn partition_host_bytes(&self, abc_on_host: bool, compiled: Option<&CompiledCircuit>) -> u64 {
+        let per = if abc_on_host {
+            crate::engine::HOST_BYTES_ABC
+        } else {
+            crate::engine::HOST_BYTES_WITNESS
+        };
+        compiled.map_or_else(
+            || self.constraints_bound(),
+            |cc| cc.layout.num_constraints() as u64,
+        ) * per
+    }
 
     /// The compiled circuit's cache name and key ([`crate::circuit::cache`]).
     fn circuit_cache_name_and_key(&self) -> (String, [u8; 32]);

@@ -681,6 +681,8 @@ struct Task<J, O> {
     gpu_wait: Duration,
     /// Left out of a batch it led: runs alone.
     alone: bool,
+    /// The rest of work already started ([`Scheduler::submit_resumed`]).
+    resumed: bool,
 }
 
 impl<J, O> Task<J, O> {
@@ -735,6 +737,20 @@ impl<J, O> Queue<J, O> {
     /// Queues a new task: behind every task of its priority or higher.
     fn push_back(&mut self, task: Task<J, O>) {
         let i = self.0.partition_point(|t| t.priority >= task.priority);
+        self.0.insert(i, task);
+    }
+
+    /// Queues the rest of started work ([`Scheduler::submit_resumed`]): behind the tasks of a
+    /// higher priority and the resumed ones at the head of its own (first come, first served
+    /// among them), ahead of the rest of its priority.
+    fn push_resumed(&mut self, task: Task<J, O>) {
+        let i = self
+            .0
+            .iter()
+            .position(|t| {
+                t.priority < task.priority || (t.priority == task.priority && !t.resumed)
+            })
+            .unwrap_or(self.0.len());
         self.0.insert(i, task);
     }
 
@@ -1384,10 +1400,10 @@ impl<E: PartitionExecutor> Scheduler<E> {
     }
 
     /// [`Self::submit_with_priority`] for the rest of work already started (a split
-    /// partition's L, A, B MSMs after its H side): the partitions queue ahead of every queued
-    /// partition of their priority (in their order), behind those of a higher one, so that
-    /// started partitions finish — and give back their witnesses and device memory — before
-    /// new ones start.
+    /// partition's L, A, B MSMs after its H side): the partitions queue ahead of the queued
+    /// partitions of their priority not yet started, behind those of a higher one and the rest
+    /// of work started earlier (in their order), so that started partitions finish — and give
+    /// back their witnesses and device memory — before new ones start.
     pub fn submit_resumed(&self, priority: Priority, jobs: Vec<E::Job>) -> CallHandle<E::Output> {
         self.submit_at(priority, jobs, true)
     }
@@ -1417,15 +1433,15 @@ impl<E: PartitionExecutor> Scheduler<E> {
             history: Vec::new(),
             gpu_wait: Duration::ZERO,
             alone: false,
+            resumed: front,
         });
         let mut st = lock(&self.shared.state);
         let rejected: Vec<_> = if st.shutdown {
             tasks.collect()
         } else {
             if front {
-                // in reverse: each goes to the front, so they end in their order
-                for t in tasks.collect::<Vec<_>>().into_iter().rev() {
-                    st.pending.push_front(t);
+                for t in tasks {
+                    st.pending.push_resumed(t);
                 }
             } else {
                 for t in tasks {
@@ -2661,6 +2677,7 @@ mod tests {
             s.submit_with_priority(High, vec![20]),
             s.submit_resumed(Normal, vec![10, 11]),
             s.submit_resumed(High, vec![21]),
+            s.submit_resumed(Normal, vec![12]),
         ];
         gate.open();
         assert_eq!(first.join().unwrap(), vec![0]);
@@ -2668,6 +2685,6 @@ mod tests {
             h.join().unwrap();
         }
         let order: Vec<u32> = lock(&tries).iter().map(|t| t.0).collect();
-        assert_eq!(order, vec![0, 21, 20, 10, 11, 1, 2]);
+        assert_eq!(order, vec![0, 21, 20, 10, 11, 12, 1, 2]);
     }
 }

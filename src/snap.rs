@@ -363,20 +363,6 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
         partition_constraints_bound(&self.pub_params)
     }
 
-    /// From the compiled circuit's constraints when there is one; else (reference synthesis,
-    /// or before the circuit is recorded) [`Job::constraints_bound`].
-    fn partition_host_bytes(&self, abc_on_host: bool, compiled: Option<&CompiledCircuit>) -> u64 {
-        let per = if abc_on_host {
-            crate::engine::HOST_BYTES_ABC
-        } else {
-            crate::engine::HOST_BYTES_WITNESS
-        };
-        compiled.map_or_else(
-            || self.constraints_bound(),
-            |cc| cc.layout.num_constraints() as u64,
-        ) * per
-    }
-
     fn circuit_cache_name_and_key(&self) -> (String, [u8; 32]) {
         let file = crate::job::file_name(&self.params_path);
         circuit::snap::cache_name_and_key(&file, &self.pub_params)

@@ -49,7 +49,7 @@ status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 10
 #[command(
     name = "cuzk",
     version,
-    about = "Filecoin PoRep C2 (Groth16, BLS12-381) prover on NVIDIA GPUs or the CPU",
+    about = "Filecoin PoRep C2, SnapDeals, WindowPoSt and WinningPoSt prover (Groth16, BLS12-381) on NVIDIA GPUs or the CPU",
     after_help = EXIT_CODES
 )]
 struct Cli {
@@ -104,7 +104,7 @@ enum Command {
     #[command(name = "gen-params", after_help = EXIT_CODES)]
     GenParams(GenParamsArgs),
     /// Serve the cuzk.v1.ProvingEngine gRPC API (Curio's cuzk daemon) until SIGINT / SIGTERM:
-    /// PoRep C2, WindowPoSt and WinningPoSt jobs in a priority queue, proved on one engine (see
+    /// PoRep C2, SnapDeals, WindowPoSt and WinningPoSt jobs in a priority queue, proved on one engine (see
     /// the README's "Proving daemon" section).
     #[command(after_help = EXIT_CODES)]
     Serve(cuzk_daemon::ServeArgs),

@@ -539,8 +539,10 @@ impl PartitionExecutor for GpuExecutor {
         }
         // A split partition on a card two workers share, its parameters streamed: the H side's
         // MSM passes leave room for another partition's L, A, B MSMs (their smallest pass
-        // beside it), which take that room rather than wait for the whole card.
-        let overlap = self.overlap && !params_resident && job.part != Part::All;
+        // beside it), which take that room rather than wait for the whole card. Not for the
+        // split of a cold load (its parameter set still incomplete): on a card that will hold
+        // the set, that split only lets the GPU work while the disk reads.
+        let overlap = self.overlap && !params_resident && !partial && job.part != Part::All;
         if overlap && job.part == Part::HOnly {
             let others = slot
                 .alloc
@@ -1504,12 +1506,17 @@ fn run_on(
     ws.release()?;
     drop(section);
     log::info!(
-        "partition {}: device {} tier {}: device-memory high-water {} of {} planned",
+        "partition {}: device {} tier {}: device-memory high-water {} of {} planned{}",
         run.partition,
         dev.ordinal(),
         plan.tier,
-        crate::gpu::memory::alloc::fmt_gib(arena.high_water()),
-        crate::gpu::memory::alloc::fmt_gib(arena.capacity()),
+        fmt_gib(arena.high_water()),
+        fmt_gib(arena.planned()),
+        if arena.capacity() < arena.planned() {
+            format!(", {} after the H step", fmt_gib(arena.capacity()))
+        } else {
+            String::new()
+        }
     );
     // ---- 6. Read-back: the device's sums (already on the host) plus the input parts.
     Ok(MsmResults {
@@ -2159,7 +2166,7 @@ impl GpuBackend {
         });
         // A split partition's L, A, B MSMs where parts overlap: ahead of partitions not yet
         // started, so they run beside the next H MSM.
-        let call = if self.overlap && matches!(ctx.part, Part::Rest(_)) {
+        let call = if self.overlap && srs.is_complete() && matches!(ctx.part, Part::Rest(_)) {
             self.scheduler.submit_resumed(ctx.priority, vec![job.clone()])
         } else {
             self.scheduler.submit_with_priority(ctx.priority, vec![job.clone()])

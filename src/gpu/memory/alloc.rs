@@ -34,7 +34,9 @@
 //! A split partition's parts plan only their own MSMs ([`PartitionShape::queries`]): its H side
 //! has no aux beside the H MSM and passes of up to [`MSM_PASS_POINTS_G1`] points (2^24 at 2^27
 //! on a 16 GiB card, where the whole partition gets 2^23; 2^25 on a 24 GiB card); its L, A, B
-//! MSMs have no H side and no h. Where two workers share a card, the parts overlap: an H side
+//! MSMs have no H side and no h. With `Tuning::overlap_parts` (`CUZK_OVERLAP_PARTS=1`), where
+//! two workers share a card and the parameters stream from host memory, the parts overlap: an
+//! H side
 //! plans passes that leave room for another partition's L, A, B MSMs at
 //! [`REST_BESIDE_H_PASS`] points ([`PartitionShape::h_pass_beside_rest`], [`PlanOptions::max_pass`];
 //! 2^23 on a 16 GiB card), gives back all but its MSM side once its H step is done
@@ -1337,7 +1339,9 @@ pub struct Arena {
 struct ArenaInner {
     device: usize,
     label: String,
-    /// (used, high-water, capacity), bytes.
+    /// The capacity it was made with (what its record and logs name as planned).
+    planned: u64,
+    /// (used, high-water, capacity now), bytes.
     state: Mutex<(u64, u64, u64)>,
 }
 
@@ -1368,13 +1372,18 @@ pub fn arena_records() -> Vec<ArenaRecord> {
 
 impl Drop for ArenaInner {
     fn drop(&mut self) {
-        let (_, high_water, capacity) = *lock(&self.state);
+        let (_, high_water, now) = *lock(&self.state);
         log::debug!(
-            "device {}: arena {}: high-water {} of {} reserved",
+            "device {}: arena {}: high-water {} of {} reserved{}",
             self.device,
             self.label,
             fmt_gib(high_water),
-            fmt_gib(capacity)
+            fmt_gib(self.planned),
+            if now < self.planned {
+                format!(" (shrunk to {})", fmt_gib(now))
+            } else {
+                String::new()
+            }
         );
         let mut r = lock(records());
         if r.len() >= 4096 {
@@ -1383,7 +1392,7 @@ impl Drop for ArenaInner {
         r.push(ArenaRecord {
             device: self.device,
             label: std::mem::take(&mut self.label),
-            capacity,
+            capacity: self.planned,
             high_water,
         });
     }
@@ -1396,6 +1405,7 @@ impl Arena {
             inner: Arc::new(ArenaInner {
                 device,
                 label: label.into(),
+                planned: capacity,
                 state: Mutex::new((0, 0, capacity)),
             }),
         }
@@ -1436,25 +1446,30 @@ impl Arena {
         })
     }
 
-    /// Bytes the arena may hand out in all.
+    /// Bytes the arena may hand out in all now ([`Self::shrink_to`] lowers it).
     pub fn capacity(&self) -> u64 {
         lock(&self.inner.state).2
+    }
+
+    /// Bytes the arena was made with (the plan's reservation before any shrink): what its
+    /// high-water mark is measured against.
+    pub fn planned(&self) -> u64 {
+        self.inner.planned
     }
 
     /// Lowers the capacity to `bytes` (no-op when it is no more), for a plan whose later stages
     /// need less ([`Reservation::shrink_to`]).
     ///
     /// # Errors
-    /// [`Error::OutOfDeviceMemory`] `{ needed: bytes in use, free: bytes }` when more than
-    /// `bytes` is handed out now (the capacity is left as it was).
+    /// [`Error::Internal`] when more than `bytes` is handed out now (the caller's plan of its
+    /// later stages is wrong; the capacity is left as it was).
     pub fn shrink_to(&self, bytes: u64) -> Result<()> {
         let mut st = lock(&self.inner.state);
         if st.0 > bytes {
-            return Err(Error::OutOfDeviceMemory {
-                device: self.inner.device,
-                needed: st.0,
-                free: bytes,
-            });
+            return Err(Error::internal(format!(
+                "device {}: arena {} shrunk to {bytes} bytes with {} in use",
+                self.inner.device, self.inner.label, st.0
+            )));
         }
         st.2 = st.2.min(bytes);
         Ok(())
@@ -1544,6 +1559,12 @@ impl Reservation {
         l.reserved -= cur - bytes;
         let alloc = self.allocated.load(Ordering::SeqCst);
         if alloc > bytes {
+            // More noted allocated than the new size: a free was not noted.
+            log::warn!(
+                "device {}: reservation {} shrunk to {bytes} bytes with {alloc} noted allocated",
+                self.shared.device,
+                self.label
+            );
             self.allocated.store(bytes, Ordering::SeqCst);
             l.allocated -= alloc - bytes;
         }
@@ -1778,7 +1799,7 @@ mod tests {
         let arena = Arena::over(&r);
         let lease = arena.take(8 * GIB).unwrap();
         // Not below what the arena has handed out; the capacity stays.
-        assert!(matches!(arena.shrink_to(7 * GIB), Err(Error::OutOfDeviceMemory { .. })));
+        assert!(matches!(arena.shrink_to(7 * GIB), Err(Error::Internal(_))));
         assert_eq!(arena.capacity(), 12 * GIB);
         let waiter = {
             let a = a.clone();
@@ -1799,6 +1820,15 @@ mod tests {
         drop(lease);
         drop(r);
         assert_eq!(a.reserved_bytes(), 0);
+        // The record measures the high-water mark against the plan it was made with.
+        assert_eq!(arena.planned(), 12 * GIB);
+        drop(arena);
+        let rec = arena_records()
+            .into_iter()
+            .rev()
+            .find(|r| r.label == "h side")
+            .unwrap();
+        assert_eq!((rec.capacity, rec.high_water), (12 * GIB, 8 * GIB));
     }
 
     #[test]
