@@ -253,10 +253,6 @@ pub fn check_snap(
     mut req: proto::SubmitProofRequest,
 ) -> Result<(SnapJob, ContentKey), DaemonError> {
     let priority = priority_from_wire(req.priority)?;
-    // Before the content key: a commitment sent as a CID is the same content as its bytes.
-    req.comm_r_old = commitment_bytes("comm_r_old", req.comm_r_old, SEALED_COMMITMENT)?;
-    req.comm_r_new = commitment_bytes("comm_r_new", req.comm_r_new, SEALED_COMMITMENT)?;
-    req.comm_d_new = commitment_bytes("comm_d_new", req.comm_d_new, UNSEALED_COMMITMENT)?;
     let proof = cuzk::snap::registered_update_proof(req.registered_proof)?;
     let size = u64::from(proof.sector_size());
     if req.sector_size != 0 && req.sector_size != size {
@@ -270,6 +266,10 @@ pub fn check_snap(
             "vanilla_proof is set: SnapDeals takes its partition proofs in vanilla_proofs".into(),
         ));
     }
+    // Before the content key: a commitment sent as a CID is the same content as its bytes.
+    req.comm_r_old = commitment_bytes("comm_r_old", req.comm_r_old, SEALED_COMMITMENT)?;
+    req.comm_r_new = commitment_bytes("comm_r_new", req.comm_r_new, SEALED_COMMITMENT)?;
+    req.comm_d_new = commitment_bytes("comm_d_new", req.comm_d_new, UNSEALED_COMMITMENT)?;
     let key = ContentKey::of(&req, size);
     let job = SnapJob {
         registered_proof: req.registered_proof,
