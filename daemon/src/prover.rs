@@ -213,6 +213,23 @@ impl EngineProver {
             log::warn!("naming a job's parameter set: {e}");
         }
     }
+
+    /// The options of a job's proof: this prover's self-verification, `cancel`, `priority`.
+    fn options(&self, cancel: &cuzk::CancelToken, priority: cuzk::Priority) -> ProveOptions {
+        ProveOptions::default()
+            .with_verify(self.verify)
+            .with_cancel(cancel.clone())
+            .with_priority(priority)
+    }
+}
+
+impl From<cuzk::ProofOutput> for ProofOutput {
+    fn from(out: cuzk::ProofOutput) -> Self {
+        ProofOutput {
+            proof: out.proof,
+            timings: out.timings,
+        }
+    }
 }
 
 impl Prover for EngineProver {
@@ -221,18 +238,12 @@ impl Prover for EngineProver {
         job: &PorepJob,
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
-        let options = ProveOptions::default()
-            .with_verify(self.verify)
-            .with_cancel(cancel.clone())
-            .with_priority(job.priority);
+        let options = self.options(cancel, job.priority);
         self.name_job(Ok(ParamSet::Porep(job.registered_proof)));
-        let out =
-            self.engine
-                .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?;
-        Ok(ProofOutput {
-            proof: out.proof,
-            timings: out.timings,
-        })
+        Ok(self
+            .engine
+            .prove_porep_c2(&job.c1, job.sector_number, &job.prover_id, &options)?
+            .into())
     }
 
     fn prove_post(
@@ -240,16 +251,11 @@ impl Prover for EngineProver {
         job: &PostJob,
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
-        let options = ProveOptions::default()
-            .with_verify(self.verify)
-            .with_cancel(cancel.clone())
-            .with_priority(job.priority);
+        let options = self.options(cancel, job.priority);
         self.name_job(job.param_set());
-        let out = job.with_request(|req| self.engine.prove_post(req, &options))?;
-        Ok(ProofOutput {
-            proof: out.proof,
-            timings: out.timings,
-        })
+        Ok(job
+            .with_request(|req| self.engine.prove_post(req, &options))?
+            .into())
     }
 
     fn prove_snap(
@@ -257,16 +263,11 @@ impl Prover for EngineProver {
         job: &SnapJob,
         cancel: &cuzk::CancelToken,
     ) -> Result<ProofOutput, cuzk::Error> {
-        let options = ProveOptions::default()
-            .with_verify(self.verify)
-            .with_cancel(cancel.clone())
-            .with_priority(job.priority);
+        let options = self.options(cancel, job.priority);
         self.name_job(job.param_set());
-        let out = job.with_request(|req| self.engine.prove_snap_deals(req, &options))?;
-        Ok(ProofOutput {
-            proof: out.proof,
-            timings: out.timings,
-        })
+        Ok(job
+            .with_request(|req| self.engine.prove_snap_deals(req, &options))?
+            .into())
     }
 
     fn preload(&self, set: ParamSet) -> Result<bool, cuzk::Error> {

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::DaemonError;
 use crate::proto::{self, await_proof_response::Status as WireStatus};
-use crate::prover::JobTimings;
+use crate::prover::{JobTimings, Prover};
 use crate::request::{self, ContentKey, PorepJob, Priority};
 use crate::scheduler::{ms, Job, Outcome, Scheduler};
 
@@ -85,10 +85,8 @@ impl ProvingService {
     }
 
     /// [`ProvingService::accept`] of a PoSt request of `kind`: checked and keyed
-    /// ([`request::check_post`]); attached to its job when one of the same request id and
-    /// content answers, refused when the queue is full or the daemon stopping; else its vanilla
-    /// proofs are checked by the prover ([`crate::prover::Prover::check_post`], at most
-    /// [`MAX_POST_CHECKS`] at once), both checks on a blocking thread; then queued.
+    /// ([`request::check_post`]), its vanilla proofs checked by the prover
+    /// ([`crate::prover::Prover::check_post`]) as [`ProvingService::checked`] does; then queued.
     async fn accept_post(
         &self,
         req: proto::SubmitProofRequest,
@@ -96,29 +94,18 @@ impl ProvingService {
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         let request_id = req.request_id.clone();
-        let task =
-            |e: tokio::task::JoinError| DaemonError::Internal(format!("PoSt check task: {e}"));
-        let (job, key) = tokio::task::spawn_blocking(move || request::check_post(req, kind))
-            .await
-            .map_err(task)??;
-        // A retry of a queued, running or completed job, a full queue or a stopping daemon:
-        // answered without checking the vanilla proofs again.
-        if let Some(found) = self.scheduler.would_attach(&request_id, key)? {
-            return Ok(found);
-        }
-        let turn = self
-            .post_checks
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| DaemonError::Internal(format!("PoSt check turn: {e}")))?;
-        let prover = self.scheduler.prover().clone();
-        let job = tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            prover.check_post(&job).map(|()| job)
-        })
-        .await
-        .map_err(task)??;
+        let (job, key) = match self
+            .checked(
+                "PoSt",
+                &request_id,
+                move || request::check_post(req, kind),
+                |p, job| p.check_post(job),
+            )
+            .await?
+        {
+            Checked::Attached(found) => return Ok(found),
+            Checked::New(job, key) => (job, key),
+        };
         let (sectors, miner_id, partition, priority) = (
             job.vanilla_proofs.len(),
             job.miner_id,
@@ -137,41 +124,28 @@ impl ProvingService {
         );
         Ok((job, pos))
     }
-}
 
-impl ProvingService {
     /// [`ProvingService::accept`] of a SnapDeals request, as [`ProvingService::accept_post`]:
-    /// its own fields checked and keyed ([`request::check_snap`]); attached to its job when one
-    /// of the same request id and content answers; else its vanilla proofs and commitments
-    /// checked by the prover ([`crate::prover::Prover::check_snap`], taking a turn among the
-    /// [`MAX_POST_CHECKS`] vanilla-proof checks), both on a blocking thread; then queued.
+    /// checked and keyed ([`request::check_snap`]), its vanilla proofs and commitments checked
+    /// by the prover ([`crate::prover::Prover::check_snap`]); then queued.
     async fn accept_snap(
         &self,
         req: proto::SubmitProofRequest,
         cancel_with_caller: bool,
     ) -> Result<(Arc<Job>, u32), DaemonError> {
         let request_id = req.request_id.clone();
-        let task =
-            |e: tokio::task::JoinError| DaemonError::Internal(format!("SnapDeals check task: {e}"));
-        let (job, key) = tokio::task::spawn_blocking(move || request::check_snap(req))
-            .await
-            .map_err(task)??;
-        if let Some(found) = self.scheduler.would_attach(&request_id, key)? {
-            return Ok(found);
-        }
-        let turn = self
-            .post_checks
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| DaemonError::Internal(format!("SnapDeals check turn: {e}")))?;
-        let prover = self.scheduler.prover().clone();
-        let job = tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            prover.check_snap(&job).map(|()| job)
-        })
-        .await
-        .map_err(task)??;
+        let (job, key) = match self
+            .checked(
+                "SnapDeals",
+                &request_id,
+                move || request::check_snap(req),
+                |p, job| p.check_snap(job),
+            )
+            .await?
+        {
+            Checked::Attached(found) => return Ok(found),
+            Checked::New(job, key) => (job, key),
+        };
         let (partitions, sector, miner_id, priority) = (
             job.vanilla_proofs.len(),
             job.sector_number,
@@ -190,6 +164,51 @@ impl ProvingService {
         );
         Ok((job, pos))
     }
+
+    /// What [`ProvingService::accept_post`] and [`ProvingService::accept_snap`] share: the
+    /// request's own fields checked and keyed by `fields`; the job of the same request id and
+    /// content when one answers (a retry of a queued, running or completed job, a full queue
+    /// or a stopping daemon: answered without checking the vanilla proofs again); else the
+    /// vanilla proofs checked by the prover with `check`, taking a turn among the
+    /// [`MAX_POST_CHECKS`] at once. Both checks run on a blocking thread; `what` names the kind
+    /// in internal errors.
+    async fn checked<J: Send + 'static>(
+        &self,
+        what: &'static str,
+        request_id: &str,
+        fields: impl FnOnce() -> Result<(J, ContentKey), DaemonError> + Send + 'static,
+        check: impl FnOnce(&dyn Prover, &J) -> Result<(), cuzk::Error> + Send + 'static,
+    ) -> Result<Checked<J>, DaemonError> {
+        let task = move |e: tokio::task::JoinError| {
+            DaemonError::Internal(format!("{what} check task: {e}"))
+        };
+        let (job, key) = tokio::task::spawn_blocking(fields).await.map_err(task)??;
+        if let Some(found) = self.scheduler.would_attach(request_id, key)? {
+            return Ok(Checked::Attached(found));
+        }
+        let turn = self
+            .post_checks
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| DaemonError::Internal(format!("{what} check turn: {e}")))?;
+        let prover = self.scheduler.prover().clone();
+        let job = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            check(prover.as_ref(), &job).map(|()| job)
+        })
+        .await
+        .map_err(task)??;
+        Ok(Checked::New(job, key))
+    }
+}
+
+/// What [`ProvingService::checked`] found.
+enum Checked<J> {
+    /// The job of the same request id and content, and its queue position.
+    Attached((Arc<Job>, u32)),
+    /// A new job, checked, and its content key.
+    New(J, ContentKey),
 }
 
 /// The wire answer of a job's outcome.
