@@ -129,6 +129,38 @@ pub fn check(req: &PostRequest<'_>) -> Result<()> {
     filecoin_proofs::with_shape!(u64::from(proof.sector_size()), check_shape, req, proof,)
 }
 
+/// The witness z of `req`'s partition, natively (`native`) or by the gadgets, after the checks
+/// of [`check`], with the circuit's layout (recorded from one sector; no matrices are assembled)
+/// and the public inputs the verifier checks the proof against (the constant one left out): for
+/// the value-for-value comparison of the two witness paths in tests and tools.
+///
+/// # Errors
+/// As [`check`]; [`Error::Synthesis`] from the witness.
+#[cfg(feature = "internals")]
+pub fn witness(req: &PostRequest<'_>, native: bool) -> Result<(Layout, Witness, Vec<Fr>)> {
+    let proof = registered_post_proof(req.kind, req.registered_proof)?;
+    filecoin_proofs::with_shape!(
+        u64::from(proof.sector_size()),
+        witness_shape,
+        req,
+        proof,
+        native,
+    )
+}
+
+#[cfg(feature = "internals")]
+fn witness_shape<Tree: 'static + MerkleTreeTrait>(
+    req: &PostRequest<'_>,
+    proof: RegisteredPoStProof,
+    native: bool,
+) -> Result<(Layout, Witness, Vec<Fr>)> {
+    let job = prepare::<Tree>(req, proof, Path::new(""))?;
+    let layout = circuit::post::layout::<Tree>(&job.pub_params)?;
+    let mut w = Witness::default();
+    job.witness_into(&layout, 0, native, &mut w)?;
+    Ok((layout, w, job.public_inputs(0)?))
+}
+
 fn check_shape<Tree: 'static + MerkleTreeTrait>(
     req: &PostRequest<'_>,
     proof: RegisteredPoStProof,
@@ -136,15 +168,18 @@ fn check_shape<Tree: 'static + MerkleTreeTrait>(
     prepare::<Tree>(req, proof, Path::new("")).map(|_| ())
 }
 
-/// A PoSt request made ready for proving (one partition): its circuit (filecoin-proofs' own,
-/// from the vanilla proofs), the public inputs the verifier checks, and the parameter file.
+/// A PoSt request made ready for proving (one partition): its vanilla partition proof (as
+/// filecoin-proofs shapes it for the circuit), the public inputs the verifier checks, and the
+/// parameter file.
 pub(crate) struct PostJob<Tree: 'static + MerkleTreeTrait> {
     kind: ProofKind,
     proof: RegisteredPoStProof,
     pub_params: fallback::PublicParams,
     /// As `verify_window_post` / `verify_winning_post` build them for this partition.
     pub_inputs: fallback::PublicInputs<<Tree::Hasher as Hasher>::Domain>,
-    circuit: FallbackPoStCircuit<Tree>,
+    /// One sector proof per sector of the circuit (`single_partition_vanilla_proofs`), paired
+    /// with `pub_inputs`' sectors as `FallbackPoStCompound::circuit` pairs them.
+    vanilla: circuit::post::Vanilla<Tree>,
     params_path: PathBuf,
 }
 
@@ -300,22 +335,22 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
              their comm_r (wrong randomness, sector size or challenges?)"
         )));
     }
-    let circuit = on_vanilla("vanilla proofs", || {
-        <FallbackPoStCompound<Tree> as CompoundProof<'_, FallbackPoSt<'_, Tree>, _>>::circuit(
-            &pub_inputs,
-            Default::default(),
-            &partition_proof,
-            &pub_params,
-            Some(0),
-        )
-    })?;
+    // What `FallbackPoStCompound::circuit` requires of the partition (the witness checks the
+    // rest: each sector's challenges and paths).
+    if partition_proof.sectors.len() != pub_params.sector_count {
+        return Err(Error::InvalidInput(format!(
+            "{kind}: {} sector proofs for a circuit of {} sectors",
+            partition_proof.sectors.len(),
+            pub_params.sector_count
+        )));
+    }
     let (params_path, _) = crate::srs::post_param_paths::<Tree>(param_dir, &pub_params);
     Ok(PostJob {
         kind,
         proof,
         pub_params,
         pub_inputs,
-        circuit,
+        vanilla: partition_proof,
         params_path,
     })
 }
@@ -369,6 +404,22 @@ pub(crate) fn partition_constraints_bound(pp: &fallback::PublicParams) -> u64 {
         .min(crate::engine::porep_partition_constraints(pp.sector_size))
 }
 
+impl<Tree: 'static + MerkleTreeTrait> PostJob<Tree> {
+    /// filecoin-proofs' circuit of partition `k` (`FallbackPoStCompound::circuit`), for the
+    /// reference synthesis.
+    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
+        on_vanilla("vanilla proofs", || {
+            <FallbackPoStCompound<Tree> as CompoundProof<'_, FallbackPoSt<'_, Tree>, _>>::circuit(
+                &self.pub_inputs,
+                Default::default(),
+                &self.vanilla,
+                &self.pub_params,
+                Some(k),
+            )
+        })
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> Job for PostJob<Tree> {
     fn label(&self) -> String {
         format!("{} {:?}", self.kind, self.proof)
@@ -410,13 +461,20 @@ impl<Tree: 'static + MerkleTreeTrait> Job for PostJob<Tree> {
         .map_err(Error::internal)
     }
 
-    /// The gadgets' witness (PoSt has no native one: `native` is ignored).
-    fn witness_into(&self, layout: &Layout, k: usize, _: bool, w: &mut Witness) -> Result<()> {
-        circuit::post::witness_into(layout, &self.circuit, k, w)
+    fn witness_into(&self, layout: &Layout, k: usize, native: bool, w: &mut Witness) -> Result<()> {
+        circuit::post::witness_into::<Tree>(
+            layout,
+            &self.pub_inputs,
+            &self.vanilla,
+            &self.pub_params,
+            k,
+            native,
+            w,
+        )
     }
 
     fn synthesize(&self, k: usize) -> Result<Assignment> {
-        Assignment::synthesize(self.circuit.clone()).map_err(|e| Error::Synthesis {
+        Assignment::synthesize(self.circuit(k)?).map_err(|e| Error::Synthesis {
             partition: k,
             message: e.to_string(),
         })

@@ -1,8 +1,9 @@
 //! WindowPoSt and WinningPoSt on the real 2 KiB PoSt fixture, CPU backend: the proofs verify
 //! with filecoin-proofs-api's `verify_window_post` / `verify_winning_post` (a flipped byte does
-//! not), the compiled path and the reference synthesis give the same bytes for the same r and
-//! s, bad input gets typed errors before any proving, and each kind's parameters are read once
-//! while they stay loaded.
+//! not), the compiled path (native witness, the default, or the gadgets') and the reference
+//! synthesis give the same bytes for the same r and s, the native witness equals the gadgets'
+//! value for value, bad input gets typed errors before any proving, and each kind's parameters
+//! are read once while they stay loaded.
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -138,15 +139,15 @@ fn post_proofs_verify_with_filecoin_proofs_and_a_flipped_byte_does_not() {
 }
 
 /// With the same r and s, the compiled circuit (recorded once, one `sector_<i>` block per
-/// sector, gadget witness) and the reference synthesis of filecoin's circuit give the same
-/// proof bytes.
+/// sector; native witness or the gadgets') and the reference synthesis of filecoin's circuit
+/// give the same proof bytes.
 #[test]
 fn compiled_and_reference_paths_give_the_same_post_proof() {
     let f = fixture();
     let rs = vec![(Fr::from(12_345u64), Fr::from(67_890u64))];
     for kind in KINDS {
         let vanilla = f.vanilla_proofs(kind, &RANDOMNESS).unwrap();
-        let proofs: Vec<Vec<u8>> = [Synthesis::Compiled, Synthesis::Reference]
+        let proofs: Vec<Vec<u8>> = [Synthesis::Compiled, Synthesis::Gadget, Synthesis::Reference]
             .into_iter()
             .map(|s| {
                 let o = ProveOptions::default()
@@ -155,7 +156,42 @@ fn compiled_and_reference_paths_give_the_same_post_proof() {
                 prove(kind, &vanilla, &RANDOMNESS, &o).unwrap().proof
             })
             .collect();
-        assert_eq!(proofs[0], proofs[1], "{kind}");
+        assert_eq!(proofs[0], proofs[1], "{kind}: native and gadget witness");
+        assert_eq!(proofs[0], proofs[2], "{kind}: compiled and reference");
+    }
+}
+
+/// The native witness of both kinds equals the gadgets' value for value (inputs and aux), and
+/// its inputs are the public inputs the verifiers check.
+#[test]
+fn native_post_witness_equals_the_gadget_witness() {
+    let f = fixture();
+    for kind in KINDS {
+        let vanilla = f.vanilla_proofs(kind, &RANDOMNESS).unwrap();
+        let v: Vec<&[u8]> = vanilla.iter().map(Vec::as_slice).collect();
+        let req = cuzk::post::PostRequest {
+            kind,
+            registered_proof: number_2kib(kind),
+            vanilla_proofs: &v,
+            randomness: &RANDOMNESS,
+            prover_id: &f.prover_id,
+            partition_index: 0,
+        };
+        let (layout, native, public) = cuzk::post::witness(&req, true).unwrap();
+        let (_, gadget, _) = cuzk::post::witness(&req, false).unwrap();
+        assert_eq!(native.input.len(), layout.num_inputs(), "{kind}");
+        assert_eq!(native.aux.len(), layout.num_aux(), "{kind}");
+        assert_eq!(native.input, gadget.input, "{kind}: inputs");
+        assert_eq!(native.input[1..], public[..], "{kind}: public inputs");
+        assert_eq!(native.aux.len(), gadget.aux.len(), "{kind}");
+        let first = native.aux.iter().zip(&gadget.aux).position(|(a, b)| a != b);
+        assert_eq!(first, None, "{kind}: first differing aux value");
+        eprintln!(
+            "{kind}: native == gadget over {} sectors, {} inputs, {} aux values",
+            layout.challenges,
+            native.input.len(),
+            native.aux.len()
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! The PoSt (`storage-proofs-post` `FallbackPoStCircuit`) side of the compiled circuit: the blank
-//! circuit of one sector that is recorded, the cache key of a PoSt circuit, and the circuit of
-//! one real sector that witness generation runs.
+//! circuit of one sector that is recorded, the cache key of a PoSt circuit, and the witness of
+//! a partition: natively ([`super::native::post`]) or by the circuit of one real sector per
+//! task.
 //!
 //! A PoSt partition has no prefix beyond the constant one: the circuit is one `sector_<i>`
 //! block per sector (inside its `outer namespace`, [`Blocks::POST`]), each proving comm_r =
@@ -16,6 +17,14 @@ use crate::error::{Error, Result};
 
 /// Public parameters of one PoSt circuit (sector size, sectors and challenges per partition).
 pub type PublicParams = fallback::PublicParams;
+
+/// Public inputs of a PoSt (randomness, prover id, the sectors' numbers and comm_r).
+pub type PublicInputs<Tree> =
+    fallback::PublicInputs<<<Tree as MerkleTreeTrait>::Hasher as filecoin_hashers::Hasher>::Domain>;
+
+/// The vanilla proof of one partition: one sector proof (comm_c, comm_r_last and the
+/// challenges' inclusion proofs in comm_r_last) per sector of the circuit.
+pub type Vanilla<Tree> = fallback::Proof<<Tree as MerkleTreeTrait>::Proof>;
 
 /// The PoSt circuit of one partition.
 pub type Circuit<Tree> = FallbackPoStCircuit<Tree>;
@@ -62,34 +71,67 @@ pub fn layout<Tree: 'static + MerkleTreeTrait>(pp: &PublicParams) -> Result<Layo
     super::layout_of(one_sector::<Tree>(pp), Blocks::POST, pp.sector_count)
 }
 
-/// The witness of partition `k` of `circuit` (the partition's full circuit, as
-/// `FallbackPoStCompound::circuit` builds it) into `w`'s vectors: the gadgets of one sector
-/// per task, in parallel ([`witness::generate_into`]; PoSt has no native witness).
+/// The witness of partition `k` from its vanilla partition proof (one sector proof per circuit
+/// sector, as filecoin-proofs' `single_partition_vanilla_proofs` makes it) and the public
+/// inputs, paired as `FallbackPoStCompound::circuit` pairs them: generated one sector per task in
+/// parallel by the gadgets (`native = false`) or natively ([`super::native::post`]), in new
+/// vectors ([`witness_into`] writes into given ones).
+///
+/// The vanilla proof, not the circuit, is the input: the circuit's `AuthPath`s do not expose
+/// their values, which the native witness reads.
 ///
 /// # Errors
-/// [`Error::InvalidInput`] when the circuit's sector count is not the layout's;
-/// [`Error::Synthesis`] from the witness; [`Error::Internal`] when a vector of `w` has
-/// capacity but too little.
+/// As [`witness_into`].
+// The engine writes into pooled buffers ([`witness_into`]); this form serves tools and tests.
+#[cfg(any(test, feature = "internals"))]
+pub fn witness<Tree: 'static + MerkleTreeTrait>(
+    layout: &Layout,
+    public_inputs: &PublicInputs<Tree>,
+    vanilla: &Vanilla<Tree>,
+    pp: &PublicParams,
+    k: usize,
+    native: bool,
+) -> Result<Witness> {
+    let mut w = Witness::default();
+    witness_into::<Tree>(layout, public_inputs, vanilla, pp, k, native, &mut w)?;
+    Ok(w)
+}
+
+/// [`witness()`] into `w`'s vectors, in their own allocations when they have capacity (a pooled
+/// host buffer keeps its address: see [`witness::generate_into`]).
+///
+/// # Errors
+/// [`Error::InvalidInput`] when the vanilla proof does not fit the circuit (its sector count is
+/// not the layout's, no public sectors for partition `k`, a sector with another challenge count,
+/// a path of another shape); [`Error::Synthesis`] from the witness; [`Error::Internal`] when a
+/// vector of `w` has capacity but too little.
 pub fn witness_into<Tree: 'static + MerkleTreeTrait>(
     layout: &Layout,
-    circuit: &Circuit<Tree>,
+    public_inputs: &PublicInputs<Tree>,
+    vanilla: &Vanilla<Tree>,
+    pp: &PublicParams,
     k: usize,
+    native: bool,
     w: &mut Witness,
 ) -> Result<()> {
-    if circuit.sectors.len() != layout.challenges {
-        return Err(Error::InvalidInput(format!(
-            "partition {k}: {} sectors for a circuit of {}",
-            circuit.sectors.len(),
-            layout.challenges
-        )));
+    use super::native::post as checked;
+    if native {
+        return checked::witness_into::<Tree>(layout, public_inputs, vanilla, pp, k, w);
     }
+    let sectors = checked::public_sectors::<Tree>(layout, public_inputs, vanilla, pp, k)?;
     witness::generate_into(
         layout,
         k,
         |i| -> Result<Circuit<Tree>> {
+            // The checks of the native path: a malformed path would panic in the gadgets.
+            let proof = &vanilla.sectors[i];
+            checked::sector_paths::<Tree>(pp, proof)
+                .map_err(|m| Error::InvalidInput(format!("partition {k}, sector {i}: {m}")))?;
+            let sector = Sector::circuit(sectors[i], proof)
+                .map_err(|e| Error::InvalidInput(format!("partition {k}, sector {i}: {e:#}")))?;
             Ok(FallbackPoStCircuit {
-                prover_id: circuit.prover_id,
-                sectors: vec![circuit.sectors[i].clone()],
+                prover_id: Some(public_inputs.prover_id.into()),
+                sectors: vec![sector],
             })
         },
         w,

@@ -13,3 +13,4 @@ pub mod block;
 pub mod column;
 pub mod por;
 pub mod poseidon;
+pub mod post;

@@ -271,6 +271,29 @@ where
     sub_path(t, shape.top, cur, top, &mut node_hash)
 }
 
+/// A Merkle inclusion path whose leaf is a value (`Root::Val`): `PoRCircuit::synthesize` first
+/// allocates the leaf (its `value.allocated(…)`), then ascends as [`por_path`]; returns the
+/// computed root.
+///
+/// Mirrors `PoRCircuit::synthesize` as the PoSt circuit calls it per challenge
+/// (`storage-proofs-post-19.1.0/src/fallback/circuit.rs`, `Sector::synthesize`): the leaf
+/// `Root::Val`, the root `Root::Var` (comm_r_last, allocated by the caller: nothing allocated
+/// for it) and `private = true`. The packed index bits are one public input ([`path_input`]).
+pub fn por_path_value_leaf<S, H>(
+    t: &mut Tape<'_>,
+    shape: TreeShape,
+    leaf: Fr,
+    path: &[(S, usize)],
+    node_hash: H,
+) -> Fr
+where
+    S: AsRef<[Fr]>,
+    H: FnMut(&mut Tape<'_>, &[Fr], usize) -> Fr,
+{
+    t.alloc(leaf);
+    por_path(t, shape, leaf, path, node_hash)
+}
+
 /// The public input `PoRCircuit::synthesize` allocates for a path (`pack_into_inputs` of the
 /// index bits, base levels first, each level's `log2(arity)` bits least significant first):
 /// the challenged leaf's index in the tree.
@@ -458,6 +481,73 @@ pub(crate) mod tests {
                 assert_eq!(tcs.which_is_unsatisfied(), unsatisfied);
             }
         }
+    }
+
+    /// The PoSt circuit's per-challenge gadget: `PoRCircuit::<DiskTree<PoseidonHasher, U, V,
+    /// W>>::synthesize` with the leaf a value (`Root::Val`, allocated by the gadget), the root
+    /// allocated by the caller (`Root::Var`) and `private = true`.
+    fn gadget_value_leaf<U, V, W, CS: ConstraintSystem<Fr>>(
+        cs: &mut CS,
+        leaf: Fr,
+        root: &AllocatedNum<Fr>,
+        path: &[(Vec<Fr>, usize)],
+    ) where
+        U: 'static + PoseidonArity,
+        V: 'static + PoseidonArity,
+        W: 'static + PoseidonArity,
+    {
+        PoRCircuit::<DiskTree<PoseidonHasher, U, V, W>>::synthesize(
+            cs.namespace(|| "inclusion"),
+            Root::Val(Some(leaf)),
+            auth_path::<U, V, W>(path),
+            Root::Var(root.clone()),
+            true,
+        )
+        .unwrap();
+    }
+
+    /// [`gadget_value_leaf`] against [`por_path_value_leaf`]: the same aux (the leaf first),
+    /// the same public input, and the native root satisfies the gadget's root check (a wrong
+    /// root fails exactly that one).
+    fn check_value_leaf<U, V, W>(shape: TreeShape, base_levels: usize, seed: u64)
+    where
+        U: 'static + PoseidonArity,
+        V: 'static + PoseidonArity,
+        W: 'static + PoseidonArity,
+    {
+        let mut rng = rng(seed);
+        for _ in 0..3 {
+            let leaf = fr(&mut rng);
+            let path = random_path(&mut rng, shape, base_levels);
+            let mut buf = vec![Fr::ZERO; 1 << 16];
+            let root = por_path(&mut Tape::new(&mut buf), shape, leaf, &path, poseidon_node);
+
+            let mut cs = AuxRecorder::default();
+            let r = alloc_nums(&mut cs, &[root]).remove(0);
+            gadget_value_leaf::<U, V, W, _>(&mut cs, leaf, &r, &path);
+            assert_eq!(cs.aux[..2], [root, leaf]);
+            assert_tape_matches(&cs.aux[1..], |t| {
+                let got = por_path_value_leaf(t, shape, leaf, &path, poseidon_node);
+                assert_eq!(got, root);
+            });
+            assert_eq!(cs.inputs, vec![path_input(shape, &path)]);
+
+            let root_check = Some("inclusion/enforce root is correct");
+            for (rv, unsatisfied) in [(root, None), (root - Fr::ONE, root_check)] {
+                let mut tcs = TestConstraintSystem::<Fr>::new();
+                let r = AllocatedNum::alloc(tcs.namespace(|| "root"), || Ok(rv)).unwrap();
+                gadget_value_leaf::<U, V, W, _>(&mut tcs, leaf, &r, &path);
+                assert_eq!(tcs.which_is_unsatisfied(), unsatisfied);
+            }
+        }
+    }
+
+    #[test]
+    fn por_path_value_leaf_matches_gadget() {
+        // PoSt's trees R: 2 KiB (2 levels), 32 GiB, 64 GiB.
+        check_value_leaf::<U8, U0, U0>(TreeShape::OCT, 2, 11);
+        check_value_leaf::<U8, U8, U0>(TreeShape::OCT_SUB8, 9, 12);
+        check_value_leaf::<U8, U8, U2>(TreeShape::OCT_SUB8_TOP2, 9, 13);
     }
 
     #[test]

@@ -206,6 +206,14 @@ pub fn poseidon_node(t: &mut Tape<'_>, children: &[Fr], _height: usize) -> Fr {
     poseidon_hash(t, children, constants(children.len()))
 }
 
+/// Poseidon of two field elements, `a` then `b` (filecoin-hashers'
+/// `PoseidonFunction::hash2_circuit`: `poseidon_hash` with `U2::PARAMETERS()`, the constants of
+/// arity 2): the PoSt circuit's comm_r = H(comm_c, comm_r_last). The caller allocates `a` and
+/// `b` before.
+pub fn hash2(t: &mut Tape<'_>, a: Fr, b: Fr) -> Fr {
+    poseidon_hash(t, &[a, b], constants(2))
+}
+
 /// `x²`, `x⁴`, `x⁴·x + post` allocated (the gadget's `l²`, `l⁴`, `mul_sum`); returns the last.
 #[inline(always)]
 fn s_box(t: &mut Tape<'_>, x: Fr, post: Option<Fr>) -> Fr {
@@ -451,11 +459,21 @@ pub(crate) mod tests {
         let pre = [fr(&mut rng), fr(&mut rng)];
         let mut cs = AuxRecorder::default();
         let nums = alloc_nums(&mut cs, &pre);
-        PoseidonFunction::hash2_circuit(&mut cs, &nums[0], &nums[1]).unwrap();
+        let out = PoseidonFunction::hash2_circuit(&mut cs, &nums[0], &nums[1])
+            .unwrap()
+            .get_value()
+            .unwrap();
         assert_tape_matches(&cs.aux, |t| {
             pre.iter().for_each(|v| t.alloc(*v));
             poseidon_node(t, &pre, 0);
         });
+        // `hash2` is the same hash, operands in order (swapped, another value).
+        assert_tape_matches(&cs.aux, |t| {
+            pre.iter().for_each(|v| t.alloc(*v));
+            assert_eq!(hash2(t, pre[0], pre[1]), out);
+        });
+        let mut buf = vec![Fr::ZERO; constants(2).allocations()];
+        assert_ne!(hash2(&mut Tape::new(&mut buf), pre[1], pre[0]), out);
     }
 
     #[test]
