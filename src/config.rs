@@ -67,13 +67,12 @@ pub enum Backend {
 /// | `CUZK_CIRCUIT_CACHE` | directory of compiled-circuit cache files; `off`: keep them in memory only | `$XDG_CACHE_HOME/cuzk/circuits`, else `~/.cache/cuzk/circuits` |
 /// | `CUZK_VERIFY` | per call ([`ProveOptions`]): `0`/`false` turns self-verification off | `1` |
 /// | `CUZK_SYNTHESIS` | per call ([`ProveOptions`]): `compiled` (recorded R1CS, native witness, SpMV), `gadget` (the same with the gadgets' witness: the cross-check) or `reference` (bellpepper synthesis) | `compiled` |
-/// | `CUZK_GPU_SECTIONS` | *tuning*: partitions whose kernels may run at once on a device (each worker's GPU section; one more for L, A, B MSMs over streamed bases with `CUZK_OVERLAP_PARTS=1`), 1 ..= 64 | 1 |
+/// | `CUZK_GPU_SECTIONS` | *tuning*: partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
 /// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 /// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
-/// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own); not with `CUZK_OVERLAP_PARTS=1` | `4` |
-/// | `CUZK_OVERLAP_PARTS` | *tuning*: `1` runs a split partition's L, A, B MSMs beside another partition's H MSM ([`Tuning::overlap_parts`]) | `0` |
+/// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own) | `4` |
 /// | `CUZK_MSM_AFFINE_MIN_LIST` | *tuning*: shortest bucket list (entries) accumulated batch-affine, both groups; `0`: every MSM | G1 `67108864` (2^26), G2 `33554432` (2^25) |
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -166,16 +165,6 @@ pub struct Tuning {
     /// device holds each partition's aux, 3.9 GiB at 32 GiB). 1: each partition streams its
     /// own.
     pub msm_batch: Option<usize>,
-    /// Overlap a split partition's parts with other partitions' on a device two or more
-    /// workers share (`CUZK_OVERLAP_PARTS=1`; default `false`: not yet measured on 32 GiB
-    /// sectors, see BENCHMARKS.md). Where the parameters stream from host memory, a split
-    /// partition's H side then gives back the memory of its H step before its H MSM and plans
-    /// that MSM's passes to leave room for another partition's L, A and B MSMs
-    /// ([`crate::gpu::memory::alloc::REST_BESIDE_H_PASS`]); those run beside it (their GPU
-    /// section admits one holder more than `CUZK_GPU_SECTIONS`: their passes wait mostly on
-    /// the bus while the H MSM keeps the GPU busy), queued ahead of partitions not yet
-    /// started, each streaming its own bases ([`Self::msm_batch`] is not used then).
-    pub overlap_parts: bool,
 }
 
 /// Partitions sharing one streamed upload of the bases by default ([`Tuning::msm_batch`]).
@@ -474,9 +463,6 @@ impl EngineConfig {
         if let Some(v) = env_text("CUZK_GPU_SPMV")? {
             c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
-        if let Some(v) = env_text("CUZK_OVERLAP_PARTS")? {
-            c.tuning.overlap_parts = parse_bool("CUZK_OVERLAP_PARTS", &v)?;
-        }
         if let Some(v) = env_text("CUZK_MSM_ACCUMULATION")? {
             c.tuning.msm_accumulation = Accumulation::parse(&v)
                 .map(MsmAccumulation::from)
@@ -695,12 +681,6 @@ impl Tuning {
     /// (clamped to 1 ..= 16).
     pub fn with_msm_batch(mut self, partitions: usize) -> Self {
         self.msm_batch = Some(partitions.clamp(1, MAX_MSM_BATCH));
-        self
-    }
-
-    /// Sets [`Tuning::overlap_parts`].
-    pub fn with_overlap_parts(mut self, overlap: bool) -> Self {
-        self.overlap_parts = overlap;
         self
     }
 

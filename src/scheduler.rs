@@ -197,21 +197,8 @@ pub struct GpuSectionStats {
     pub entries: u64,
     /// Total time spent waiting to enter.
     pub total_wait: Duration,
-    /// Most holders seen at once (≤ `permits`, + 1 with a [`SectionUse::Streamed`] holder).
+    /// Most holders seen at once (≤ `permits`).
     pub max_inside: usize,
-}
-
-/// What a holder of a [`GpuSection`] runs, which decides whether it needs a permit of its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SectionUse {
-    /// Kernels that keep the device busy (SpMV, NTT, MSMs over resident bases or long
-    /// passes): one of the section's permits.
-    Kernels,
-    /// MSMs whose passes wait mostly on the upload of their bases (a split partition's L, A, B
-    /// MSMs with the parameters in host memory): admitted beside the permits' holders, one
-    /// such holder more than the permits in all, so their uploads overlap another
-    /// partition's kernels.
-    Streamed,
 }
 
 /// A counting semaphore around one device's GPU region (kernels and transfers), so workers of
@@ -243,26 +230,16 @@ impl GpuSection {
     /// Blocks until a permit is free and no waiter of a higher priority than `priority` is
     /// left, then takes it; the guard gives it back on drop (also when unwinding).
     pub fn enter(&self, priority: Priority) -> GpuSectionGuard<'_> {
-        self.enter_as(priority, SectionUse::Kernels)
-    }
-
-    /// [`Self::enter`] for a holder of `usage`: [`SectionUse::Kernels`] takes one of the
-    /// permits; [`SectionUse::Streamed`] is admitted while fewer than permits + 1 hold the
-    /// section, whatever they run.
-    pub fn enter_as(&self, priority: Priority, usage: SectionUse) -> GpuSectionGuard<'_> {
         let t0 = Instant::now();
         let mut st = lock(&self.inside);
-        if !st.admits(self.permits, priority, usage) {
+        if !st.admits(self.permits, priority) {
             st.waiting[priority.index()] += 1;
-            while !st.admits(self.permits, priority, usage) {
+            while !st.admits(self.permits, priority) {
                 st = self.freed.wait(st).unwrap_or_else(PoisonError::into_inner);
             }
             st.waiting[priority.index()] -= 1;
         }
         st.inside += 1;
-        if usage == SectionUse::Kernels {
-            st.kernels += 1;
-        }
         self.max_inside.fetch_max(st.inside, Ordering::Relaxed);
         drop(st);
         let waited = t0.elapsed();
@@ -272,7 +249,6 @@ impl GpuSection {
         GpuSectionGuard {
             section: self,
             waited,
-            usage,
         }
     }
 
@@ -291,23 +267,16 @@ impl GpuSection {
 /// Holders of a [`GpuSection`] and its waiters by priority.
 #[derive(Debug, Default)]
 struct SectionState {
-    /// Holders, of either [`SectionUse`].
     inside: usize,
-    /// Holders of [`SectionUse::Kernels`].
-    kernels: usize,
     /// Waiters per [`Priority::index`].
     waiting: [usize; Priority::ALL.len()],
 }
 
 impl SectionState {
-    /// Whether a waiter of `priority` and `usage` may enter now: a permit is free for it (see
-    /// [`GpuSection::enter_as`]) and no waiter of a higher priority is there.
-    fn admits(&self, permits: usize, priority: Priority, usage: SectionUse) -> bool {
-        let room = match usage {
-            SectionUse::Kernels => self.kernels < permits && self.inside < permits + 1,
-            SectionUse::Streamed => self.inside < permits + 1,
-        };
-        room && self.waiting[priority.index() + 1..].iter().all(|&n| n == 0)
+    /// Whether a waiter of `priority` may enter now: a permit is free and no waiter of a higher
+    /// priority is there.
+    fn admits(&self, permits: usize, priority: Priority) -> bool {
+        self.inside < permits && self.waiting[priority.index() + 1..].iter().all(|&n| n == 0)
     }
 }
 
@@ -316,7 +285,6 @@ impl SectionState {
 pub struct GpuSectionGuard<'a> {
     section: &'a GpuSection,
     waited: Duration,
-    usage: SectionUse,
 }
 
 impl GpuSectionGuard<'_> {
@@ -328,12 +296,7 @@ impl GpuSectionGuard<'_> {
 
 impl Drop for GpuSectionGuard<'_> {
     fn drop(&mut self) {
-        let mut st = lock(&self.section.inside);
-        st.inside -= 1;
-        if self.usage == SectionUse::Kernels {
-            st.kernels -= 1;
-        }
-        drop(st);
+        lock(&self.section.inside).inside -= 1;
         // Every waiter: the one to enter is the first of the highest priority waiting.
         self.section.freed.notify_all();
     }
@@ -416,12 +379,7 @@ impl<'a> Attempt<'a> {
     /// a higher priority than [`Self::priority`]); the wait is added to [`Self::gpu_wait`] and
     /// to the partition's report.
     pub fn enter_gpu(&self) -> GpuSectionGuard<'a> {
-        self.enter_gpu_as(SectionUse::Kernels)
-    }
-
-    /// [`Self::enter_gpu`] for a holder of `usage` ([`GpuSection::enter_as`]).
-    pub fn enter_gpu_as(&self, usage: SectionUse) -> GpuSectionGuard<'a> {
-        let g = self.gpu.enter_as(self.priority, usage);
+        let g = self.gpu.enter(self.priority);
         self.gpu_wait_ns
             .fetch_add(g.waited().as_nanos() as u64, Ordering::Relaxed);
         g
@@ -681,8 +639,6 @@ struct Task<J, O> {
     gpu_wait: Duration,
     /// Left out of a batch it led: runs alone.
     alone: bool,
-    /// The rest of work already started ([`Scheduler::submit_resumed`]).
-    resumed: bool,
 }
 
 impl<J, O> Task<J, O> {
@@ -737,20 +693,6 @@ impl<J, O> Queue<J, O> {
     /// Queues a new task: behind every task of its priority or higher.
     fn push_back(&mut self, task: Task<J, O>) {
         let i = self.0.partition_point(|t| t.priority >= task.priority);
-        self.0.insert(i, task);
-    }
-
-    /// Queues the rest of started work ([`Scheduler::submit_resumed`]): behind the tasks of a
-    /// higher priority and the resumed ones at the head of its own (first come, first served
-    /// among them), ahead of the rest of its priority.
-    fn push_resumed(&mut self, task: Task<J, O>) {
-        let i = self
-            .0
-            .iter()
-            .position(|t| {
-                t.priority < task.priority || (t.priority == task.priority && !t.resumed)
-            })
-            .unwrap_or(self.0.len());
         self.0.insert(i, task);
     }
 
@@ -1396,19 +1338,6 @@ impl<E: PartitionExecutor> Scheduler<E> {
         priority: Priority,
         jobs: Vec<E::Job>,
     ) -> CallHandle<E::Output> {
-        self.submit_at(priority, jobs, false)
-    }
-
-    /// [`Self::submit_with_priority`] for the rest of work already started (a split
-    /// partition's L, A, B MSMs after its H side): the partitions queue ahead of the queued
-    /// partitions of their priority not yet started, behind those of a higher one and the rest
-    /// of work started earlier (in their order), so that started partitions finish — and give
-    /// back their witnesses and device memory — before new ones start.
-    pub fn submit_resumed(&self, priority: Priority, jobs: Vec<E::Job>) -> CallHandle<E::Output> {
-        self.submit_at(priority, jobs, true)
-    }
-
-    fn submit_at(&self, priority: Priority, jobs: Vec<E::Job>, front: bool) -> CallHandle<E::Output> {
         let id = self.shared.next_call.fetch_add(1, Ordering::Relaxed);
         let n = jobs.len();
         let call = Arc::new(CallShared {
@@ -1433,20 +1362,13 @@ impl<E: PartitionExecutor> Scheduler<E> {
             history: Vec::new(),
             gpu_wait: Duration::ZERO,
             alone: false,
-            resumed: front,
         });
         let mut st = lock(&self.shared.state);
         let rejected: Vec<_> = if st.shutdown {
             tasks.collect()
         } else {
-            if front {
-                for t in tasks {
-                    st.pending.push_resumed(t);
-                }
-            } else {
-                for t in tasks {
-                    st.pending.push_back(t);
-                }
+            for t in tasks {
+                st.pending.push_back(t);
             }
             Vec::new()
         };
@@ -2638,53 +2560,5 @@ mod tests {
         assert_eq!(order.len(), 3);
         let st = section.stats();
         assert_eq!((st.entries, st.max_inside), (4, 1));
-    }
-
-    #[test]
-    fn a_streamed_holder_enters_beside_kernels_but_kernels_do_not_share_a_permit() {
-        let section = GpuSection::new(1);
-        let n = Priority::Normal;
-        let k = section.enter(n);
-        // One permit: a streamed holder is admitted beside the kernels' holder ...
-        assert!(lock(&section.inside).admits(1, n, SectionUse::Streamed));
-        let st = section.enter_as(n, SectionUse::Streamed);
-        // ... but no third holder of either kind, and no second kernels' holder.
-        for usage in [SectionUse::Kernels, SectionUse::Streamed] {
-            assert!(!lock(&section.inside).admits(1, n, usage), "{usage:?}");
-        }
-        drop(k);
-        // The permit is free again: kernels enter beside the streamed holder.
-        assert!(lock(&section.inside).admits(1, n, SectionUse::Kernels));
-        drop(st);
-        // Two streamed holders take the permit and the extra place.
-        let _a = section.enter_as(n, SectionUse::Streamed);
-        let _b = section.enter_as(n, SectionUse::Streamed);
-        assert!(!lock(&section.inside).admits(1, n, SectionUse::Kernels));
-        assert_eq!(section.stats().max_inside, 2);
-    }
-
-    #[test]
-    fn resumed_work_queues_ahead_of_its_priority_behind_higher_ones() {
-        use Priority::{High, Normal};
-        let Held {
-            s,
-            first,
-            gate,
-            tries,
-        } = held_worker(false);
-        let handles = vec![
-            s.submit_with_priority(Normal, vec![1, 2]),
-            s.submit_with_priority(High, vec![20]),
-            s.submit_resumed(Normal, vec![10, 11]),
-            s.submit_resumed(High, vec![21]),
-            s.submit_resumed(Normal, vec![12]),
-        ];
-        gate.open();
-        assert_eq!(first.join().unwrap(), vec![0]);
-        for h in handles {
-            h.join().unwrap();
-        }
-        let order: Vec<u32> = lock(&tries).iter().map(|t| t.0).collect();
-        assert_eq!(order, vec![0, 21, 20, 10, 11, 12, 1, 2]);
     }
 }

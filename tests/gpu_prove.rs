@@ -169,41 +169,13 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let Some((_serial, size, f)) = start() else {
         return;
     };
-    let tiers = split_proofs(&f, false);
-    println!("{size}: tiers {tiers:?}");
-    assert!(
-        tiers.iter().any(|t| t.contains("shared-bases-")),
-        "no batch over shared bases ran: {tiers:?}"
-    );
-}
-
-/// The same eight proofs with the parts overlapping (`CUZK_OVERLAP_PARTS=1`): each
-/// partition's L, A, B MSMs run on their own, beside other partitions' H sides, their GPU
-/// section shared; every proof equals the CPU's and verifies, and no batch ran.
-#[test]
-fn gpu_proofs_with_overlapping_parts_equal_cpu_proofs() {
-    let Some((_serial, size, f)) = start() else {
-        return;
-    };
-    let tiers = split_proofs(&f, true);
-    println!("{size}: tiers {tiers:?}");
-    assert!(
-        !tiers.iter().any(|t| t.contains("shared-bases-")),
-        "a batch ran with the parts overlapping: {tiers:?}"
-    );
-}
-
-/// Eight split proofs at once (`overlap_parts` as given), each checked against the CPU's and
-/// verified; the tiers of their partitions.
-fn split_proofs(f: &Fixture, overlap_parts: bool) -> Vec<String> {
     let c1 = f.read_c1().unwrap();
-    let cfg = |backend| config(f, backend);
+    let cfg = |backend| config(&f, backend);
     let gpu = Engine::new(
         cfg(Backend::Gpu).with_tuning(
             Tuning::default()
                 .with_gpu_start_tier(Tier::FullStaging)
                 .with_msm_batch(4)
-                .with_overlap_parts(overlap_parts)
                 .with_partitions_ahead(8),
         ),
     )
@@ -239,5 +211,9 @@ fn split_proofs(f: &Fixture, overlap_parts: bool) -> Vec<String> {
             .collect::<Vec<_>>()
     });
     cuzk::prover::gpu::force_shared_pass(0);
-    tiers
+    println!("{size}: tiers {tiers:?}");
+    assert!(
+        tiers.iter().any(|t| t.contains("shared-bases-")),
+        "no batch over shared bases ran: {tiers:?}"
+    );
 }

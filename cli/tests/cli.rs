@@ -244,7 +244,7 @@ fn bad_paths_fail_before_any_work() {
 
 /// Bad per-device counts in the environment (`CUZK_GPU_SECTIONS`, `CUZK_GPU_WORKERS_PER_DEVICE`)
 /// and bad `CUZK_MSM_ACCUMULATION` / `CUZK_MSM_AFFINE_MIN_LIST` / `CUZK_H_AHEAD` /
-/// `CUZK_MSM_BATCH` / `CUZK_OVERLAP_PARTS` values
+/// `CUZK_MSM_BATCH` values
 /// are the configuration error (104, exit status 14) naming the variable, before any proving.
 #[test]
 fn bad_per_device_counts_exit_14() {
@@ -260,7 +260,6 @@ fn bad_per_device_counts_exit_14() {
         ("CUZK_H_AHEAD", "sometimes", "while-loading, always or off"),
         ("CUZK_MSM_BATCH", "0", "1 to 16 partitions"),
         ("CUZK_MSM_BATCH", "17", "1 to 16 partitions"),
-        ("CUZK_OVERLAP_PARTS", "maybe", "1/0"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
             .args([

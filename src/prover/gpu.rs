@@ -38,7 +38,6 @@ use crate::config::EngineConfig;
 use crate::error::{DeviceFault, Error, Result};
 use crate::gpu::memory::alloc::{
     Arena, DeviceAllocator, MemInfo, PartitionShape, Plan, PlanOptions, Reservation, TierKind,
-    REST_BESIDE_H_PASS,
 };
 use crate::gpu::driver::device::{self, Device, DeviceBuffer};
 use crate::gpu::driver::fault::stage_deadline;
@@ -53,7 +52,7 @@ use crate::gpu::kernels::spmv::{
 };
 use crate::progress::Stage;
 use crate::progress::{Reporter, Timings};
-use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig, SectionUse};
+use crate::scheduler::{Attempt, PartitionExecutor, Scheduler, SchedulerConfig};
 use crate::srs::Srs;
 use crate::synth::Assignment;
 
@@ -269,12 +268,8 @@ struct GpuExecutor {
     pinned_circuit: Mutex<Option<PinnedCircuit>>,
     /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
     stage_timeout: std::time::Duration,
-    /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`; 1
-    /// with `overlap`).
+    /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`).
     msm_batch: usize,
-    /// A split partition's L, A, B MSMs run beside another partition's H MSM (two or more
-    /// workers per device, `Tuning::overlap_parts`).
-    overlap: bool,
 }
 
 /// The GPU backend: one slot per device, and the partition scheduler over them.
@@ -288,8 +283,6 @@ pub struct GpuBackend {
     workers_per_device: u64,
     /// `Tuning::msm_batch`.
     msm_batch: usize,
-    /// [`GpuExecutor::overlap`].
-    overlap: bool,
     /// Partitions start below the resident tier (`Tuning::gpu_start_tier`).
     below_resident: bool,
 }
@@ -345,14 +338,12 @@ impl GpuBackend {
                 circuit_yielded: AtomicU64::new(0),
             });
         }
-        let overlap = config.tuning.overlap_parts && config.workers_per_device() >= 2;
         let executor = Arc::new(GpuExecutor {
             slots,
             pinned: Mutex::new(Vec::new()),
             pinned_circuit: Mutex::new(None),
             stage_timeout: config.stage_timeout(),
-            msm_batch: if overlap { 1 } else { config.tuning.msm_batch() },
-            overlap,
+            msm_batch: config.tuning.msm_batch(),
         });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
@@ -372,7 +363,6 @@ impl GpuBackend {
             capacities,
             workers_per_device: config.workers_per_device() as u64,
             msm_batch: config.tuning.msm_batch(),
-            overlap,
             below_resident: config
                 .tuning
                 .gpu_start_tier
@@ -537,22 +527,7 @@ impl PartitionExecutor for GpuExecutor {
             // Not held here: the slot keeps it, and `plan_on` may let it go.
             drop(circuit_on(slot, cc)?);
         }
-        // A split partition on a card two workers share, its parameters streamed: the H side's
-        // MSM passes leave room for another partition's L, A, B MSMs (their smallest pass
-        // beside it), which take that room rather than wait for the whole card. Not for the
-        // split of a cold load (its parameter set still incomplete): on a card that will hold
-        // the set, that split only lets the GPU work while the disk reads.
-        let overlap = self.overlap && !params_resident && !partial && job.part != Part::All;
-        if overlap && job.part == Part::HOnly {
-            let others = slot
-                .alloc
-                .reserved_bytes()
-                .saturating_sub(slot.kept_bytes()?);
-            let room = slot.alloc.available()?.saturating_add(others);
-            opts.max_pass = shape.h_pass_beside_rest(room, &slot.alloc.msm_limits());
-        }
-        let beside = overlap && matches!(job.part, Part::Rest(_));
-        let plan = plan_on(slot, &shape, &opts, beside)?;
+        let plan = plan_on(slot, &shape, &opts)?;
         attempt.record_tier(plan.tier.kind());
         let tier = plan.tier;
         let mut timings = Timings::default();
@@ -683,7 +658,6 @@ impl PartitionExecutor for GpuExecutor {
             &mut ctx,
             attempt,
             Some(self.stage_timeout),
-            overlap,
         )
         .inspect_err(|e| {
             // A wait that timed out left the device's work (a copy from asg's vectors among
@@ -1168,12 +1142,7 @@ fn stage_slice(
 /// tier fits or only `Partial` or `Streaming` does, the circuit is let go and the partition
 /// planned again (its SpMV then streams the matrices from host memory, which costs less than
 /// the smaller MSM passes or the CPU H step it would otherwise get).
-///
-/// `beside` (a split partition's L, A, B MSMs where parts overlap, [`GpuExecutor::overlap`]):
-/// while others hold memory, `Partial` with passes of at least [`REST_BESIDE_H_PASS`] points
-/// is taken at once, beside another partition's H MSM, even where the whole card would give a
-/// better tier.
-fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions, beside: bool) -> Result<Plan> {
+fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Plan> {
     loop {
         if slot.alloc.reserved_bytes() <= slot.kept_bytes()? {
             let r = slot.alloc.plan(shape, opts);
@@ -1218,10 +1187,6 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions, beside: bool
             .saturating_sub(slot.kept_bytes()?);
         if let Some(best) = slot.alloc.tier_if_freed(shape, &waiting, held)? {
             waiting.worst = best;
-        }
-        if beside {
-            waiting.worst = waiting.worst.max(TierKind::Partial);
-            waiting.min_pass = Some(REST_BESIDE_H_PASS.min(shape.pass_points()));
         }
         match slot
             .alloc
@@ -1394,7 +1359,6 @@ fn run_on(
     ctx: &mut PartitionCtx<'_>,
     attempt: &Attempt<'_>,
     timeout: Option<std::time::Duration>,
-    overlap: bool,
 ) -> Result<MsmResults> {
     let dev = &slot.dev;
     // Every device buffer of this partition comes out of the plan's reservation.
@@ -1431,14 +1395,8 @@ fn run_on(
     } else {
         Uploaded { bc: None, z: None }
     };
-    // The GPU section: kernels only (the uploads above overlap other workers' kernels). L, A,
-    // B MSMs over streamed bases beside another partition's H MSM wait mostly on the bus.
-    let usage = if overlap && !part.h_side() && resident.is_none() {
-        SectionUse::Streamed
-    } else {
-        SectionUse::Kernels
-    };
-    let section = attempt.enter_gpu_as(usage);
+    // The GPU section: kernels only (the uploads above overlap other workers' kernels).
+    let section = attempt.enter_gpu();
     run.report(Stage::Wait, section.waited());
     // ---- 3. SpMV and the R1CS check (compiled path), 4. H.
     match (dbc, dh.as_mut(), spmv, &dz) {
@@ -1471,21 +1429,7 @@ fn run_on(
         }
         None => None,
     };
-    // ---- 5. MSMs. Where parts overlap, an H side gives back what its H step held beyond its
-    // MSM side (h, the pass buffers and the workspace), so that another partition's L, A, B
-    // MSMs plan beside its H MSM.
-    if overlap && part == Part::HOnly && plan.tier.kind() != TierKind::Streaming {
-        let keep = shape.msm_side_bytes(plan.tier.kind(), chunk as u64, &slot.alloc.msm_limits());
-        if keep < plan.work.bytes() {
-            arena.shrink_to(keep)?;
-            plan.work.shrink_to(keep);
-            log::debug!(
-                "partition {}: H step done, plan down to {} for the H MSM",
-                run.partition,
-                fmt_gib(keep)
-            );
-        }
-    }
+    // ---- 5. MSMs.
     let _deadline = stage_deadline("msm", timeout);
     let mut ws = msm_workspace(slot, &arena)?;
     // The input parts (≤ a few hundred points) are summed on the CPU.
@@ -1506,17 +1450,12 @@ fn run_on(
     ws.release()?;
     drop(section);
     log::info!(
-        "partition {}: device {} tier {}: device-memory high-water {} of {} planned{}",
+        "partition {}: device {} tier {}: device-memory high-water {} of {} planned",
         run.partition,
         dev.ordinal(),
         plan.tier,
         fmt_gib(arena.high_water()),
-        fmt_gib(arena.planned()),
-        if arena.capacity() < arena.planned() {
-            format!(", {} after the H step", fmt_gib(arena.capacity()))
-        } else {
-            String::new()
-        }
+        fmt_gib(arena.capacity()),
     );
     // ---- 6. Read-back: the device's sums (already on the host) plus the input parts.
     Ok(MsmResults {
@@ -2164,14 +2103,10 @@ impl GpuBackend {
             host_extra: Mutex::new(None),
             host_busy: AtomicBool::new(false),
         });
-        // A split partition's L, A, B MSMs where parts overlap: ahead of partitions not yet
-        // started, so they run beside the next H MSM.
-        let call = if self.overlap && srs.is_complete() && matches!(ctx.part, Part::Rest(_)) {
-            self.scheduler.submit_resumed(ctx.priority, vec![job.clone()])
-        } else {
-            self.scheduler.submit_with_priority(ctx.priority, vec![job.clone()])
-        };
-        let mut outcomes = call.wait_outcomes();
+        let mut outcomes = self
+            .scheduler
+            .submit_with_priority(ctx.priority, vec![job.clone()])
+            .wait_outcomes();
         // The assignment comes back whatever happened (a CPU fallback needs it, and its
         // vectors may be a pooled buffer the caller lent), even from a poisoned lock.
         *asg = std::mem::take(&mut *job.asg.lock().unwrap_or_else(PoisonError::into_inner));
@@ -2266,7 +2201,7 @@ impl ProverBackend for GpuBackend {
     }
 
     fn split_for_shared_bases(&self, cc: &CompiledCircuit) -> bool {
-        if self.msm_batch < 2 && !self.overlap {
+        if self.msm_batch < 2 {
             return false;
         }
         if self.below_resident {

@@ -230,10 +230,9 @@ pub trait ProverBackend: Send + Sync {
 
     /// Whether the engine should run each compiled partition of `cc` in two parts — its H side
     /// ([`Part::HOnly`]), then its L, A and B MSMs ([`Part::Rest`]) — so that the backend can
-    /// batch the second parts of several partitions over one streamed upload of the bases, or
-    /// run them beside other partitions' H sides (the GPU backend: where no device can keep the
-    /// parameters resident, unless `Tuning::msm_batch` is 1 and `Tuning::overlap_parts` off).
-    /// Default: no.
+    /// batch the second parts of several partitions over one streamed upload of the bases
+    /// (the GPU backend: where no device can keep the parameters resident, unless
+    /// `Tuning::msm_batch` is 1). Default: no.
     fn split_for_shared_bases(&self, cc: &CompiledCircuit) -> bool {
         let _ = cc;
         false

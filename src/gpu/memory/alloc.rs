@@ -34,14 +34,7 @@
 //! A split partition's parts plan only their own MSMs ([`PartitionShape::queries`]): its H side
 //! has no aux beside the H MSM and passes of up to [`MSM_PASS_POINTS_G1`] points (2^24 at 2^27
 //! on a 16 GiB card, where the whole partition gets 2^23; 2^25 on a 24 GiB card); its L, A, B
-//! MSMs have no H side and no h. With `Tuning::overlap_parts` (`CUZK_OVERLAP_PARTS=1`), where
-//! two workers share a card and the parameters stream from host memory, the parts overlap: an
-//! H side
-//! plans passes that leave room for another partition's L, A, B MSMs at
-//! [`REST_BESIDE_H_PASS`] points ([`PartitionShape::h_pass_beside_rest`], [`PlanOptions::max_pass`];
-//! 2^23 on a 16 GiB card), gives back all but its MSM side once its H step is done
-//! ([`Reservation::shrink_to`], [`Arena::shrink_to`]), and those MSMs plan in the room
-//! ([`PlanOptions::min_pass`]): 7.3 + 6.5 GiB on 16 GiB.
+//! MSMs have no H side and no h.
 //!
 //! Every figure is a sum of the buffer-size functions of [`crate::gpu::memory::layout`] — the same
 //! functions the GPU code sizes its buffers with ([`msm_workspace_bytes`] for the MSM workspace,
@@ -105,11 +98,6 @@ pub const MSM_PASS_POINTS: u64 = 1 << 24;
 /// same 6 GiB of base slots): fewer passes, each paying its bucket reduction once (G1 at
 /// 2^27 on an H100: eight 2^24-point passes 1.07 s, four 2^25-point passes 0.95 s).
 pub const MSM_PASS_POINTS_G1: u64 = 1 << 25;
-/// Smallest MSM pass a split partition's L, A, B MSMs ([`Queries::REST`]) take to run beside
-/// another partition's H MSM on a card shared by two workers instead of waiting for the whole
-/// card (2^22: their passes are bound by the upload of their bases, so the smaller pass costs
-/// little, while the H MSM they overlap is bound by the GPU).
-pub const REST_BESIDE_H_PASS: u64 = 1 << 22;
 /// Granularity and minimum of a streaming chunk, in points (2^16).
 pub const MSM_CHUNK_ALIGN_POINTS: u64 = 1 << 16;
 /// Largest NTT domain the planner accepts (2^40 points); larger shapes are
@@ -646,36 +634,8 @@ impl PartitionShape {
     /// `None` when no pass does. 2^27 on a 16 GiB card: 2^23 for a whole partition, 2^24 for
     /// its H side alone.
     pub fn partial_fit(&self, avail: u64, lim: &MsmLimits) -> Option<u64> {
-        self.partial_fit_within(avail, lim, 0, u64::MAX)
-    }
-
-    /// [`Self::partial_fit`] among the passes of `min ..= max` points only.
-    pub fn partial_fit_within(&self, avail: u64, lim: &MsmLimits, min: u64, max: u64) -> Option<u64> {
         self.partial_passes()
-            .filter(|&p| (min..=max).contains(&p))
             .find(|&p| self.partial_bytes(p, lim) <= avail)
-    }
-
-    /// The largest MSM pass of this shape's H side (a split partition's [`Queries::H`]) whose
-    /// MSM side ([`Self::msm_side_bytes`]: h and the pass) leaves room, within `room` bytes,
-    /// for the same partition shape's L, A, B MSMs ([`Queries::REST`]) with passes of
-    /// [`REST_BESIDE_H_PASS`] points — so that on a card two workers share, one partition's
-    /// L, A, B MSMs run beside another's H MSM once its H step is done. `None` when even the
-    /// smallest pass leaves no such room (the card is too small to overlap them), or when this
-    /// shape has no H. 2^27 in the 15.5 GiB of a 16 GiB card: 2^23 (7.3 + 6.5 GiB); 23.5 GiB:
-    /// 2^25 (15.9 + 6.5 GiB).
-    pub fn h_pass_beside_rest(&self, room: u64, lim: &MsmLimits) -> Option<u64> {
-        if !self.queries.contains(Queries::H) {
-            return None;
-        }
-        let h = self.with_queries(Queries::H);
-        let rest = self.with_queries(Queries::REST);
-        let rest_bytes = rest.partial_bytes(REST_BESIDE_H_PASS.min(rest.pass_points()), lim);
-        h.partial_passes().find(|&p| {
-            h.msm_side_bytes(TierKind::Partial, p, lim)
-                .saturating_add(rest_bytes)
-                <= room
-        })
     }
 
     /// Smallest streaming chunk, in points: [`MSM_CHUNK_ALIGN_POINTS`], or the whole longest MSM
@@ -869,14 +829,6 @@ pub struct PlanOptions {
     /// once that memory is back ([`DeviceAllocator::tier_if_freed`]): on an 80 GB card one
     /// partition at a time with the parameters resident beats two streaming their bases.
     pub worst: TierKind,
-    /// Largest MSM pass in points (`None`: no limit): `FullStaging` is skipped when its pass
-    /// ([`PartitionShape::pass_points`]) is larger, `Partial` takes no larger one. A split
-    /// partition's H side on a card two workers share leaves room so
-    /// ([`PartitionShape::h_pass_beside_rest`]).
-    pub max_pass: Option<u64>,
-    /// Smallest MSM pass in points `Partial` may take (`None`: down to
-    /// [`PartitionShape::min_chunk_points`]).
-    pub min_pass: Option<u64>,
 }
 
 impl Default for PlanOptions {
@@ -886,8 +838,6 @@ impl Default for PlanOptions {
             params_resident: false,
             gpu_h_step: false,
             worst: TierKind::Streaming,
-            max_pass: None,
-            min_pass: None,
         }
     }
 }
@@ -1093,7 +1043,7 @@ impl DeviceAllocator {
         l.peak_reserved = l.peak_reserved.max(l.reserved);
         Reservation {
             shared: Arc::clone(&self.shared),
-            bytes: AtomicU64::new(bytes),
+            bytes,
             allocated: AtomicU64::new(0),
             label,
         }
@@ -1154,22 +1104,18 @@ impl DeviceAllocator {
     }
 
     /// The best tier from `opts.start` down to `opts.worst` (`Streaming` skipped with
-    /// `opts.gpu_h_step`) that fits in `avail` bytes within `opts`' passes, with its bytes.
+    /// `opts.gpu_h_step`) that fits in `avail` bytes, with its bytes.
     fn choose(&self, shape: &PartitionShape, opts: &PlanOptions, avail: u64) -> Option<(Tier, u64)> {
         let lim = &self.limits;
-        let max_pass = opts.max_pass.unwrap_or(u64::MAX);
         TierKind::ALL
             .into_iter()
             .filter(|k| {
                 *k >= opts.start
                     && *k <= opts.worst
                     && !(opts.gpu_h_step && *k == TierKind::Streaming)
-                    && !(*k == TierKind::FullStaging && shape.pass_points() > max_pass)
             })
             .find_map(|kind| match kind {
-                TierKind::Partial => shape
-                    .partial_fit_within(avail, lim, opts.min_pass.unwrap_or(0), max_pass)
-                    .map(|points| {
+                TierKind::Partial => shape.partial_fit(avail, lim).map(|points| {
                     (
                         Tier::Partial {
                             pass_points: points,
@@ -1339,10 +1285,9 @@ pub struct Arena {
 struct ArenaInner {
     device: usize,
     label: String,
-    /// The capacity it was made with (what its record and logs name as planned).
-    planned: u64,
-    /// (used, high-water, capacity now), bytes.
-    state: Mutex<(u64, u64, u64)>,
+    capacity: u64,
+    /// (used, high-water), bytes.
+    state: Mutex<(u64, u64)>,
 }
 
 /// One arena's figures, kept after it is gone ([`arena_records`]).
@@ -1372,18 +1317,13 @@ pub fn arena_records() -> Vec<ArenaRecord> {
 
 impl Drop for ArenaInner {
     fn drop(&mut self) {
-        let (_, high_water, now) = *lock(&self.state);
+        let high_water = lock(&self.state).1;
         log::debug!(
-            "device {}: arena {}: high-water {} of {} reserved{}",
+            "device {}: arena {}: high-water {} of {} reserved",
             self.device,
             self.label,
             fmt_gib(high_water),
-            fmt_gib(self.planned),
-            if now < self.planned {
-                format!(" (shrunk to {})", fmt_gib(now))
-            } else {
-                String::new()
-            }
+            fmt_gib(self.capacity)
         );
         let mut r = lock(records());
         if r.len() >= 4096 {
@@ -1392,7 +1332,7 @@ impl Drop for ArenaInner {
         r.push(ArenaRecord {
             device: self.device,
             label: std::mem::take(&mut self.label),
-            capacity: self.planned,
+            capacity: self.capacity,
             high_water,
         });
     }
@@ -1405,8 +1345,8 @@ impl Arena {
             inner: Arc::new(ArenaInner {
                 device,
                 label: label.into(),
-                planned: capacity,
-                state: Mutex::new((0, 0, capacity)),
+                capacity,
+                state: Mutex::new((0, 0)),
             }),
         }
     }
@@ -1424,13 +1364,13 @@ impl Arena {
     pub fn take(&self, bytes: u64) -> Result<ArenaLease> {
         let b = align_up(bytes);
         let mut st = lock(&self.inner.state);
-        let left = st.2.saturating_sub(st.0);
+        let left = self.inner.capacity - st.0;
         if b > left {
             log::error!(
                 "device {}: arena {} exhausted: {b} bytes asked, {left} of {} left",
                 self.inner.device,
                 self.inner.label,
-                st.2
+                self.inner.capacity
             );
             return Err(Error::OutOfDeviceMemory {
                 device: self.inner.device,
@@ -1446,33 +1386,9 @@ impl Arena {
         })
     }
 
-    /// Bytes the arena may hand out in all now ([`Self::shrink_to`] lowers it).
+    /// Bytes the arena may hand out in all.
     pub fn capacity(&self) -> u64 {
-        lock(&self.inner.state).2
-    }
-
-    /// Bytes the arena was made with (the plan's reservation before any shrink): what its
-    /// high-water mark is measured against.
-    pub fn planned(&self) -> u64 {
-        self.inner.planned
-    }
-
-    /// Lowers the capacity to `bytes` (no-op when it is no more), for a plan whose later stages
-    /// need less ([`Reservation::shrink_to`]).
-    ///
-    /// # Errors
-    /// [`Error::Internal`] when more than `bytes` is handed out now (the caller's plan of its
-    /// later stages is wrong; the capacity is left as it was).
-    pub fn shrink_to(&self, bytes: u64) -> Result<()> {
-        let mut st = lock(&self.inner.state);
-        if st.0 > bytes {
-            return Err(Error::internal(format!(
-                "device {}: arena {} shrunk to {bytes} bytes with {} in use",
-                self.inner.device, self.inner.label, st.0
-            )));
-        }
-        st.2 = st.2.min(bytes);
-        Ok(())
+        self.inner.capacity
     }
 
     /// Bytes handed out now.
@@ -1516,8 +1432,7 @@ impl Drop for ArenaLease {
 /// on the safe side. Not reporting is safe too, only more conservative.
 pub struct Reservation {
     shared: Arc<Shared>,
-    /// Reserved bytes (lowered by [`Reservation::shrink_to`], never raised).
-    bytes: AtomicU64,
+    bytes: u64,
     allocated: AtomicU64,
     label: &'static str,
 }
@@ -1527,7 +1442,7 @@ impl fmt::Debug for Reservation {
         f.debug_struct("Reservation")
             .field("device", &self.shared.device)
             .field("label", &self.label)
-            .field("bytes", &self.bytes())
+            .field("bytes", &self.bytes)
             .field("allocated", &self.allocated.load(Ordering::SeqCst))
             .finish()
     }
@@ -1541,35 +1456,7 @@ impl Reservation {
 
     /// Reserved bytes.
     pub fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::SeqCst)
-    }
-
-    /// Gives back all but `bytes` of the reservation now (no-op when it holds no more), and
-    /// wakes the allocator's waiters: a partition whose next stage needs less than its plan
-    /// (the MSMs after the H step) lets another partition plan beside it. What was noted
-    /// allocated is clamped to the new size. Pair it with [`Arena::shrink_to`] on the arena
-    /// over this reservation, so nothing is handed out beyond it.
-    pub fn shrink_to(&self, bytes: u64) {
-        let mut l = lock(&self.shared.ledger);
-        let cur = self.bytes.load(Ordering::SeqCst);
-        if bytes >= cur {
-            return;
-        }
-        self.bytes.store(bytes, Ordering::SeqCst);
-        l.reserved -= cur - bytes;
-        let alloc = self.allocated.load(Ordering::SeqCst);
-        if alloc > bytes {
-            // More noted allocated than the new size: a free was not noted.
-            log::warn!(
-                "device {}: reservation {} shrunk to {bytes} bytes with {alloc} noted allocated",
-                self.shared.device,
-                self.label
-            );
-            self.allocated.store(bytes, Ordering::SeqCst);
-            l.allocated -= alloc - bytes;
-        }
-        drop(l);
-        self.shared.released.notify_all();
+        self.bytes
     }
 
     /// What the reservation is for (tier name or the `reserve` label).
@@ -1589,7 +1476,7 @@ impl Reservation {
     pub fn note_allocated(&self, bytes: u64) {
         let mut l = lock(&self.shared.ledger);
         let cur = self.allocated.load(Ordering::SeqCst);
-        let add = bytes.min(self.bytes().saturating_sub(cur));
+        let add = bytes.min(self.bytes - cur);
         self.allocated.store(cur + add, Ordering::SeqCst);
         l.allocated += add;
     }
@@ -1609,7 +1496,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         let mut l = lock(&self.shared.ledger);
-        l.reserved -= self.bytes.load(Ordering::SeqCst);
+        l.reserved -= self.bytes;
         l.allocated -= self.allocated.load(Ordering::SeqCst);
         l.live -= 1;
         drop(l);
@@ -1735,100 +1622,6 @@ mod tests {
         let plan = a.plan(&h, &PlanOptions::default()).unwrap();
         assert_eq!(plan.tier, Tier::FullStaging);
         assert_eq!(plan.tier.msm_pass_points(&h), 1 << 25);
-    }
-
-    #[test]
-    fn on_a_16_gib_card_an_h_msm_and_another_partitions_l_a_b_msms_fit_together() {
-        let s = PartitionShape::porep_32gib();
-        let (h, rest) = (s.with_queries(Queries::H), s.with_queries(Queries::REST));
-        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
-        // The H side's largest pass that leaves room for the others at 2^22: 2^23 on 16 GiB,
-        // the default 2^25 from 24 GiB up; none on 8 GiB, nor for a shape without H.
-        let room = |gib: u64| gib * GIB - SAFETY_MARGIN;
-        assert_eq!(h.h_pass_beside_rest(room(16), &lim), Some(1 << 23));
-        assert_eq!(h.h_pass_beside_rest(room(24), &lim), Some(1 << 25));
-        assert_eq!(h.h_pass_beside_rest(room(80), &lim), Some(1 << 25));
-        assert_eq!(h.h_pass_beside_rest(room(8), &lim), None);
-        assert_eq!(rest.h_pass_beside_rest(room(80), &lim), None);
-
-        // 16 GiB, two workers. Worker 1 plans its H side with that pass: full staging (2^25)
-        // is skipped, Partial takes 2^23 in the two-buffer H step's room.
-        let (_m, a) = card(16 * GIB);
-        let capped = PlanOptions {
-            max_pass: h.h_pass_beside_rest(a.available().unwrap(), &lim),
-            ..PlanOptions::default()
-        };
-        let h_plan = a.plan(&h, &capped).unwrap();
-        assert_eq!(h_plan.tier, Tier::Partial { pass_points: 1 << 23 });
-        assert_eq!(h_plan.work.bytes(), h.h_side_bytes(TierKind::Partial));
-        // Worker 2's L, A, B MSMs, waiting at 2^22 or more, do not fit beside the H step ...
-        let beside = PlanOptions {
-            gpu_h_step: true,
-            worst: TierKind::Partial,
-            min_pass: Some(REST_BESIDE_H_PASS),
-            ..PlanOptions::default()
-        };
-        assert!(matches!(a.plan(&rest, &beside), Err(Error::OutOfDeviceMemory { .. })));
-        // ... but do beside the H MSM, once the H side's plan is down to its MSM side.
-        let keep = h.msm_side_bytes(TierKind::Partial, 1 << 23, &lim);
-        let arena = Arena::over(&h_plan.work);
-        let _h = arena.take(h_step_bytes(27, 1)).unwrap();
-        arena.shrink_to(keep).unwrap();
-        h_plan.work.shrink_to(keep);
-        assert_eq!((a.reserved_bytes(), arena.capacity()), (keep, keep));
-        let r_plan = a.plan(&rest, &beside).unwrap();
-        assert_eq!(r_plan.tier, Tier::Partial { pass_points: REST_BESIDE_H_PASS });
-        assert!(keep + r_plan.work.bytes() <= room(16));
-        // Another H side does not fit beside this one's H MSM (it waits, its H step on the GPU).
-        drop(r_plan);
-        let h2 = a.plan(&h, &PlanOptions { gpu_h_step: true, ..capped });
-        assert!(matches!(h2, Err(Error::OutOfDeviceMemory { .. })), "{h2:?}");
-        // The uncapped H side keeps 2^24 passes (the H MSM alone on the card).
-        drop(h_plan);
-        let whole = a.plan(&h, &PlanOptions::default()).unwrap();
-        assert_eq!(whole.tier, Tier::Partial { pass_points: 1 << 24 });
-    }
-
-    #[test]
-    fn a_shrunk_reservation_gives_its_bytes_back_and_wakes_a_waiter() {
-        // A 16 GiB cap on a larger card: the cap counts reservations, allocated or not.
-        let mem = Arc::new(FakeMemInfo::new(&[(80 * GIB, 80 * GIB)]));
-        let a = Arc::new(DeviceAllocator::new(0, mem, Some(16 * GIB)));
-        let r = a.reserve(12 * GIB, "h side").unwrap();
-        r.note_allocated(10 * GIB);
-        let arena = Arena::over(&r);
-        let lease = arena.take(8 * GIB).unwrap();
-        // Not below what the arena has handed out; the capacity stays.
-        assert!(matches!(arena.shrink_to(7 * GIB), Err(Error::Internal(_))));
-        assert_eq!(arena.capacity(), 12 * GIB);
-        let waiter = {
-            let a = a.clone();
-            std::thread::spawn(move || {
-                a.reserve_first(&[6 * GIB], "other", Duration::from_secs(10))
-                    .unwrap()
-                    .is_some()
-            })
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        arena.shrink_to(9 * GIB).unwrap();
-        r.shrink_to(9 * GIB);
-        // Growing is a no-op; what was noted allocated is clamped to the new size.
-        r.shrink_to(11 * GIB);
-        assert_eq!((r.bytes(), r.allocated()), (9 * GIB, 9 * GIB));
-        assert!(waiter.join().unwrap());
-        assert!(matches!(arena.take(2 * GIB), Err(Error::OutOfDeviceMemory { .. })));
-        drop(lease);
-        drop(r);
-        assert_eq!(a.reserved_bytes(), 0);
-        // The record measures the high-water mark against the plan it was made with.
-        assert_eq!(arena.planned(), 12 * GIB);
-        drop(arena);
-        let rec = arena_records()
-            .into_iter()
-            .rev()
-            .find(|r| r.label == "h side")
-            .unwrap();
-        assert_eq!((rec.capacity, rec.high_water), (12 * GIB, 8 * GIB));
     }
 
     #[test]
