@@ -152,7 +152,8 @@ pub struct Tuning {
     /// engine-wide, where `slots` is the partitions the GPU backend runs at once (devices ×
     /// workers per device); each holds its witness (4.2 GB at 32 GiB). `None`, the default:
     /// `slots` (a witness ready for every worker). Ignored on the CPU backend (the host budget
-    /// alone decides there).
+    /// alone decides there), and for a kind whose witness runs on one thread per partition
+    /// (SnapDeals: as many ahead as the host has cores).
     pub partitions_ahead: Option<usize>,
     /// When a compiled partition runs its H side (SpMV, R1CS check, H step, H MSM) apart from
     /// the other four MSMs (`CUZK_H_AHEAD`; default [`HAhead::WhileLoading`]).

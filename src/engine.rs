@@ -135,6 +135,10 @@ pub struct Engine {
     host_pool: HostPool,
     /// Partitions in flight across all calls ([`crate::pipeline`]).
     gate: Gate,
+    /// Places beyond the gate's limit for partitions whose witness runs on one thread
+    /// ([`Job::serial_witness`]): their witnesses made ahead number the host's cores, not
+    /// [`crate::Tuning::partitions_ahead`].
+    serial_ahead: usize,
     /// Compiled circuits, keyed by their parameter file (one per proof type; evicted with it).
     circuits: Mutex<HashMap<PathBuf, Slot<CompiledCircuit>>>,
     /// Layouts recorded for [`Engine::witness_c1`] (no matrices), keyed likewise.
@@ -212,11 +216,18 @@ impl Engine {
         if let Some(n) = gate.limit() {
             log::info!("at most {n} partitions in flight (CUZK_PARTITIONS_AHEAD)");
         }
+        let ahead = gate
+            .limit()
+            .zip(gpu.as_ref().and_then(|g| g.parallel_partitions()))
+            .map_or(0, |(limit, slots)| limit - slots);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let serial_ahead = cores.saturating_sub(ahead);
         Ok(Arc::new(Engine {
             params: SetCache::new(budget.clone()),
             budget,
             host_pool,
             gate,
+            serial_ahead,
             config,
             circuits: Mutex::new(HashMap::new()),
             #[cfg(feature = "internals")]
@@ -1656,7 +1667,12 @@ impl<'a> ProofRun<'a> {
     /// [`Error::Cancelled`]; [`Error::OutOfHostMemory`] from the budget.
     fn admit(&self, k: usize) -> Result<(Pass<'a>, Permit<'a>)> {
         self.cancelled()?;
-        let pass = self.engine.gate.enter(self.options.priority);
+        let extra = if self.job.serial_witness() {
+            self.engine.serial_ahead
+        } else {
+            0
+        };
+        let pass = self.engine.gate.enter_ahead(self.options.priority, extra);
         self.cancelled()?;
         let memory = self.engine.budget.acquire_with(
             self.need,

@@ -18,6 +18,11 @@
 //! and the lower-priority ones wait while it holds places. Beyond `slots + ahead` only the
 //! higher priorities' own partitions are added; the host budget bounds them all.
 //!
+//! A partition whose witness runs on one thread (the gadgets' whole synthesis of a SnapDeals
+//! partition, [`crate::job::Job::serial_witness`]: ~20 s of one core at 32 GiB) needs many
+//! witnesses in the making to keep up with its GPU work (~1.5 s): such partitions are admitted
+//! up to `slots` plus the host's cores ([`Gate::enter_ahead`]).
+//!
 //! Steady state is then max(witness, GPU) per partition instead of their sum, and peak host
 //! memory is the parameters, the compiled circuit and `slots + ahead` witness buffers. One
 //! exception: during a cold parameter load, a partition whose H side has run waits for the other
@@ -97,6 +102,16 @@ impl Gate {
     /// or higher are in flight and no earlier waiter of `priority`, nor any waiter of a higher
     /// one, is left.
     pub fn enter(&self, priority: Priority) -> Pass<'_> {
+        self.enter_ahead(priority, 0)
+    }
+
+    /// [`Gate::enter`] for a partition whose witness runs on one thread
+    /// ([`crate::job::Job::serial_witness`]): admitted while fewer than the limit plus `extra`
+    /// partitions of `priority` or higher are in flight, so that enough such witnesses are
+    /// made at once to keep the GPU busy (the host budget still bounds their memory). The
+    /// order of admission is [`Gate::enter`]'s.
+    pub fn enter_ahead(&self, priority: Priority, extra: usize) -> Pass<'_> {
+        let limit = self.limit.saturating_add(extra);
         let mut s = match self.state.lock() {
             Ok(s) => s,
             // A poisoned gate admits (the budget still bounds memory).
@@ -107,7 +122,7 @@ impl Gate {
         s.waiting.insert(me);
         // The first waiter is the only one that may be admitted: when it cannot (its priority's
         // places are taken), no later one can, as their priorities are not higher.
-        while s.waiting.first() != Some(&me) || s.at_or_above(priority) >= self.limit {
+        while s.waiting.first() != Some(&me) || s.at_or_above(priority) >= limit {
             s = match self.freed.wait(s) {
                 Ok(s) => s,
                 Err(p) => p.into_inner(),
@@ -255,6 +270,40 @@ mod tests {
         });
         assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3]);
         assert_eq!(Gate::new(None).limit(), None);
+    }
+
+    #[test]
+    fn serial_witnesses_are_admitted_beyond_the_limit_and_others_still_wait_at_it() {
+        let gate = Gate::new(Some(2));
+        // Five partitions with one-thread witnesses: limit 2 + 3 more, none waits.
+        let mut serial: Vec<_> = (0..5)
+            .map(|_| gate.enter_ahead(Priority::Normal, 3))
+            .collect();
+        assert_eq!(gate.in_flight(), 5);
+        let admitted = Mutex::new(false);
+        std::thread::scope(|s| {
+            let (gate, admitted) = (&gate, &admitted);
+            s.spawn(move || {
+                let _p = gate.enter(Priority::Normal);
+                *admitted.lock().unwrap() = true;
+            });
+            until_waiting(gate, 1);
+            // Another one-thread witness is not admitted past limit + extra either.
+            for _ in 0..3 {
+                serial.pop();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                assert!(
+                    !*admitted.lock().unwrap(),
+                    "admitted with {} in flight, limit 2",
+                    gate.in_flight()
+                );
+            }
+            // One in flight: the plain partition gets its place (the scope joins it).
+            serial.pop();
+        });
+        assert!(*admitted.lock().unwrap());
+        drop(serial);
+        assert_eq!(gate.in_flight(), 0);
     }
 
     /// Waits until `n` partitions wait at `gate`.

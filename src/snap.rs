@@ -386,6 +386,11 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
         circuit::snap::witness_into(layout, self.circuit(k)?, k, w)
     }
 
+    /// The gadget witness is one synthesis of the whole partition, on one thread.
+    fn serial_witness(&self) -> bool {
+        true
+    }
+
     fn synthesize(&self, k: usize) -> Result<Assignment> {
         Assignment::synthesize(self.circuit(k)?).map_err(|e| Error::Synthesis {
             partition: k,
