@@ -153,6 +153,16 @@ pub(crate) trait Job: Sync {
 
 /// The file name of `path` (a parameter file's: the compiled circuit's cache names derive from
 /// it), empty for a path without one.
+/// Decodes a vanilla proof as filecoin-proofs-api encodes it (bincode, fixed-width integers,
+/// little endian), with no bytes left over: `bincode::deserialize` ignores trailing bytes,
+/// which would let a proof with anything appended through unnoticed.
+pub(crate) fn decode_vanilla<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> bincode::Result<T> {
+    use bincode::Options;
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .deserialize(bytes)
+}
+
 pub(crate) fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|f| f.to_string_lossy().into_owned())

@@ -19,6 +19,7 @@ use filecoin_hashers::Hasher;
 use filecoin_proofs::{FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig};
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
@@ -224,7 +225,7 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
         .iter()
         .enumerate()
         .map(|(i, b)| {
-            bincode::deserialize(b).map_err(|e| {
+            crate::job::decode_vanilla(b).map_err(|e| {
                 Error::MalformedInput(format!(
                     "{kind} vanilla proof {i} ({} bytes) is not a {proof:?} sector proof: {e}",
                     b.len()
@@ -249,12 +250,24 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
                 "{kind} vanilla proof {i} holds {held} sector proofs, expected 1"
             )));
         }
-        let challenges = v.vanilla_proof.sectors[0].inclusion_proofs.len();
+        let sector = &v.vanilla_proof.sectors[0];
+        let challenges = sector.inclusion_proofs.len();
         if challenges != config.challenge_count {
             return Err(Error::InvalidInput(format!(
                 "{kind} vanilla proof {i} holds {challenges} inclusion proofs, expected {} for \
                  {proof:?}",
                 config.challenge_count
+            )));
+        }
+        // filecoin-proofs' vanilla check reads the tree's root from the paths, the circuit
+        // from `comm_r_last`: one that differs would pass the check and fail in synthesis.
+        if let Some(j) = sector
+            .inclusion_proofs
+            .iter()
+            .position(|p| p.root() != sector.comm_r_last)
+        {
+            return Err(Error::InvalidInput(format!(
+                "{kind} vanilla proof {i}: comm_r_last is not the root of inclusion proof {j}"
             )));
         }
     }

@@ -245,7 +245,7 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         .iter()
         .enumerate()
         .map(|(k, b)| {
-            bincode::deserialize(b).map_err(|e| {
+            crate::job::decode_vanilla(b).map_err(|e| {
                 Error::MalformedInput(format!(
                     "snap-deals vanilla proof {k} ({} bytes) is not a {proof:?} partition \
                      proof: {e}",

@@ -226,6 +226,19 @@ fn bad_post_input_gets_typed_errors_before_proving() {
         twice[0][40..48].copy_from_slice(&2u64.to_le_bytes());
         twice[0].extend_from_slice(&body);
         assert_eq!(code(&twice, &RANDOMNESS), 101, "{kind}: two sector proofs");
+        // comm_r_last (the last 32 bytes, little endian) no longer the paths' root: the vanilla
+        // check reads the root from the paths, so only the job's own check stops it before
+        // proving.
+        let mut root = vanilla.clone();
+        let n = root[0].len();
+        root[0][n - 32] ^= 0x01;
+        let e = prove(kind, &root, &RANDOMNESS, &o).unwrap_err();
+        assert_eq!(e.code(), 101, "{kind}: comm_r_last: {e}");
+        assert!(e.to_string().contains("comm_r_last"), "{kind}: {e}");
+        // Bytes after a whole vanilla proof.
+        let mut long = vanilla.clone();
+        long[0].extend_from_slice(b"garbage!");
+        assert_eq!(code(&long, &RANDOMNESS), 100, "{kind}: trailing bytes");
         // A byte of a Merkle path changed: decodes, does not verify.
         let mut bent = vanilla.clone();
         let n = bent[0].len();

@@ -305,6 +305,17 @@ fn bad_snap_input_gets_typed_errors_before_proving() {
         100,
         "truncated vanilla proof"
     );
+    let mut long = v[0].to_vec();
+    long.extend_from_slice(b"garbage!");
+    let long = [long.as_slice()];
+    assert_eq!(
+        code(SnapRequest {
+            vanilla_proofs: &long,
+            ..good
+        }),
+        100,
+        "bytes after a whole vanilla proof"
+    );
     // A byte of a Merkle path changed: decodes, does not verify.
     let mut bent = vanilla[0].clone();
     let n = bent.len();
