@@ -305,11 +305,12 @@ impl CircuitCache {
 pub enum Synthesis {
     /// The compiled circuit (the proof type's R1CS recorded once): the native witness
     /// (SHA-256 and Poseidon computed directly, written in the gadgets' allocation order) one
-    /// challenge per task in parallel, then a, b, c by SpMV, then the R1CS check.
+    /// PoRep challenge or PoSt sector per task in parallel (SnapDeals has no native witness:
+    /// the gadgets'), then a, b, c by SpMV, then the R1CS check.
     #[default]
     Compiled,
     /// The compiled circuit with the gadgets' witness (bellpepper's SHA-256, neptune's
-    /// Poseidon run into a witness-only constraint system, one challenge per task): the
+    /// Poseidon run into a witness-only constraint system, one challenge or sector per task): the
     /// cross-check of the native witness, ~10x its CPU time.
     Gadget,
     /// bellpepper synthesis of the whole partition on one thread: the reference the compiled

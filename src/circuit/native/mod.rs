@@ -1,5 +1,6 @@
-//! The native witness of the PoRep circuit: SHA-256 and Poseidon computed directly and written
-//! in the gadgets' allocation order into a challenge block's aux values (see [`tape`]).
+//! The native witnesses of the PoRep and PoSt circuits: SHA-256 and Poseidon computed directly
+//! and written in the gadgets' allocation order into a challenge's or a sector's block of aux
+//! values (see [`tape`]; [`block`] for PoRep, [`post`] for PoSt).
 //!
 //! Safe because nothing here is trusted: the witness is checked against the recorded R1CS
 //! (a∘b = c on every row) before any MSM, and tests compare it value for value with the gadget
