@@ -417,9 +417,30 @@ pub(crate) mod tests {
             .into()
     }
 
-    /// `enforce_inclusion`'s gadget: `PoRCircuit::<DiskTree<PoseidonHasher, U, V, W>>::
-    /// synthesize` with `Root::Var` leaf and root (both allocated by the caller) and
-    /// `private = true`.
+    /// `PoRCircuit::<DiskTree<PoseidonHasher, U, V, W>>::synthesize` of `path` from `leaf` to
+    /// `root` (allocated by the caller, `Root::Var`), `private = true`.
+    fn gadget_path<U, V, W, CS: ConstraintSystem<Fr>>(
+        cs: &mut CS,
+        leaf: Root<Fr>,
+        root: &AllocatedNum<Fr>,
+        path: &[(Vec<Fr>, usize)],
+    ) where
+        U: 'static + PoseidonArity,
+        V: 'static + PoseidonArity,
+        W: 'static + PoseidonArity,
+    {
+        PoRCircuit::<DiskTree<PoseidonHasher, U, V, W>>::synthesize(
+            cs.namespace(|| "inclusion"),
+            leaf,
+            auth_path::<U, V, W>(path),
+            Root::Var(root.clone()),
+            true,
+        )
+        .unwrap();
+    }
+
+    /// `enforce_inclusion`'s gadget: [`gadget_path`] with the leaf allocated by the caller
+    /// (`Root::Var`).
     pub(crate) fn gadget_inclusion<U, V, W, CS: ConstraintSystem<Fr>>(
         cs: &mut CS,
         leaf: &AllocatedNum<Fr>,
@@ -430,14 +451,7 @@ pub(crate) mod tests {
         V: 'static + PoseidonArity,
         W: 'static + PoseidonArity,
     {
-        PoRCircuit::<DiskTree<PoseidonHasher, U, V, W>>::synthesize(
-            cs.namespace(|| "inclusion"),
-            Root::Var(leaf.clone()),
-            auth_path::<U, V, W>(path),
-            Root::Var(root.clone()),
-            true,
-        )
-        .unwrap();
+        gadget_path::<U, V, W, _>(cs, Root::Var(leaf.clone()), root, path);
     }
 
     /// The gadget and [`por_path`] on random paths of one shape: same aux, the computed root
@@ -483,32 +497,10 @@ pub(crate) mod tests {
         }
     }
 
-    /// The PoSt circuit's per-challenge gadget: `PoRCircuit::<DiskTree<PoseidonHasher, U, V,
-    /// W>>::synthesize` with the leaf a value (`Root::Val`, allocated by the gadget), the root
-    /// allocated by the caller (`Root::Var`) and `private = true`.
-    fn gadget_value_leaf<U, V, W, CS: ConstraintSystem<Fr>>(
-        cs: &mut CS,
-        leaf: Fr,
-        root: &AllocatedNum<Fr>,
-        path: &[(Vec<Fr>, usize)],
-    ) where
-        U: 'static + PoseidonArity,
-        V: 'static + PoseidonArity,
-        W: 'static + PoseidonArity,
-    {
-        PoRCircuit::<DiskTree<PoseidonHasher, U, V, W>>::synthesize(
-            cs.namespace(|| "inclusion"),
-            Root::Val(Some(leaf)),
-            auth_path::<U, V, W>(path),
-            Root::Var(root.clone()),
-            true,
-        )
-        .unwrap();
-    }
-
-    /// [`gadget_value_leaf`] against [`por_path_value_leaf`]: the same aux (the leaf first),
-    /// the same public input, and the native root satisfies the gadget's root check (a wrong
-    /// root fails exactly that one).
+    /// The PoSt circuit's per-challenge gadget ([`gadget_path`] with the leaf a value,
+    /// `Root::Val`, allocated by the gadget) against [`por_path_value_leaf`]: the same aux
+    /// (the leaf first), the same public input, and the native root satisfies the gadget's
+    /// root check (a wrong root fails exactly that one).
     fn check_value_leaf<U, V, W>(shape: TreeShape, base_levels: usize, seed: u64)
     where
         U: 'static + PoseidonArity,
@@ -524,7 +516,7 @@ pub(crate) mod tests {
 
             let mut cs = AuxRecorder::default();
             let r = alloc_nums(&mut cs, &[root]).remove(0);
-            gadget_value_leaf::<U, V, W, _>(&mut cs, leaf, &r, &path);
+            gadget_path::<U, V, W, _>(&mut cs, Root::Val(Some(leaf)), &r, &path);
             assert_eq!(cs.aux[..2], [root, leaf]);
             assert_tape_matches(&cs.aux[1..], |t| {
                 let got = por_path_value_leaf(t, shape, leaf, &path, poseidon_node);
@@ -536,7 +528,7 @@ pub(crate) mod tests {
             for (rv, unsatisfied) in [(root, None), (root - Fr::ONE, root_check)] {
                 let mut tcs = TestConstraintSystem::<Fr>::new();
                 let r = AllocatedNum::alloc(tcs.namespace(|| "root"), || Ok(rv)).unwrap();
-                gadget_value_leaf::<U, V, W, _>(&mut tcs, leaf, &r, &path);
+                gadget_path::<U, V, W, _>(&mut tcs, Root::Val(Some(leaf)), &r, &path);
                 assert_eq!(tcs.which_is_unsatisfied(), unsatisfied);
             }
         }
