@@ -823,14 +823,15 @@ fn post_end_to_end(test: &str, size: &str, fixture_seeds: bool) {
         assert_eq!(out.proof.len(), 192);
         assert!(out.verified);
         std::fs::write(d.join(kind).join("proof.bin"), &out.proof).unwrap();
-        // comm_r (byte 8) and the first sibling of the first path (byte 140) of sector 0: refused
-        // before proving; the sector proof's comm_r_last copy (its last 32 bytes), which the
-        // vanilla verification does not read: the circuit is not satisfied.
+        // comm_r (byte 8), the first sibling of the first path (byte 140) and the sector
+        // proof's comm_r_last copy (its last 32 bytes; the vanilla verification reads the root
+        // from the paths, the job checks the copy against it) of sector 0: refused before
+        // proving.
         let last = g.vanilla_proofs[0].len() - 32;
         for (at, codes) in [
             (8, &[100, 101][..]),
             (140, &[100, 101]),
-            (last, &[500, 501]),
+            (last, &[101]),
         ] {
             let mut bad = g.vanilla_proofs.clone();
             bad[0][at] ^= 1;
