@@ -19,7 +19,7 @@
 //! higher priorities' own partitions are added; the host budget bounds them all.
 //!
 //! A partition whose witness runs on one thread (the gadgets' whole synthesis of a SnapDeals
-//! partition, [`crate::job::Job::serial_witness`]: ~20 s of one core at 32 GiB) needs many
+//! partition, `Job::serial_witness`: ~20 s of one core at 32 GiB) needs many
 //! witnesses in the making to keep up with its GPU work (~1.5 s): such partitions are admitted
 //! up to `slots` plus the host's cores ([`Gate::enter_ahead`]).
 //!
@@ -106,7 +106,7 @@ impl Gate {
     }
 
     /// [`Gate::enter`] for a partition whose witness runs on one thread
-    /// ([`crate::job::Job::serial_witness`]): admitted while fewer than the limit plus `extra`
+    /// (`Job::serial_witness`): admitted while fewer than the limit plus `extra`
     /// partitions of `priority` or higher are in flight, so that enough such witnesses are
     /// made at once to keep the GPU busy (the host budget still bounds their memory). The
     /// order of admission is [`Gate::enter`]'s.

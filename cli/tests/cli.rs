@@ -828,11 +828,7 @@ fn post_end_to_end(test: &str, size: &str, fixture_seeds: bool) {
         // from the paths, the job checks the copy against it) of sector 0: refused before
         // proving.
         let last = g.vanilla_proofs[0].len() - 32;
-        for (at, codes) in [
-            (8, &[100, 101][..]),
-            (140, &[100, 101]),
-            (last, &[101]),
-        ] {
+        for (at, codes) in [(8, &[100, 101][..]), (140, &[100, 101]), (last, &[101])] {
             let mut bad = g.vanilla_proofs.clone();
             bad[0][at] ^= 1;
             let e = prove(&g, &bad).expect_err("a changed vanilla proof proved");

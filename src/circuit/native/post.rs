@@ -54,7 +54,7 @@ type Proof<Tree> = SectorProof<<Tree as MerkleTreeTrait>::Proof>;
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when the vanilla proof does not fit the circuit
-/// ([`public_sectors`], [`sector_paths`]); [`Error::Synthesis`] when the native routine
+/// (`public_sectors`, `sector_paths`); [`Error::Synthesis`] when the native routine
 /// allocates another number of values or inputs than the compiled layout (it does not mirror
 /// the recorded circuit); [`Error::Internal`] when a vector of `w` has capacity but too little.
 pub fn witness_into<Tree: 'static + MerkleTreeTrait>(
