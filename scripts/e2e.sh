@@ -65,15 +65,15 @@ for step in "$@"; do
     # `prove-post --repeat R` (every proof checked by filecoin-proofs' verifier; cold, then the
     # steady state). After WinningPoSt, when a SIZE:R step of this run left the PoRep files: a
     # WinningPoSt started 60 s into two PoRep proofs in flight (its time is the answer under
-    # load). Then the PoRep parameters are deleted (the disk holds one large set) and WindowPoSt
-    # runs.
+    # load; E2E_UNDER_LOAD=0 leaves it out). Then the PoRep parameters are deleted (the disk
+    # holds one large set) and WindowPoSt runs.
     ps=${step#post-}; size=${ps%%:*}; repeat=${ps#*:}; [ "$repeat" = "$ps" ] && repeat=5
     L=$E/post-$size; mkdir -p "$L"; P=$L/params
     export CUZK_CIRCUIT_CACHE=$L/cc
     for k in winning window; do
       if [ $k = window ]; then
         C1=$E/$size/c1; PP=$E/$size/params
-        if [ -e "$C1/c1-wrapper.json" ] && [ -e "$L/winning/post.json" ] && [ -d "$PP" ]; then
+        if [ "${E2E_UNDER_LOAD:-1}" = 1 ] && [ -e "$C1/c1-wrapper.json" ] && [ -e "$L/winning/post.json" ] && [ -d "$PP" ]; then
           CUZK_CIRCUIT_CACHE=$E/$size/cc $F/cuzk prove "$C1/c1-wrapper.json" --prover-id f01000 \
             --params "$PP" --backend gpu --repeat 3 --jobs 2 > "$L/porep_load.log" 2>&1 &
           pr=$!; sleep 60

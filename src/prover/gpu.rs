@@ -1424,10 +1424,11 @@ enum Matrices<'c> {
 }
 
 /// The GPU SpMV of one compiled partition: its matrices and its H step's buffers.
-/// The plan of a partition whose z is on the device ahead of it ([`ZAhead`]): `Resident` or
-/// `FullStaging` beside z ([`PlanOptions::z_held`]), waiting while other partitions hold
-/// device memory (theirs comes back); `None` when nothing else holds any and it still does not
-/// fit (the caller then lets z go and plans the usual way).
+/// The plan of a partition whose z is on the device ahead of it ([`ZAhead`]; its parameters
+/// resident): `Resident` beside z ([`PlanOptions::z_held`]), waiting while other partitions
+/// hold device memory (theirs comes back) rather than streaming the resident bases; `None`
+/// when nothing else holds any and it still does not fit (the caller then lets z go and plans
+/// the usual way).
 ///
 /// # Errors
 /// The allocator's errors other than out-of-memory.
@@ -1435,7 +1436,7 @@ fn plan_beside_z(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions, z: &ZA
     let beside = PlanOptions {
         z_held: true,
         gpu_h_step: true,
-        worst: TierKind::FullStaging,
+        worst: TierKind::Resident,
         ..*opts
     };
     loop {
