@@ -273,6 +273,8 @@ impl HostBudget {
     ///
     /// # Errors
     /// As [`HostBudget::acquire`].
+    // Used by the tests and cuzk's own tools.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn acquire_as(&self, need: u64, who: &str) -> Result<Permit<'_>> {
         self.acquire_with(need, who, Priority::Normal)
     }

@@ -101,6 +101,8 @@ impl Gate {
     /// Waits for a place and takes it: once fewer than the limit of partitions of `priority`
     /// or higher are in flight and no earlier waiter of `priority`, nor any waiter of a higher
     /// one, is left.
+    // Used by the tests and cuzk's own tools.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn enter(&self, priority: Priority) -> Pass<'_> {
         self.enter_ahead(priority, 0)
     }

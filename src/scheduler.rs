@@ -1327,6 +1327,8 @@ impl<E: PartitionExecutor> Scheduler<E> {
 
     /// Queues one call's partitions (index = position in `jobs`) at [`Priority::Normal`] and
     /// returns its handle. Never blocks on the work itself.
+    // Used by the tests and cuzk's own tools.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn submit(&self, jobs: Vec<E::Job>) -> CallHandle<E::Output> {
         self.submit_with_priority(Priority::Normal, jobs)
     }
