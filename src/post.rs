@@ -15,12 +15,16 @@
 use std::path::{Path, PathBuf};
 
 use blstrs::Scalar as Fr;
+use ff::PrimeField;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig};
 use filecoin_proofs_api::RegisteredPoStProof;
+use rayon::prelude::*;
+use sha2::digest::typenum::Unsigned;
 use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_core::merkle::MerkleProofTrait;
+use storage_proofs_core::merkle::{compound_path_length, MerkleProofTrait};
 use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector,
 };
@@ -114,13 +118,17 @@ pub struct PostRequest<'a> {
     pub randomness: &'a [u8],
     /// The 32-byte prover id ([`crate::c1::prover_id_from_actor_id`]).
     pub prover_id: &'a [u8],
-    /// WindowPoSt: the partition's index in the deadline (not used by WinningPoSt).
+    /// WindowPoSt: the partition's index in the deadline (not used by WinningPoSt). It goes to
+    /// filecoin-proofs as its `generate_single_window_post_with_vanilla` takes it; from V1_1 on
+    /// the challenges, and so the proof, do not depend on it.
     pub partition_index: usize,
 }
 
 /// Checks `req` as the engine does before any heavy work — the proof type, the vanilla proofs'
-/// encoding and shape (one sector proof of the proof type's challenge count each), the
-/// randomness and prover id, and the vanilla proofs themselves against the randomness — without parameters or a device: what the daemon runs before queueing.
+/// encoding and shape (one sector proof of the proof type's challenge count each, every field
+/// element a canonical scalar, every path of the tree's shape with its positions in range), the
+/// randomness and prover id, and the vanilla proofs themselves against the randomness —
+/// without parameters or a device: what the daemon runs before queueing.
 ///
 /// # Errors
 /// [`Error::InvalidInput`], [`Error::MalformedInput`], [`Error::InvalidProverId`],
@@ -185,7 +193,10 @@ pub(crate) struct PostJob<Tree: 'static + MerkleTreeTrait> {
 }
 
 /// Runs `f`, a filecoin-proofs call on the caller's vanilla proofs, turning its error or panic
-/// (malformed values make it panic) into [`Error::InvalidInput`] prefixed with `what`.
+/// into [`Error::InvalidInput`] prefixed with `what`. The values it panics on (field elements
+/// that are not canonical, path positions out of range) are refused before it runs
+/// ([`check_sector_proof`]); the panic is caught as the last guard only (the panic hook has
+/// printed it by then).
 fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
@@ -198,6 +209,128 @@ fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T>
             Err(Error::InvalidInput(format!("{what}: {msg}")))
         }
     }
+}
+
+/// What a value that is not a canonical field element is called in messages.
+const NOT_CANONICAL: &str = "is not a canonical BLS12-381 scalar field element";
+
+/// Whether `bytes` are a canonical BLS12-381 scalar (32 bytes, little endian, below the
+/// modulus): what filecoin-proofs' conversions of a Poseidon digest to a field element expect
+/// (`from_repr failure` panics otherwise).
+fn is_canonical(bytes: &[u8]) -> bool {
+    <[u8; 32]>::try_from(bytes).is_ok_and(|repr| Fr::from_repr(repr).is_some().into())
+}
+
+/// The arity of each level of a challenged leaf's path in `Tree`'s tree_r_last of a sector of
+/// `sector_size` bytes, from the leaf up: the base arity for the base trees' levels, then the
+/// sub-tree's and the top tree's where the shape has them (the levels storage-proofs'
+/// `MerkleProofTrait::expected_len` counts). 2 KiB: 8, 8; 32 GiB: 8 × 9, then 8; 64 GiB: 8 × 9,
+/// then 8, 2.
+fn path_arities<Tree: MerkleTreeTrait>(sector_size: u64) -> Vec<usize> {
+    let leaves = (sector_size / NODE_SIZE as u64) as usize;
+    let levels =
+        compound_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(leaves);
+    let upper: Vec<usize> = [
+        Tree::SubTreeArity::to_usize(),
+        Tree::TopTreeArity::to_usize(),
+    ]
+    .into_iter()
+    .filter(|&a| a > 0)
+    .collect();
+    let mut arities = vec![Tree::Arity::to_usize(); levels.saturating_sub(upper.len())];
+    arities.extend(upper);
+    arities
+}
+
+/// Checks the sector proof of `v` (vanilla proof `i`, holding one sector proof) for what
+/// filecoin-proofs takes on trust and panics on: every field element — the sector's comm_r, the
+/// proof's comm_c and comm_r_last, each inclusion proof's leaf, root and path siblings — a
+/// canonical scalar ([`is_canonical`]), and each path of the tree's shape (`arities`, from
+/// [`path_arities`]): its levels, `arity - 1` siblings and a position below the arity at each
+/// level, and the position the proof's parts (base, sub-tree, top tree) make the one these
+/// levels make. Then each path's root is comm_r_last: filecoin-proofs' vanilla check reads the
+/// root from the paths, the circuit from comm_r_last, so one that differs would pass the check
+/// and fail in synthesis.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the sector and the value.
+fn check_sector_proof<Tree: 'static + MerkleTreeTrait>(
+    kind: ProofKind,
+    i: usize,
+    v: &FallbackPoStSectorProof<Tree>,
+    arities: &[usize],
+) -> Result<()> {
+    let sector = &v.vanilla_proof.sectors[0];
+    let id = u64::from(v.sector_id);
+    let refuse = |what: String| {
+        Error::InvalidInput(format!("{kind} vanilla proof {i} (sector {id}): {what}"))
+    };
+    for (name, value) in [
+        ("comm_r", &v.comm_r),
+        ("comm_c", &sector.comm_c),
+        ("comm_r_last", &sector.comm_r_last),
+    ] {
+        if !is_canonical(value.as_ref()) {
+            return Err(refuse(format!("{name} {NOT_CANONICAL}")));
+        }
+    }
+    for (j, p) in sector.inclusion_proofs.iter().enumerate() {
+        let path = p.path();
+        if path.len() != arities.len() {
+            return Err(refuse(format!(
+                "inclusion proof {j} has {} path levels, expected {} for its sector size",
+                path.len(),
+                arities.len()
+            )));
+        }
+        for (name, value) in [("leaf", p.leaf()), ("root", p.root())] {
+            if !is_canonical(value.as_ref()) {
+                return Err(refuse(format!(
+                    "inclusion proof {j} {name} {NOT_CANONICAL}"
+                )));
+            }
+        }
+        let (mut position, mut leaves_below) = (0usize, 1usize);
+        for (l, ((siblings, at), &arity)) in path.iter().zip(arities).enumerate() {
+            if siblings.len() != arity - 1 {
+                return Err(refuse(format!(
+                    "inclusion proof {j}, path level {l}: {} siblings, expected {} (arity \
+                     {arity})",
+                    siblings.len(),
+                    arity - 1
+                )));
+            }
+            if let Some(s) = siblings.iter().position(|h| !is_canonical(h.as_ref())) {
+                return Err(refuse(format!(
+                    "inclusion proof {j}, path level {l}, sibling {s} {NOT_CANONICAL}"
+                )));
+            }
+            if *at >= arity {
+                return Err(refuse(format!(
+                    "inclusion proof {j}, path level {l}: position {at} out of range for arity \
+                     {arity}"
+                )));
+            }
+            position += at * leaves_below;
+            leaves_below *= arity;
+        }
+        if p.path_index() != position {
+            return Err(refuse(format!(
+                "inclusion proof {j}: its parts (base, sub-tree, top tree) do not split the path \
+                 as the tree's shape does"
+            )));
+        }
+    }
+    if let Some(j) = sector
+        .inclusion_proofs
+        .iter()
+        .position(|p| p.root() != sector.comm_r_last)
+    {
+        return Err(Error::InvalidInput(format!(
+            "{kind} vanilla proof {i}: comm_r_last is not the root of inclusion proof {j}"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks `req` (of the proof type `proof`, tree shape `Tree`) and builds its job; the
@@ -250,8 +383,7 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
                 "{kind} vanilla proof {i} holds {held} sector proofs, expected 1"
             )));
         }
-        let sector = &v.vanilla_proof.sectors[0];
-        let challenges = sector.inclusion_proofs.len();
+        let challenges = v.vanilla_proof.sectors[0].inclusion_proofs.len();
         if challenges != config.challenge_count {
             return Err(Error::InvalidInput(format!(
                 "{kind} vanilla proof {i} holds {challenges} inclusion proofs, expected {} for \
@@ -259,18 +391,15 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
                 config.challenge_count
             )));
         }
-        // filecoin-proofs' vanilla check reads the tree's root from the paths, the circuit
-        // from `comm_r_last`: one that differs would pass the check and fail in synthesis.
-        if let Some(j) = sector
-            .inclusion_proofs
-            .iter()
-            .position(|p| p.root() != sector.comm_r_last)
-        {
-            return Err(Error::InvalidInput(format!(
-                "{kind} vanilla proof {i}: comm_r_last is not the root of inclusion proof {j}"
-            )));
-        }
     }
+    // Before any filecoin-proofs code runs on them (`on_vanilla` stays the last guard).
+    let arities = path_arities::<Tree>(u64::from(config.sector_size));
+    let checked: Vec<Result<()>> = vanilla
+        .par_iter()
+        .enumerate()
+        .map(|(i, v)| check_sector_proof(kind, i, v, &arities))
+        .collect();
+    checked.into_iter().collect::<Result<()>>()?;
     // filecoin-proofs' verifiers take a partition's sectors as a map by number: in ascending
     // order, each once. A proof over another order (which filecoin-proofs would make, and our
     // self-check in that order would accept) never verifies there.
@@ -536,6 +665,30 @@ mod tests {
             let e = registered_post_proof(kind, v).unwrap_err();
             assert_eq!(e.code(), code, "{kind} {v}: {e}");
         }
+    }
+
+    #[test]
+    fn path_arities_follow_the_tree_shapes() {
+        use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
+        assert_eq!(path_arities::<SectorShape2KiB>(2048), [8, 8]);
+        let mut a = vec![8; 9];
+        a.push(8);
+        assert_eq!(path_arities::<SectorShape32GiB>(32 << 30), a);
+        a.push(2);
+        assert_eq!(path_arities::<SectorShape64GiB>(64 << 30), a);
+    }
+
+    #[test]
+    fn canonical_scalars_are_those_below_the_modulus() {
+        use ff::Field;
+        let max = (-Fr::ONE).to_repr();
+        assert!(is_canonical(&max));
+        assert!(is_canonical(&[0; 32]));
+        let mut r = max;
+        r[0] += 1;
+        assert!(!is_canonical(&r));
+        assert!(!is_canonical(&[0xff; 32]));
+        assert!(!is_canonical(&[0; 31]));
     }
 
     #[test]

@@ -235,6 +235,31 @@ fn bad_post_input_gets_typed_errors_before_proving() {
         let e = prove(kind, &root, &RANDOMNESS, &o).unwrap_err();
         assert_eq!(e.code(), 101, "{kind}: comm_r_last: {e}");
         assert!(e.to_string().contains("comm_r_last"), "{kind}: {e}");
+        // A leaf (byte 92: inclusion proof 0's) or a sibling (byte 140) that is no canonical
+        // scalar, a path position out of range for arity 8 (byte 364): refused naming the
+        // sector and the value before filecoin-proofs' code runs on them (it panics on them;
+        // tests/post_vanilla_fields.rs counts the panics).
+        let sector = format!("sector {}", f.sector_id);
+        for (at, bytes, what) in [
+            (
+                92,
+                [0xff; 32].to_vec(),
+                "inclusion proof 0 leaf is not a canonical",
+            ),
+            (
+                140,
+                [0xff; 32].to_vec(),
+                "path level 0, sibling 0 is not a canonical",
+            ),
+            (364, 8u64.to_le_bytes().to_vec(), "position 8 out of range"),
+        ] {
+            let mut bad = vanilla.clone();
+            bad[0][at..at + bytes.len()].copy_from_slice(&bytes);
+            let e = prove(kind, &bad, &RANDOMNESS, &o).unwrap_err();
+            let msg = e.to_string();
+            assert_eq!(e.code(), 101, "{kind} {what}: {msg}");
+            assert!(msg.contains(what) && msg.contains(&sector), "{kind}: {msg}");
+        }
         // Bytes after a whole vanilla proof.
         let mut long = vanilla.clone();
         long[0].extend_from_slice(b"garbage!");

@@ -1,7 +1,10 @@
 //! `cuzk prove-post`: WindowPoSt or WinningPoSt proofs of a `post.json` (`cuzk gen-post`'s
 //! output: the proof type, randomness, prover id, sectors and vanilla proofs as Curio sends
 //! them), each checked with filecoin-proofs' `verify_window_post` / `verify_winning_post`;
-//! `--repeat` / `--jobs` as `cuzk prove` (the first proof alone, the cold one).
+//! `--repeat` / `--jobs` as `cuzk prove` (the first proof alone, the cold one). The file's
+//! `partition_index` goes to `Engine::prove_window_post` (the challenges of WindowPoSt V1_1 do
+//! not depend on it: the proof is one of the file's sectors for any index); a WinningPoSt's
+//! must be 0 (invalid input, exit 11).
 
 use clap::Args;
 use cuzk::{Error, ProofKind};
@@ -17,17 +20,34 @@ pub(crate) struct ProvePostArgs {
 }
 
 pub(crate) fn prove_post(a: ProvePostArgs) -> Result<(), Failure> {
-    let g = a.run.read(|f: &PostFile| GeneratedPost::from_file(f))?;
+    let (g, partition_index) = a
+        .run
+        .read(|f: &PostFile| GeneratedPost::from_file(f).map(|g| (g, f.partition_index)))?;
     let number = g
         .registered_proof_number()
         .map_err(|e| Error::InvalidInput(format!("{e:#}")))?;
-    let run = a.run.start()?;
     let kind = g.kind();
+    // WindowPoSt: the file's partition index goes to the engine as Curio's does (and as
+    // filecoin-proofs-api's generate_single_window_post_with_vanilla takes it); from V1_1 on
+    // the challenges do not depend on it, so the proof is one of the file's sectors for any
+    // index. WinningPoSt has no partitions.
+    if kind == ProofKind::WinningPost && partition_index != 0 {
+        return Err(Error::InvalidInput(format!(
+            "partition_index {partition_index} in a WinningPoSt's inputs: a WinningPoSt has no \
+             partitions (0)"
+        ))
+        .into());
+    }
+    let run = a.run.start()?;
     say!(
-        "proving {:?} ({} sector(s), {} vanilla proof bytes){}",
+        "proving {:?} ({} sector(s), {} vanilla proof bytes{}){}",
         g.spec.registered_proof,
         g.sectors.len(),
         g.vanilla_proofs.iter().map(Vec::len).sum::<usize>(),
+        match kind {
+            ProofKind::WindowPost => format!(", partition {partition_index}"),
+            _ => String::new(),
+        },
         run.describe()
     );
     let vanilla: Vec<&[u8]> = g.vanilla_proofs.iter().map(Vec::as_slice).collect();
@@ -46,7 +66,7 @@ pub(crate) fn prove_post(a: ProvePostArgs) -> Result<(), Failure> {
                 &vanilla,
                 &g.randomness,
                 &g.spec.prover_id,
-                0,
+                partition_index,
                 options,
             )?,
         }

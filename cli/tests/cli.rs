@@ -898,6 +898,66 @@ fn post_8mib_end_to_end_on_the_cpu() {
     post_end_to_end("post_8mib_end_to_end_on_the_cpu", "8MiB", false);
 }
 
+/// `cuzk prove-post` takes post.json's `partition_index`: a WindowPoSt file of partition 1 proves
+/// (the index goes to `Engine::prove_window_post`, as Curio's does; from V1_1 on the challenges
+/// do not depend on it) and filecoin-proofs' `verify_window_post` accepts the proof (exit 0); a
+/// WinningPoSt file with a partition index other than 0 is invalid input (101, exit 11) before
+/// any parameters are read. The 2 KiB PoSt fixture's parameters (built on first use).
+#[test]
+fn prove_post_takes_the_partition_index() {
+    use cuzk_dev::postgen::POST_JSON;
+    let d = tmp_dir("post-partition");
+    let with_partition = |kind: &str, partition: u64| {
+        let dir = d.join(kind);
+        let out = cuzk(&[
+            "gen-post",
+            "--kind",
+            kind,
+            "--sector-size",
+            "2KiB",
+            "--seed",
+            "partition",
+            s(&dir),
+        ]);
+        assert!(out.status.success());
+        let path = dir.join(POST_JSON);
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(json["partition_index"], 0);
+        json["partition_index"] = partition.into();
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        path
+    };
+    // Refused before the parameter directory is looked at (it does not exist).
+    let winning = with_partition("winning", 1);
+    let out = cuzk(&["prove-post", s(&winning), "--params", s(&d.join("none"))]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(11), "{err}");
+    assert!(err.contains("partition_index 1"), "{err}");
+    let window = with_partition("window", 1);
+    let params = cuzk_dev::post_fixture::ensure_post_fixture(
+        &cuzk_dev::post_fixture::default_post_fixture_dir(),
+    )
+    .expect("2 KiB PoSt fixture")
+    .param_dir;
+    let out = cuzk(&[
+        "prove-post",
+        s(&window),
+        "--params",
+        s(&params),
+        "--backend",
+        "cpu",
+        "--out",
+        s(&d.join("proof.bin")),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("partition 1"), "{err}");
+    assert!(err.contains("filecoin-proofs verifier OK"), "{err}");
+    assert_eq!(std::fs::read(d.join("proof.bin")).unwrap().len(), 192);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// SnapDeals through the commands, on the CPU: `gen-snap` makes 2 KiB inputs without sealing,
 /// `prove-snap` proves them with the 2 KiB SnapDeals fixture's parameters (of the sector size,
 /// not of its data) and checks the proof with verify_empty_sector_update_proof (exit 0); the
