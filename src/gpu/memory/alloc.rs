@@ -484,10 +484,11 @@ impl PartitionShape {
             .saturating_add(align_up(self.num_aux.saturating_mul(FR_BYTES)))
     }
 
-    /// [`Self::work_bytes`] with [`Self::pass_points`] for a partition whose z is already on
-    /// the device in a reservation of its own ([`PlanOptions::z_held`]): its H side without z
-    /// ([`Self::z_bytes`]), its MSM side without aux (the GPU SpMV's aux, kept as the L, A, B
-    /// scalars). 2^27, `Resident`: 19.1 GiB beside z's 3.9 GiB (23.0 GiB in one plan).
+    /// The working bytes of a tier with [`Self::pass_points`] for a partition whose z is
+    /// already on the device in a reservation of its own ([`PlanOptions::z_held`]): the larger
+    /// of its H side without z ([`Self::z_bytes`]) and its MSM side without aux (the GPU SpMV's
+    /// aux, kept as the L, A, B scalars). 2^27, `Resident`: 19.1 GiB beside z's 3.9 GiB
+    /// (23.0 GiB in one plan).
     pub fn work_bytes_z_held(&self, kind: TierKind, lim: &MsmLimits) -> u64 {
         let points = self.pass_points();
         let aux = if self.queries.and(Queries::REST).is_empty() {
