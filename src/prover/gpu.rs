@@ -7,7 +7,7 @@
 //! → streaming), uploads z (or a, b, c) outside the device's GPU section (so its copies overlap
 //! another worker's kernels), then holds the section for the SpMV, the NTT and the MSMs. Where
 //! the parameters and the circuit stay resident, z goes up ahead of the plan in a reservation
-//! of its own ([`ZAhead`]): two partitions' plans do not fit at once there, and z's upload would
+//! of its own (`ZAhead`): two partitions' plans do not fit at once there, and z's upload would
 //! otherwise wait for the one before to end. On an out-of-memory or
 //! CUDA error the scheduler retries one tier lower, then on another device; then the partition
 //! fails with the typed error — or runs on the CPU if the caller allowed it (reported as tier
