@@ -1,13 +1,20 @@
-//! Core-seconds of the SnapDeals witness of one partition, by the gadgets (what the engine runs:
-//! one synthesis per partition, one thread), on real-shape inputs of any size from
-//! `cuzk_dev::snapgen` (no sealing, no parameters).
+//! Core-seconds of the SnapDeals witness of one partition, native (what the engine runs by
+//! default: one task per challenge, `cuzk::circuit::native::snap`) and by the gadgets
+//! (`CUZK_SYNTHESIS=gadget`: one synthesis per partition, one thread), on real-shape inputs of
+//! any size from `cuzk_dev::snapgen` (no sealing, no parameters), and whether the two are
+//! equal value for value.
 //!
 //! ```text
 //! cargo run --release --features test-hooks --example snap_witness -- 32GiB [partitions] [reps]
 //! ```
-//! Prints the generation time of the inputs, then per partition its aux count and the seconds
-//! of `EmptySectorUpdateCircuit::synthesize` into bellperson's `WitnessCS` (values only, no
-//! constraints), on the calling thread.
+//! Prints the generation time of the inputs, then per partition and run: the native witness on
+//! every core and on one thread, and `EmptySectorUpdateCircuit::synthesize` into bellperson's
+//! `WitnessCS` (values only, no constraints) on the calling thread — each as wall seconds and
+//! the process's CPU seconds meanwhile (core-seconds; on a busy host the one-thread wall time
+//! overstates them) —, and whether the native inputs and aux values equal the gadgets'. The
+//! native witness writes into buffers written once before, as the engine's pooled ones; the
+//! gadgets' `WitnessCS` grows its own vectors. The native witness's layout is its own count
+//! (`native::snap::aux_counts`), not a recording of the circuit: the equality checks it.
 
 use std::time::Instant;
 
@@ -15,6 +22,9 @@ use anyhow::{anyhow, Context};
 use bellperson::util_cs::witness_cs::WitnessCS;
 use bellperson::{Circuit, ConstraintSystem};
 use blstrs::Scalar as Fr;
+use cuzk::circuit::native::snap as native;
+use cuzk::circuit::{Counts, Layout, Witness};
+use ff::Field;
 use filecoin_proofs::{with_shape, MerkleTreeTrait, SectorUpdateConfig};
 use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::CompoundProof;
@@ -22,6 +32,20 @@ use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{
     EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams,
 };
+
+/// CPU time of this process so far (user + system, all threads), in seconds, from
+/// `/proc/self/stat` (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) may hold spaces: count from the closing parenthesis.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // `rest` starts at field 3: utime is field 14, stime field 15.
+    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
+}
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -75,9 +99,44 @@ fn measure<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         comm_r_new: domain(&snap.comm_r_new)?,
         h: config.h,
     };
+    let (prefix, block) = native::aux_counts::<Tree>(&pp)?;
+    // The witness drivers read the counts of inputs and aux values only.
+    let layout = Layout {
+        prefix: Counts {
+            inputs: 5,
+            aux: prefix,
+            constraints: 0,
+        },
+        block: Counts {
+            inputs: 0,
+            aux: block,
+            constraints: 0,
+        },
+        challenges: pp.challenge_count,
+    };
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+    let cores = rayon::current_num_threads();
     for k in 0..parts.min(pp.partition_count) {
         let vanilla: PartitionProof<Tree> = bincode::deserialize(&snap.vanilla_proofs[k])?;
         for r in 0..reps {
+            // Buffers written once before (the engine's are pooled): the page faults of a new
+            // 2.6 GB vector (~1.3 s of a core here at 32 GiB) are not the witness's.
+            let buffers = || Witness {
+                input: vec![Fr::ZERO; layout.num_inputs()],
+                aux: vec![Fr::ZERO; layout.num_aux()],
+            };
+            let mut w = buffers();
+            let (t, c) = (Instant::now(), cpu_seconds());
+            native::witness_into::<Tree>(&layout, &pub_inputs, &vanilla, &pp, k, &mut w)?;
+            let (all_wall, all_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+            let mut w1 = buffers();
+            let (t, c) = (Instant::now(), cpu_seconds());
+            one.install(|| {
+                native::witness_into::<Tree>(&layout, &pub_inputs, &vanilla, &pp, k, &mut w1)
+            })?;
+            let (one_wall, one_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+            let same_on_one_thread = w == w1;
+            drop(w1);
             let circuit = EmptySectorUpdateCompound::<Tree>::circuit(
                 &pub_inputs,
                 (),
@@ -86,14 +145,26 @@ fn measure<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                 Some(k),
             )?;
             let mut cs = WitnessCS::<Fr>::new();
-            let t = Instant::now();
+            let (t, c) = (Instant::now(), cpu_seconds());
             circuit.synthesize(&mut cs)?;
+            let (gadget_wall, gadget_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+            let equal = same_on_one_thread
+                && w.input[..] == *cs.scalar_inputs()
+                && w.aux[..] == *cs.aux_slice();
             println!(
-                "partition {k} run {r}: {} aux, {} inputs, gadget witness {:.2} s on one thread",
+                "partition {k} run {r}: {} aux, {} inputs; native {all_wall:.2} s on {cores} \
+                 threads ({all_cpu:.2} core-s), {one_wall:.2} s on one thread ({one_cpu:.2} \
+                 core-s); gadget {gadget_wall:.2} s on one thread ({gadget_cpu:.2} core-s, \
+                 {:.1}x the native core-s); native == gadget: {equal}",
                 cs.aux_slice().len(),
                 cs.scalar_inputs().len(),
-                t.elapsed().as_secs_f64()
+                gadget_cpu / all_cpu
             );
+            if !equal {
+                return Err(anyhow!(
+                    "partition {k}: the native witness is not the gadgets'"
+                ));
+            }
         }
     }
     Ok(())

@@ -305,13 +305,14 @@ impl CircuitCache {
 pub enum Synthesis {
     /// The compiled circuit (the proof type's R1CS recorded once): the native witness
     /// (SHA-256 and Poseidon computed directly, written in the gadgets' allocation order) one
-    /// PoRep challenge or PoSt sector per task in parallel (SnapDeals has no native witness:
-    /// the gadgets'), then a, b, c by SpMV, then the R1CS check.
+    /// PoRep challenge, PoSt sector or SnapDeals challenge per task in parallel, then a, b, c
+    /// by SpMV, then the R1CS check.
     #[default]
     Compiled,
     /// The compiled circuit with the gadgets' witness (bellpepper's SHA-256, neptune's
-    /// Poseidon run into a witness-only constraint system, one challenge or sector per task): the
-    /// cross-check of the native witness, ~10x its CPU time.
+    /// Poseidon run into a witness-only constraint system, one challenge or sector per task; a
+    /// SnapDeals partition in one synthesis on one thread): the cross-check of the native
+    /// witness, ~10x its CPU time.
     Gadget,
     /// bellpepper synthesis of the whole partition on one thread: the reference the compiled
     /// path is tested against.

@@ -1667,7 +1667,8 @@ impl<'a> ProofRun<'a> {
     /// [`Error::Cancelled`]; [`Error::OutOfHostMemory`] from the budget.
     fn admit(&self, k: usize) -> Result<(Pass<'a>, Permit<'a>)> {
         self.cancelled()?;
-        let extra = if self.job.serial_witness() {
+        let native = self.options.synthesis == Synthesis::Compiled;
+        let extra = if self.job.serial_witness(native) {
             self.engine.serial_ahead
         } else {
             0

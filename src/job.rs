@@ -119,13 +119,13 @@ pub(crate) trait Job: Sync {
     fn witness_into(&self, layout: &Layout, k: usize, native: bool, w: &mut Witness)
         -> Result<()>;
 
-    /// Whether one partition's witness runs on one thread ([`Job::witness_into`] by the
-    /// circuit's gadgets in one synthesis, with no per-challenge tasks): then the engine makes
-    /// as many of its partitions' witnesses at once as the host has cores, not the GPU
-    /// workers' count ([`crate::pipeline::Gate::enter_ahead`]): a 32 GiB SnapDeals partition's
-    /// gadget witness takes ~20 s of one core against ~1.5 s of GPU work. `false` by default
-    /// (the native and per-challenge witnesses use every core).
-    fn serial_witness(&self) -> bool {
+    /// Whether one partition's witness runs on one thread ([`Job::witness_into`] with
+    /// `native` by the circuit's gadgets in one synthesis, with no per-challenge tasks): then
+    /// the engine makes as many of its partitions' witnesses at once as the host has cores, not
+    /// the GPU workers' count ([`crate::pipeline::Gate::enter_ahead`]): a 32 GiB SnapDeals
+    /// partition's gadget witness takes ~20 s of one core against ~1.5 s of GPU work. `false`
+    /// by default (the native and per-challenge witnesses use every core).
+    fn serial_witness(&self, _native: bool) -> bool {
         false
     }
 

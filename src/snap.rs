@@ -381,14 +381,29 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> Job for SnapJob<Tree
         .map_err(Error::internal)
     }
 
-    /// The gadgets' witness of the whole partition (no native one: `native` is ignored).
-    fn witness_into(&self, layout: &Layout, k: usize, _: bool, w: &mut Witness) -> Result<()> {
-        circuit::snap::witness_into(layout, self.circuit(k)?, k, w)
+    /// Natively, one challenge per task ([`circuit::native::snap`]), or by the gadgets in one
+    /// synthesis of the whole partition.
+    fn witness_into(&self, layout: &Layout, k: usize, native: bool, w: &mut Witness) -> Result<()> {
+        if !native {
+            return circuit::snap::witness_into(layout, self.circuit(k)?, k, w);
+        }
+        let vanilla = self.vanilla.get(k).ok_or_else(|| {
+            Error::InvalidInput(format!("partition {k} of {}", self.vanilla.len()))
+        })?;
+        circuit::native::snap::witness_into::<Tree>(
+            layout,
+            &self.pub_inputs,
+            vanilla,
+            &self.pub_params,
+            k,
+            w,
+        )
     }
 
-    /// The gadget witness is one synthesis of the whole partition, on one thread.
-    fn serial_witness(&self) -> bool {
-        true
+    /// The gadget witness is one synthesis of the whole partition, on one thread; the native
+    /// one runs a task per challenge.
+    fn serial_witness(&self, native: bool) -> bool {
+        !native
     }
 
     fn synthesize(&self, k: usize) -> Result<Assignment> {

@@ -1,8 +1,10 @@
 //! SnapDeals on the real 2 KiB SnapDeals fixture (a sealed sector updated by filecoin-proofs,
-//! its vanilla partition proofs), CPU backend: the proof verifies with filecoin-proofs-api's
-//! `verify_empty_sector_update_proof` (a flipped byte and an altered comm_r_new do not), the
-//! compiled path and the reference synthesis give the same bytes for the same r and s, the
-//! compiled circuit's witness, a, b, c and densities equal bellperson's synthesis exactly, bad
+//! its vanilla partition proofs), CPU backend: the proof (native witness, the default) verifies
+//! with filecoin-proofs-api's `verify_empty_sector_update_proof` (a flipped byte and an altered
+//! comm_r_new do not), the compiled path with the native or the gadget witness and the
+//! reference synthesis give the same bytes for the same r and s, the compiled circuit's
+//! witness (native and gadget), a, b, c and densities equal bellperson's synthesis exactly, the
+//! native witness equals the gadgets' on real-shape 8 MiB inputs (`cuzk_dev::snapgen`), bad
 //! input gets typed errors before any proving, and the C ABI's `cuzk_prove_snap_deals` proves
 //! and refuses bad arguments with typed statuses (calling `extern "C"` functions with raw
 //! pointers is `unsafe`: each call says why its pointers are valid).
@@ -130,14 +132,14 @@ fn snap_proof_verifies_with_filecoin_proofs_and_tampering_does_not() {
     std::fs::remove_file(&file).unwrap();
 }
 
-/// With the same r and s, the compiled circuit (recorded whole, gadget witness) and the
-/// reference synthesis of filecoin's circuit give the same proof bytes.
+/// With the same r and s, the compiled circuit (recorded whole) with the native witness or the
+/// gadgets' and the reference synthesis of filecoin's circuit give the same proof bytes.
 #[test]
-fn compiled_and_reference_paths_give_the_same_snap_proof() {
+fn native_gadget_and_reference_paths_give_the_same_snap_proof() {
     let f = fixture();
     let vanilla = f.vanilla_proofs().unwrap();
     let rs = vec![(Fr::from(12_345u64), Fr::from(67_890u64))];
-    let proofs: Vec<Vec<u8>> = [Synthesis::Compiled, Synthesis::Reference]
+    let proofs: Vec<Vec<u8>> = [Synthesis::Compiled, Synthesis::Gadget, Synthesis::Reference]
         .into_iter()
         .map(|s| {
             let o = ProveOptions::default()
@@ -147,12 +149,16 @@ fn compiled_and_reference_paths_give_the_same_snap_proof() {
         })
         .collect();
     assert_eq!(proofs[0].len(), 192);
-    assert_eq!(proofs[0], proofs[1]);
+    assert_eq!(proofs[0], proofs[1], "native and gadget witness");
+    assert_eq!(
+        proofs[0], proofs[2],
+        "native witness and reference synthesis"
+    );
 }
 
-/// The compiled circuit's witness (one synthesis of the whole partition), a, b, c and densities
-/// equal bellperson's own synthesis of filecoin's circuit, exactly; a witness with one value
-/// changed fails the R1CS check. Prints the witness's cost (core-seconds per partition).
+/// The compiled circuit's gadget witness (one synthesis of the whole partition) and native
+/// witness, a, b, c and densities equal bellperson's own synthesis of filecoin's circuit,
+/// exactly; a witness with one value changed fails the R1CS check. Prints the witnesses' cost.
 #[test]
 fn compiled_snap_circuit_equals_the_reference_synthesis() {
     let f = fixture();
@@ -203,6 +209,23 @@ fn compiled_snap_circuit_equals_the_reference_synthesis() {
     assert_eq!(w.aux.len(), reference.aux.len());
     let first = w.aux.iter().zip(&reference.aux).position(|(a, b)| a != b);
     assert_eq!(first, None, "first differing aux value");
+    // The native witness, value for value; its own counts are the recorded layout's.
+    let mut native = cuzk::circuit::Witness::default();
+    let t = Instant::now();
+    cuzk::circuit::native::snap::witness_into(&cc.layout, &inputs, &vanilla, &pp, 0, &mut native)
+        .unwrap();
+    let t_native = t.elapsed();
+    assert_eq!(native.input, w.input, "native inputs");
+    let first = native.aux.iter().zip(&w.aux).position(|(a, b)| a != b);
+    assert_eq!(
+        (native.aux.len(), first),
+        (w.aux.len(), None),
+        "native aux values"
+    );
+    assert_eq!(
+        cuzk::circuit::native::snap::aux_counts::<SectorShape2KiB>(&pp).unwrap(),
+        (cc.layout.prefix.aux, cc.layout.block.aux)
+    );
     let asg = cc.evaluate(w.clone()).unwrap();
     assert_eq!(asg.a.len(), 1_705_044);
     assert!(asg.a == reference.a, "a = A·z");
@@ -219,14 +242,67 @@ fn compiled_snap_circuit_equals_the_reference_synthesis() {
     assert_eq!(e.code(), 500, "{e}");
     eprintln!(
         "2 KiB snap partition: {} constraints, {} aux; recorded in {:.2} s, reference synthesis \
-         {:.2} s, gadget witness {:.2} s (one core: {:.3} µs per constraint)",
+         {:.2} s, gadget witness {:.2} s (one core: {:.3} µs per constraint), native witness \
+         {:.3} s",
         asg.a.len(),
         asg.aux.len(),
         t_compile.as_secs_f64(),
         t_reference.as_secs_f64(),
         t_witness.as_secs_f64(),
-        t_witness.as_secs_f64() * 1e6 / asg.a.len() as f64
+        t_witness.as_secs_f64() * 1e6 / asg.a.len() as f64,
+        t_native.as_secs_f64()
     );
+}
+
+/// Real-shape 8 MiB inputs (`cuzk_dev::snapgen`: 4 partitions of 10 challenges, 128 apex
+/// leaves, a partition path of 2 levels): the native witness of the first and the last
+/// partition equals the gadgets' value for value, with the recorded layout, whose counts are
+/// the native routine's own.
+#[test]
+fn native_witness_equals_the_gadgets_on_real_8mib_inputs() {
+    use filecoin_proofs::constants::SectorShape8MiB;
+    use filecoin_proofs_api::RegisteredUpdateProof;
+    type Tree = SectorShape8MiB;
+    let proof = RegisteredUpdateProof::StackedDrg8MiBV1;
+    let snap = cuzk_dev::snapgen::generate(proof, [9; 32]).unwrap();
+    let pp = PublicParams::from_sector_size(8 << 20);
+    use filecoin_proofs::as_safe_commitment as commitment;
+    let inputs = PublicInputs {
+        k: pp.partition_count,
+        comm_r_old: commitment(&snap.comm_r_old, "comm_r_old").unwrap(),
+        comm_d_new: commitment(&snap.comm_d_new, "comm_d_new").unwrap(),
+        comm_r_new: commitment(&snap.comm_r_new, "comm_r_new").unwrap(),
+        h: filecoin_proofs::SectorUpdateConfig::from_porep_config(&proof.as_v1_config()).h,
+    };
+    let layout = cuzk::circuit::snap::layout::<Tree>(&pp).unwrap();
+    assert_eq!(
+        cuzk::circuit::native::snap::aux_counts::<Tree>(&pp).unwrap(),
+        (layout.prefix.aux, layout.block.aux)
+    );
+    type C = EmptySectorUpdateCompound<Tree>;
+    for k in [0, pp.partition_count - 1] {
+        let vanilla: PartitionProof<Tree> = bincode::deserialize(&snap.vanilla_proofs[k]).unwrap();
+        let circuit = <C as CompoundProof<'_, EmptySectorUpdate<Tree>, _>>::circuit(
+            &inputs,
+            (),
+            &vanilla,
+            &pp,
+            Some(k),
+        )
+        .unwrap();
+        let mut gadget = cuzk::circuit::Witness::default();
+        cuzk::circuit::snap::witness_into(&layout, circuit, k, &mut gadget).unwrap();
+        let mut native = cuzk::circuit::Witness::default();
+        cuzk::circuit::native::snap::witness_into(&layout, &inputs, &vanilla, &pp, k, &mut native)
+            .unwrap();
+        assert_eq!(native.input, gadget.input, "partition {k}: inputs");
+        let first = native.aux.iter().zip(&gadget.aux).position(|(a, b)| a != b);
+        assert_eq!(
+            (native.aux.len(), first),
+            (gadget.aux.len(), None),
+            "partition {k}: aux values"
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The SnapDeals (`storage-proofs-update` `EmptySectorUpdateCircuit`) side of the compiled
-//! circuit: the blank circuit of one partition that is recorded, its cache key, and the witness
-//! of one real partition.
+//! circuit: the blank circuit of one partition that is recorded, its cache key, and the gadget
+//! witness of one real partition (the native one is [`super::native::snap`]).
 //!
 //! A partition's circuit is a prefix — the public inputs (`k` and `h_select` packed, comm_r_old,
 //! comm_d_new, comm_r_new), phi, comm_r_old/new = H(comm_c, root_r_old/new), the partition's
@@ -9,8 +9,9 @@
 //! ([`Blocks::SNAP`]: its high bits, rho, the new label, the Merkle paths in TreeROld, TreeRNew
 //! and TreeDNew up to the apex leaf). A block reads its own challenge's bits of the prefix, so
 //! the blocks are not copies of one recorded block: the whole partition is recorded
-//! ([`CompiledCircuit::compile_whole`]) and its witness made by one synthesis
-//! ([`witness::generate_whole_into`]).
+//! ([`CompiledCircuit::compile_whole`]) and its gadget witness made by one synthesis
+//! ([`witness::generate_whole_into`]); the native witness computes the prefix's values that
+//! the blocks read first, then runs one task per block.
 //!
 //! Shapes (filecoin-proofs' `PublicParams::from_sector_size`): 2 KiB — 1 partition of 10
 //! challenges, 8 apex leaves; 8 MiB — 4 × 10, 128; 512 MiB — 16 × 86, 128; 32 GiB — 16 × 86,
@@ -63,7 +64,22 @@ pub fn compile<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     )
 }
 
-/// The witness of one partition's `circuit` (as `EmptySectorUpdateCompound::circuit` builds it)
+/// The layout [`compile`] records, without assembling the matrices.
+///
+/// # Errors
+/// As [`compile`].
+#[cfg(any(test, feature = "internals"))]
+pub fn layout<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &PublicParams,
+) -> Result<Layout> {
+    super::layout_of_whole(
+        Circuit::<Tree>::blank(pp.clone()),
+        Blocks::SNAP,
+        pp.challenge_count,
+    )
+}
+
+/// The gadget witness of one partition's `circuit` (as `EmptySectorUpdateCompound::circuit` builds it)
 /// into `w`'s vectors, by its gadgets in one synthesis ([`witness::generate_whole_into`]).
 ///
 /// # Errors

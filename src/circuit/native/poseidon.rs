@@ -175,6 +175,17 @@ pub fn constants(arity: usize) -> &'static PoseidonConstants {
     }
 }
 
+/// The constants of storage-proofs-update's `POSEIDON_CONSTANTS_GEN_RANDOMNESS`
+/// (`storage-proofs-update-19.1.0/src/constants.rs`): arity 2 with its own domain tag
+/// (`HashType::Custom(CType::Arbitrary(1))`), the SnapDeals circuit's phi, rho and challenge
+/// digests. Copied once, as [`constants`].
+pub fn constants_gen_randomness() -> &'static PoseidonConstants {
+    static C: OnceLock<PoseidonConstants> = OnceLock::new();
+    C.get_or_init(|| {
+        copy_constants!(storage_proofs_update::constants::POSEIDON_CONSTANTS_GEN_RANDOMNESS)
+    })
+}
+
 /// Poseidon of `preimage` (its length must be `c.arity()`), writing the values the circuit
 /// allocates (module docs) to `t`; returns the hash (the value of the gadget's result, also
 /// the last value written).
