@@ -4,11 +4,8 @@
 //! the [`Scheduler`] (`gpu_workers_per_device` workers on each device; a partition goes to the
 //! device with the fewest partitions assigned, then the most free memory). A worker asks its
 //! device's [`DeviceAllocator`] for a plan (tiers: parameters resident → full staging → partial
-//! → streaming), uploads z (or a, b, c) outside the device's GPU section (so its copies overlap
-//! another worker's kernels), then holds the section for the SpMV, the NTT and the MSMs. Where
-//! the parameters and the circuit stay resident, z goes up ahead of the plan in a reservation
-//! of its own (`ZAhead`): two partitions' plans do not fit at once there, and z's upload would
-//! otherwise wait for the one before to end. On an out-of-memory or
+//! → streaming), uploads a, b, c outside the device's GPU section (so its copies overlap another
+//! worker's kernels), then holds the section for the NTT and the MSMs. On an out-of-memory or
 //! CUDA error the scheduler retries one tier lower, then on another device; then the partition
 //! fails with the typed error — or runs on the CPU if the caller allowed it (reported as tier
 //! `cpu-fallback` and logged as a warning — never silent).
@@ -28,7 +25,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, Scalar as Fr};
@@ -178,75 +175,9 @@ struct Slot {
     /// circuit go (`plan_on`): for those the circuit is no longer reserved ahead of the plan on
     /// this device (a 64 GiB partition on an 80 GB card does not stop a 32 GiB one's).
     circuit_yielded: AtomicU64,
-    /// Held by the partition whose z is on this device ahead of its plan ([`ZAhead`]) until it
-    /// has the plan: one at a time, so that partitions waiting for plans cannot together hold
-    /// the memory the plans need, and in turn, so that the next one's z goes up while the one
-    /// before runs (instead of a partition without z ahead taking the memory first).
-    z_ahead_turn: Mutex<()>,
-}
-
-/// A partition's witness z (input ‖ aux) uploaded ahead of its plan, in a reservation of its
-/// own, while another partition's kernels run: on a card where the parameters stay resident
-/// two partitions' working sets do not fit at once (23.0 GiB each at 2^27 beside 51 GiB of
-/// parameters and circuit on an 80 GB card), so without it the 3.9 GiB upload (~0.12 s at
-/// 2^27) runs between the two, with the GPU idle. The plan then leaves z out
-/// ([`PlanOptions::z_held`]); aux stays on the device as the L, A, B scalars. Fields drop in
-/// order: the buffers before the reservation that counts them.
-struct ZAhead {
-    din: DeviceBuffer<Fr>,
-    daux: DeviceBuffer<Fr>,
-    res: Reservation,
 }
 
 impl Slot {
-    /// Whether `cc`'s matrices are the circuit resident on this device.
-    fn circuit_is(&self, cc: &Arc<CompiledCircuit>) -> Result<bool> {
-        Ok(self
-            .circuit
-            .lock()
-            .map_err(|_| Error::internal("circuit lock poisoned"))?
-            .as_ref()
-            .is_some_and(|r| Arc::ptr_eq(&r.cc, cc)))
-    }
-
-    /// Waits for this slot's turn ([`Slot::z_ahead_turn`]), then uploads `asg`'s z into a
-    /// reservation of its own when its bytes fit now; `None` when they do not (the partition
-    /// then uploads z inside its plan). The turn is held until the caller has its plan (or
-    /// gives up).
-    ///
-    /// # Errors
-    /// Driver errors other than out-of-memory.
-    fn z_ahead(
-        &self,
-        asg: &Assignment,
-        shape: &PartitionShape,
-    ) -> Result<Option<(ZAhead, MutexGuard<'_, ()>)>> {
-        let turn = self
-            .z_ahead_turn
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let bytes = shape.z_bytes();
-        let res = match self.alloc.reserve(bytes, "z-ahead") {
-            Ok(r) => r,
-            Err(Error::OutOfDeviceMemory { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let arena = Arena::over(&res);
-        let up = || -> Result<(DeviceBuffer<Fr>, DeviceBuffer<Fr>)> {
-            let din = upload_in(&self.dev, &arena, &asg.input)?;
-            // A shared hit on the host pool's registration (as in `DeviceRun::upload`).
-            let _pin = pinned_registry().pin_slice(&asg.aux);
-            Ok((din, upload_in(&self.dev, &arena, &asg.aux)?))
-        };
-        let (din, daux) = match up() {
-            Ok(z) => z,
-            Err(Error::OutOfDeviceMemory { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        res.note_allocated(bytes);
-        Ok(Some((ZAhead { din, daux, res }, turn)))
-    }
-
     /// Bytes reserved for what stays on the device between partitions (parameters, circuit).
     fn kept_bytes(&self) -> Result<u64> {
         let params = self
@@ -405,7 +336,6 @@ impl GpuBackend {
                 resident: Mutex::new(None),
                 circuit: Mutex::new(None),
                 circuit_yielded: AtomicU64::new(0),
-                z_ahead_turn: Mutex::new(()),
             });
         }
         let executor = Arc::new(GpuExecutor {
@@ -597,43 +527,10 @@ impl PartitionExecutor for GpuExecutor {
             // Not held here: the slot keeps it, and `plan_on` may let it go.
             drop(circuit_on(slot, cc)?);
         }
-        // z ahead of the plan where the parameters and the circuit stay resident (a card that
-        // holds them, between partitions): its upload then runs beside the kernels of the
-        // partition before, not between the two.
-        let t_ahead = Instant::now();
-        let ahead = match pending {
-            Some(cc)
-                if params_resident
-                    && job.part == Part::All
-                    && job.gpu_spmv
-                    && forced_spmv_path() == (false, false)
-                    && slot.circuit_is(cc)? =>
-            {
-                slot.z_ahead(&asg, &shape)?
-            }
-            _ => None,
-        };
-        let ahead_upload = ahead.as_ref().map(|_| t_ahead.elapsed());
-        let beside = match &ahead {
-            Some((z, _)) => plan_beside_z(slot, &shape, &opts, z)?,
-            None => None,
-        };
-        // The turn goes back once the plan is there; z without one goes, and the plan is
-        // made the usual way.
-        let (plan, ahead) = match beside {
-            Some(p) => (p, ahead.map(|(z, _turn)| z)),
-            None => {
-                drop(ahead);
-                (plan_on(slot, &shape, &opts)?, None)
-            }
-        };
+        let plan = plan_on(slot, &shape, &opts)?;
         attempt.record_tier(plan.tier.kind());
         let tier = plan.tier;
         let mut timings = Timings::default();
-        if let (Some(_), Some(t)) = (&ahead, ahead_upload) {
-            job.reporter
-                .report(&mut timings, Some(job.partition), Stage::Transfer, t);
-        }
         // The compiled path: a, b, c by the GPU SpMV when the plan's working memory holds z and
         // the H step's buffers — three, or two (b's shared with c) on a plan too small for
         // three — with the circuit's matrices resident (or made so) or, where they do not fit,
@@ -643,9 +540,7 @@ impl PartitionExecutor for GpuExecutor {
         let mut path = "";
         if let Some(cc) = pending {
             let work = plan.work.bytes();
-            // z held ahead is not in the plan.
-            let z = spmv_work_bytes(asg.input.len() as u64, asg.aux.len() as u64)
-                - ahead.as_ref().map_or(0, |_| shape.z_bytes());
+            let z = spmv_work_bytes(asg.input.len() as u64, asg.aux.len() as u64);
             let three = h_step_bytes(shape.domain_log2, 3) + z;
             let two = h_step_bytes(shape.domain_log2, 2)
                 + z
@@ -735,7 +630,6 @@ impl PartitionExecutor for GpuExecutor {
             attempt.device,
             attempt.worker,
             match job.part {
-                Part::All if ahead.is_some() => ", z uploaded ahead of the plan",
                 Part::All => "",
                 Part::HOnly => ", H side ahead of the parameters",
                 Part::Rest(_) => ", MSMs after H",
@@ -756,7 +650,6 @@ impl PartitionExecutor for GpuExecutor {
         let msm = run_on(
             slot,
             plan,
-            ahead,
             &shape,
             &mut asg,
             spmv,
@@ -1424,38 +1317,6 @@ enum Matrices<'c> {
 }
 
 /// The GPU SpMV of one compiled partition: its matrices and its H step's buffers.
-/// The plan of a partition whose z is on the device ahead of it ([`ZAhead`]; its parameters
-/// resident): `Resident` beside z ([`PlanOptions::z_held`]), waiting while other partitions
-/// hold device memory (theirs comes back) rather than streaming the resident bases; `None`
-/// when nothing else holds any and it still does not fit (the caller then lets z go and plans
-/// the usual way).
-///
-/// # Errors
-/// The allocator's errors other than out-of-memory.
-fn plan_beside_z(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions, z: &ZAhead) -> Result<Option<Plan>> {
-    let beside = PlanOptions {
-        z_held: true,
-        gpu_h_step: true,
-        worst: TierKind::Resident,
-        ..*opts
-    };
-    loop {
-        let others = slot
-            .alloc
-            .reserved_bytes()
-            .saturating_sub(slot.kept_bytes()? + z.res.bytes());
-        match slot
-            .alloc
-            .plan_wait(shape, &beside, std::time::Duration::from_millis(200))
-        {
-            Ok(p) => return Ok(Some(p)),
-            Err(Error::OutOfDeviceMemory { .. }) if others > 0 => continue,
-            Err(Error::OutOfDeviceMemory { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 #[derive(Clone, Copy)]
 struct DeviceSpmv<'c> {
     matrices: Matrices<'c>,
@@ -1490,7 +1351,6 @@ struct DeviceSpmv<'c> {
 fn run_on(
     slot: &Slot,
     mut plan: Plan,
-    ahead: Option<ZAhead>,
     shape: &PartitionShape,
     asg: &mut Assignment,
     spmv: Option<DeviceSpmv<'_>>,
@@ -1501,13 +1361,7 @@ fn run_on(
     timeout: Option<std::time::Duration>,
 ) -> Result<MsmResults> {
     let dev = &slot.dev;
-    // z uploaded ahead of the plan, in its own reservation (declared first: dropped last,
-    // after the buffers it counts).
-    let (ahead_res, ahead_z) = match ahead {
-        Some(ZAhead { din, daux, res }) => (Some(res), Some((din, daux))),
-        None => (None, None),
-    };
-    // Every other device buffer of this partition comes out of the plan's reservation.
+    // Every device buffer of this partition comes out of the plan's reservation.
     let arena = Arena::over(&plan.work);
     let _deadline = stage_deadline("upload", timeout);
     // ---- 1. Bases.
@@ -1537,7 +1391,7 @@ fn run_on(
     let mut dh = None;
     let Uploaded { bc: dbc, z: dz } = if part.h_side() {
         let h_buf = dh.insert(dev.alloc_in::<Fr>(Some(&arena), n)?);
-        run.upload(h_buf, asg, spmv.map(|s| s.layout), ahead_z)?
+        run.upload(h_buf, asg, spmv.map(|s| s.layout))?
     } else {
         Uploaded { bc: None, z: None }
     };
@@ -1569,10 +1423,7 @@ fn run_on(
     let daux_kept = match dz {
         Some((din, daux)) => {
             let freed = if part.rest() { din.len() } else { din.len() + daux.len() };
-            ahead_res
-                .as_ref()
-                .unwrap_or(&plan.work)
-                .note_freed(32 * freed as u64);
+            plan.work.note_freed(32 * freed as u64);
             drop(din);
             part.rest().then_some(daux)
         }
@@ -1671,8 +1522,7 @@ impl DeviceRun<'_> {
     /// [`Self::h_step_shared`]), the rest zeroed. When not even two fit (a small streaming
     /// plan) h comes from the CPU NTT (reported as [`Stage::Ntt`]) and only h (n·32 B) is
     /// staged into `dh`. The copies are reported as [`Stage::Transfer`]; all are synchronous
-    /// except the zeroing on the stream. `ahead`: z already on the device ([`ZAhead`]), used
-    /// instead of an upload (and, without the GPU SpMV, kept for its aux).
+    /// except the zeroing on the stream.
     ///
     /// # Errors
     /// Driver errors.
@@ -1681,7 +1531,6 @@ impl DeviceRun<'_> {
         dh: &mut DeviceBuffer<Fr>,
         asg: &Assignment,
         spmv: Option<HLayout>,
-        ahead: Option<(DeviceBuffer<Fr>, DeviceBuffer<Fr>)>,
     ) -> Result<Uploaded> {
         let (dev, arena, n) = (self.dev, self.arena, self.n);
         let buf = 32 * n as u64;
@@ -1694,8 +1543,6 @@ impl DeviceRun<'_> {
         });
         let mut t = Instant::now();
         let Some(layout) = layout else {
-            // Not with z ahead (whose plans hold three buffers), but never an orphan buffer.
-            drop(ahead);
             self.work.note_allocated(buf);
             let h = crate::ntt::compute_h(asg.a.clone(), asg.b.clone(), asg.c.clone())?;
             self.report(Stage::Ntt, t.elapsed());
@@ -1716,9 +1563,7 @@ impl DeviceRun<'_> {
         };
         // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
         let mut dz = None;
-        if ahead.is_some() {
-            dz = ahead;
-        } else if spmv.is_some() {
+        if spmv.is_some() {
             // The inputs (a few hundred values) are copied pageable. aux is normally in a
             // buffer of the engine's host pool, registered once for its whole capacity:
             // this pin is a shared hit (no driver call) that holds the registration during
@@ -1742,8 +1587,7 @@ impl DeviceRun<'_> {
             self.work
                 .note_allocated(32 * (din.len() + daux.len()) as u64);
             dz = Some((din, daux));
-        }
-        if spmv.is_none() {
+        } else {
             stage(self.stream, dh, &asg.a)?;
             match &mut bc {
                 HBuffers::Three(db, dc) => {

@@ -476,34 +476,6 @@ impl PartitionShape {
             .max(self.msm_side_bytes(kind, points, lim))
     }
 
-    /// Device bytes of the witness z as the GPU SpMV holds it: input and aux, two buffers of
-    /// [`FR_BYTES`] a value ([`spmv_work_bytes`] without the R1CS check's word; 3.9 GiB at
-    /// 2^27).
-    pub fn z_bytes(&self) -> u64 {
-        align_up(self.num_inputs.saturating_mul(FR_BYTES))
-            .saturating_add(align_up(self.num_aux.saturating_mul(FR_BYTES)))
-    }
-
-    /// The working bytes of a tier with [`Self::pass_points`] for a partition whose z is
-    /// already on the device in a reservation of its own ([`PlanOptions::z_held`]): the larger
-    /// of its H side without z ([`Self::z_bytes`]) and its MSM side without aux (the GPU SpMV's
-    /// aux, kept as the L, A, B scalars). 2^27, `Resident`: 19.1 GiB beside z's 3.9 GiB
-    /// (23.0 GiB in one plan).
-    pub fn work_bytes_z_held(&self, kind: TierKind, lim: &MsmLimits) -> u64 {
-        let points = self.pass_points();
-        let aux = if self.queries.and(Queries::REST).is_empty() {
-            0
-        } else {
-            align_up(self.num_aux.saturating_mul(FR_BYTES))
-        };
-        let h_side = if self.queries.contains(Queries::H) {
-            self.h_side_bytes(kind).saturating_sub(self.z_bytes())
-        } else {
-            0
-        };
-        h_side.max(self.msm_side_bytes(kind, points, lim).saturating_sub(aux))
-    }
-
     /// The MSMs the GPU backend runs over resident bases: H (h_len scalars), L (aux), A, B_G1
     /// (aux, density) in G1 and B_G2 (aux, density: at most `b_g2_len` Pippenger scalars) in
     /// G2; scalars and points on the device.
@@ -857,12 +829,6 @@ pub struct PlanOptions {
     /// once that memory is back ([`DeviceAllocator::tier_if_freed`]): on an 80 GB card one
     /// partition at a time with the parameters resident beats two streaming their bases.
     pub worst: TierKind,
-    /// The partition's witness z is already on the device in a reservation of its own (uploaded
-    /// ahead of the plan while another partition's kernels ran, [`spmv_work_bytes`]): the plan
-    /// leaves out z on its H side and aux on its MSM side
-    /// ([`PartitionShape::work_bytes_z_held`]). Only `Resident` and `FullStaging` are planned so
-    /// (the GPU SpMV's tiers with three domain buffers); the others are skipped.
-    pub z_held: bool,
 }
 
 impl Default for PlanOptions {
@@ -872,7 +838,6 @@ impl Default for PlanOptions {
             params_resident: false,
             gpu_h_step: false,
             worst: TierKind::Streaming,
-            z_held: false,
         }
     }
 }
@@ -1148,7 +1113,6 @@ impl DeviceAllocator {
                 *k >= opts.start
                     && *k <= opts.worst
                     && !(opts.gpu_h_step && *k == TierKind::Streaming)
-                    && !(opts.z_held && *k >= TierKind::Partial)
             })
             .find_map(|kind| match kind {
                 TierKind::Partial => shape.partial_fit(avail, lim).map(|points| {
@@ -1168,19 +1132,6 @@ impl DeviceAllocator {
                         shape.streaming_bytes(points, lim),
                     )
                 }),
-                _ if opts.z_held => {
-                    let params = if kind == TierKind::Resident && !opts.params_resident {
-                        shape.params_bytes()
-                    } else {
-                        0
-                    };
-                    let needed = params.saturating_add(shape.work_bytes_z_held(kind, lim));
-                    let tier = match kind {
-                        TierKind::Resident => Tier::Resident,
-                        _ => Tier::FullStaging,
-                    };
-                    (needed <= avail).then_some((tier, needed))
-                }
                 _ => {
                     let needed = shape.tier_bytes_with(kind, opts.params_resident, lim);
                     let tier = match kind {
@@ -2286,55 +2237,5 @@ mod tests {
         let p = a.plan(&s, &waiting).unwrap();
         assert_eq!(p.tier, Tier::Resident);
         assert!(p.params.is_some());
-    }
-
-    #[test]
-    fn a_plan_beside_z_held_leaves_out_z_and_aux() {
-        // A 32 GiB partition whose z was uploaded ahead: its resident plan leaves out z's
-        // bytes on the H side and aux's on the MSM side, so it is 3.9 GiB smaller than the
-        // whole partition's, and no lower tier than full staging is planned so.
-        let s = shape();
-        let lim = MsmLimits::defaults(DEFAULT_SM_COUNT);
-        use crate::gpu::memory::layout::R1CS_FLAG_BYTES;
-        let z = s.z_bytes();
-        assert_eq!(z + R1CS_FLAG_BYTES, spmv_work_bytes(s.num_inputs, s.num_aux));
-        let aux = align_up(s.num_aux * FR_BYTES);
-        let whole = s.tier_bytes_with(TierKind::Resident, true, &lim);
-        let beside = s.work_bytes_z_held(TierKind::Resident, &lim);
-        // The MSM side (h, aux, the workspace) is the larger one at 2^27.
-        assert_eq!(beside, whole - aux);
-        assert!(beside + z >= whole && beside + z - whole < 1 << 20);
-        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-        assert!((gib(beside) - 19.1).abs() < 0.1, "{}", gib(beside));
-        // The H side alone, without z.
-        let h = s.h_side_bytes(TierKind::Resident) - z;
-        assert!(h < beside);
-        assert_eq!(
-            s.with_queries(Queries::H)
-                .work_bytes_z_held(TierKind::Resident, &lim),
-            h.max(s.with_queries(Queries::H).msm_side_bytes(
-                TierKind::Resident,
-                s.pass_points(),
-                &lim
-            ))
-        );
-
-        let held = PlanOptions {
-            params_resident: true,
-            z_held: true,
-            ..PlanOptions::default()
-        };
-        let (_m, a) = card(SAFETY_MARGIN + beside);
-        let p = a.plan(&s, &held).unwrap();
-        assert_eq!((p.tier, p.needed), (Tier::Resident, beside));
-        drop(p);
-        // One byte short of full staging beside z: no partial plan, an out-of-memory error.
-        let fs = s.work_bytes_z_held(TierKind::FullStaging, &lim);
-        let (_m, a) = card(SAFETY_MARGIN + fs - 1);
-        assert!(matches!(
-            a.plan(&s, &held),
-            Err(Error::OutOfDeviceMemory { .. })
-        ));
-        assert!(a.plan(&s, &PlanOptions { z_held: false, ..held }).is_ok());
     }
 }
