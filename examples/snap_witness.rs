@@ -14,7 +14,7 @@
 //! overstates them) —, and whether the native inputs and aux values equal the gadgets'. The
 //! native witness writes into buffers written once before, as the engine's pooled ones; the
 //! gadgets' `WitnessCS` grows its own vectors. The native witness's layout is its own count
-//! (`native::snap::aux_counts`), not a recording of the circuit: the equality checks it.
+//! (`native::snap::counted_layout`), not a recording of the circuit: the equality checks it.
 
 use std::time::Instant;
 
@@ -23,7 +23,8 @@ use bellperson::util_cs::witness_cs::WitnessCS;
 use bellperson::{Circuit, ConstraintSystem};
 use blstrs::Scalar as Fr;
 use cuzk::circuit::native::snap as native;
-use cuzk::circuit::{Counts, Layout, Witness};
+use cuzk::circuit::Witness;
+use cuzk_dev::cputime::process_cpu_seconds;
 use ff::Field;
 use filecoin_proofs::{with_shape, MerkleTreeTrait, SectorUpdateConfig};
 use filecoin_proofs_api::RegisteredUpdateProof;
@@ -32,20 +33,6 @@ use storage_proofs_update::constants::TreeRHasher;
 use storage_proofs_update::{
     EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams,
 };
-
-/// CPU time of this process so far (user + system, all threads), in seconds, from
-/// `/proc/self/stat` (fields 14 and 15, in clock ticks of 1/100 s on Linux).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The command name (field 2) may hold spaces: count from the closing parenthesis.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    // `rest` starts at field 3: utime is field 14, stime field 15.
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
-}
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -99,21 +86,7 @@ fn measure<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         comm_r_new: domain(&snap.comm_r_new)?,
         h: config.h,
     };
-    let (prefix, block) = native::aux_counts::<Tree>(&pp)?;
-    // The witness drivers read the counts of inputs and aux values only.
-    let layout = Layout {
-        prefix: Counts {
-            inputs: 5,
-            aux: prefix,
-            constraints: 0,
-        },
-        block: Counts {
-            inputs: 0,
-            aux: block,
-            constraints: 0,
-        },
-        challenges: pp.challenge_count,
-    };
+    let layout = native::counted_layout::<Tree>(&pp)?;
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let cores = rayon::current_num_threads();
     for k in 0..parts.min(pp.partition_count) {
@@ -126,15 +99,15 @@ fn measure<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                 aux: vec![Fr::ZERO; layout.num_aux()],
             };
             let mut w = buffers();
-            let (t, c) = (Instant::now(), cpu_seconds());
+            let (t, c) = (Instant::now(), process_cpu_seconds());
             native::witness_into::<Tree>(&layout, &pub_inputs, &vanilla, &pp, k, &mut w)?;
-            let (all_wall, all_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+            let (all_wall, all_cpu) = (t.elapsed().as_secs_f64(), process_cpu_seconds() - c);
             let mut w1 = buffers();
-            let (t, c) = (Instant::now(), cpu_seconds());
+            let (t, c) = (Instant::now(), process_cpu_seconds());
             one.install(|| {
                 native::witness_into::<Tree>(&layout, &pub_inputs, &vanilla, &pp, k, &mut w1)
             })?;
-            let (one_wall, one_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+            let (one_wall, one_cpu) = (t.elapsed().as_secs_f64(), process_cpu_seconds() - c);
             let same_on_one_thread = w == w1;
             drop(w1);
             let circuit = EmptySectorUpdateCompound::<Tree>::circuit(
@@ -145,9 +118,9 @@ fn measure<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                 Some(k),
             )?;
             let mut cs = WitnessCS::<Fr>::new();
-            let (t, c) = (Instant::now(), cpu_seconds());
+            let (t, c) = (Instant::now(), process_cpu_seconds());
             circuit.synthesize(&mut cs)?;
-            let (gadget_wall, gadget_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+            let (gadget_wall, gadget_cpu) = (t.elapsed().as_secs_f64(), process_cpu_seconds() - c);
             let equal = same_on_one_thread
                 && w.input[..] == *cs.scalar_inputs()
                 && w.aux[..] == *cs.aux_slice();

@@ -16,20 +16,7 @@ use std::time::Instant;
 use cuzk::progress::Timings;
 use cuzk::{Backend, Engine, EngineConfig, Synthesis};
 use cuzk_dev::c1gen::{self, C1Spec};
-
-/// CPU time of this process so far (user + system, all threads), in seconds, from
-/// `/proc/self/stat` (fields 14 and 15, in clock ticks of 1/100 s on Linux).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The command name (field 2) may hold spaces: count from the closing parenthesis.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<u64> = rest
-        .split_whitespace()
-        .map(|x| x.parse().unwrap_or(0))
-        .collect();
-    // `rest` starts at field 3: utime is field 14, stime field 15.
-    (f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)) as f64 / 100.0
-}
+use cuzk_dev::cputime::process_cpu_seconds;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut size = "32GiB".to_string();
@@ -78,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for &k in &parts {
         let mut native = None;
         for r in 0..repeat {
-            let (c0, t0) = (cpu_seconds(), Instant::now());
+            let (c0, t0) = (process_cpu_seconds(), Instant::now());
             let mut tm = Timings::default();
             let (layout, w) = pool.install(|| {
                 engine.witness_c1(
@@ -102,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                  the call {:.1} s, {:.2} core-s (parse, vanilla check, layout included); \
                  {} challenges, {} aux",
                 t0.elapsed().as_secs_f64(),
-                cpu_seconds() - c0,
+                process_cpu_seconds() - c0,
                 layout.challenges,
                 w.aux.len()
             );
@@ -112,7 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         }
         let native = native.ok_or("--repeat 0")?;
-        let (c0, t0) = (cpu_seconds(), Instant::now());
+        let (c0, t0) = (process_cpu_seconds(), Instant::now());
         let mut tm = Timings::default();
         let (_, w) = engine.witness_c1(
             &c1,
@@ -128,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "partition {k}: gadget witness {:.1} s wall, {:.1} core-s; native == gadget: {equal}{}",
             t0.elapsed().as_secs_f64(),
-            cpu_seconds() - c0,
+            process_cpu_seconds() - c0,
             first.map_or(String::new(), |i| format!(
                 " (first differing aux value {i})"
             ))

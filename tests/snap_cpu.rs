@@ -222,10 +222,17 @@ fn compiled_snap_circuit_equals_the_reference_synthesis() {
         (w.aux.len(), None),
         "native aux values"
     );
-    assert_eq!(
-        cuzk::circuit::native::snap::aux_counts::<SectorShape2KiB>(&pp).unwrap(),
-        (cc.layout.prefix.aux, cc.layout.block.aux)
-    );
+    let counted = cuzk::circuit::native::snap::counted_layout::<SectorShape2KiB>(&pp).unwrap();
+    let counts = |l: &cuzk::circuit::Layout| {
+        (
+            l.prefix.inputs,
+            l.prefix.aux,
+            l.block.inputs,
+            l.block.aux,
+            l.challenges,
+        )
+    };
+    assert_eq!(counts(&counted), counts(&cc.layout));
     let asg = cc.evaluate(w.clone()).unwrap();
     assert_eq!(asg.a.len(), 1_705_044);
     assert!(asg.a == reference.a, "a = A·z");
@@ -275,10 +282,17 @@ fn native_witness_equals_the_gadgets_on_real_8mib_inputs() {
         h: filecoin_proofs::SectorUpdateConfig::from_porep_config(&proof.as_v1_config()).h,
     };
     let layout = cuzk::circuit::snap::layout::<Tree>(&pp).unwrap();
-    assert_eq!(
-        cuzk::circuit::native::snap::aux_counts::<Tree>(&pp).unwrap(),
-        (layout.prefix.aux, layout.block.aux)
-    );
+    let counted = cuzk::circuit::native::snap::counted_layout::<Tree>(&pp).unwrap();
+    let counts = |l: &cuzk::circuit::Layout| {
+        (
+            l.prefix.inputs,
+            l.prefix.aux,
+            l.block.inputs,
+            l.block.aux,
+            l.challenges,
+        )
+    };
+    assert_eq!(counts(&counted), counts(&layout));
     type C = EmptySectorUpdateCompound<Tree>;
     for k in [0, pp.partition_count - 1] {
         let vanilla: PartitionProof<Tree> = bincode::deserialize(&snap.vanilla_proofs[k]).unwrap();

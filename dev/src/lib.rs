@@ -1,6 +1,7 @@
 //! # cuzk-dev — test and bench tooling of cuzk, never part of a release build
 //!
 //! - [`c1gen`]: real-shape C1 outputs (`SealCommitPhase1Output`) without sealing a sector.
+//! - [`cputime`]: the process's CPU seconds (core-seconds in the examples).
 //! - [`fixture`]: the deterministic 2 KiB / 8 MiB PoRep fixtures (a sealed sector's C1 output
 //!   and Groth16 test parameters) that the examples and tests prove.
 //! - [`post_fixture`]: the deterministic 2 KiB PoSt fixture (a sealed sector with its cache,
@@ -16,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod c1gen;
+pub mod cputime;
 pub mod fixture;
 pub mod paramgen;
 pub mod post_fixture;

@@ -131,16 +131,18 @@ pub fn witness_into<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     })
 }
 
-/// The aux values of the prefix and of one challenge block of the circuit of `pp` and `Tree`
-/// as the native routine allocates them (a dry run on zeros: the counts do not depend on the
-/// values): the layout's `prefix.aux` and `block.aux` without recording the circuit.
+/// The layout of the circuit of `pp` and `Tree` as the native routine allocates it, without
+/// recording the circuit: its inputs and the aux values of the prefix and of one challenge
+/// block (a dry run on zeros: the counts do not depend on the values), `pp.challenge_count`
+/// blocks; no constraint counts (the witness drivers read only these).
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when `Tree` is not the tree of `pp`'s sector size.
 #[cfg(any(test, feature = "internals"))]
-pub fn aux_counts<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+pub fn counted_layout<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     pp: &PublicParams,
-) -> Result<(usize, usize)> {
+) -> Result<Layout> {
+    use crate::circuit::Counts;
     let shape = tree_shape::<Tree>();
     let levels = check_shape(pp, shape)?;
     let s = Shared {
@@ -176,7 +178,19 @@ pub fn aux_counts<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let block = count(|t| {
         s.block(t, 0, &o);
     });
-    Ok((s.prefix_segments().iter().sum(), block))
+    Ok(Layout {
+        prefix: Counts {
+            inputs: INPUTS,
+            aux: s.prefix_segments().iter().sum(),
+            constraints: 0,
+        },
+        block: Counts {
+            inputs: 0,
+            aux: block,
+            constraints: 0,
+        },
+        challenges: pp.challenge_count,
+    })
 }
 
 /// The shape of `Tree` (base, sub-tree and top-tree arities).
@@ -745,7 +759,6 @@ mod tests {
     use super::*;
     use crate::circuit::native::poseidon::tests::{fr, rng};
     use crate::circuit::snap as gadget;
-    use crate::circuit::Counts;
 
     fn params(sector_bytes: u64) -> PublicParams {
         PublicParams::from_sector_size(sector_bytes)
@@ -818,25 +831,11 @@ mod tests {
         (inputs, vanilla)
     }
 
-    /// A layout of `pp` from the native routine's counts, without recording the circuit (the
-    /// witness drivers read only the counts of inputs and aux values).
+    /// [`counted_layout`] of `pp` (the witness drivers read only its counts).
     fn native_layout<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         pp: &PublicParams,
     ) -> Layout {
-        let (prefix, block) = aux_counts::<Tree>(pp).unwrap();
-        Layout {
-            prefix: Counts {
-                inputs: INPUTS,
-                aux: prefix,
-                constraints: 0,
-            },
-            block: Counts {
-                inputs: 0,
-                aux: block,
-                constraints: 0,
-            },
-            challenges: pp.challenge_count,
-        }
+        counted_layout::<Tree>(pp).unwrap()
     }
 
     /// The gadget witness of the circuit filecoin builds from the same inputs.
