@@ -81,9 +81,12 @@ for step in "$@"; do
           grep -E "proof 0:" "$L/winning_under_load.log" | sed 's/^/under PoRep load: /' | tee -a "$S"
           wait $pr; echo "PoRep beside it: rc=$?" | tee -a "$S"
         fi
-        # The WindowPoSt set at 32 GiB is as large as PoRep's (~48 GiB with its circuit cache
-        # beside): nothing of the PoRep size may stay on the 64 GiB disk.
+        # The WindowPoSt set at 32 GiB is as large as PoRep's: nothing of the PoRep size may
+        # stay on the 64 GiB disk. Its circuit cache does not fit beside it either (*I1*: 67 GB
+        # written by the A section, 63 GB free): compiled in memory by each command instead
+        # (E2E_WINDOW_CC, default `off`; ~20 s a command at 32 GiB).
         rm -rf "$PP" "$E/$size/cc"
+        export CUZK_CIRCUIT_CACHE=${E2E_WINDOW_CC:-off}
       fi
       RUST_LOG=info t genparams_$k $TV $F/cuzk gen-params --kind $k-post --sector-size "$size" \
         --seed "post-$size" --device gpu "$P" || continue
