@@ -15,8 +15,8 @@ use super::{out, parameter_dir, report_and_write, run_repeated, BackendArg, Fail
 /// The arguments of a command that proves a generated input file.
 #[derive(Args)]
 pub(crate) struct RunArgs {
-    /// The inputs: the JSON file `cuzk gen-post` (`post.json`) or `cuzk gen-snap` (`snap.json`)
-    /// writes.
+    /// The inputs: the JSON file of this command's generator (prove-post: the `post.json` of
+    /// `cuzk gen-post`; prove-snap: the `snap.json` of `cuzk gen-snap`).
     input: PathBuf,
     /// Directory of the circuit's .params / .vk files (default: $FIL_PROOFS_PARAMETER_CACHE,
     /// else /var/tmp/filecoin-proof-parameters).

@@ -99,8 +99,8 @@ enum Command {
     #[command(name = "gen-snap", after_help = EXIT_CODES)]
     GenSnap(GenSnapArgs),
     /// Generate Groth16 test parameters (insecure: the seed gives the toxic waste) for a sector
-    /// size's PoRep, WindowPoSt or WinningPoSt circuit; writes the v28 .params, .vk and .meta
-    /// files into DIR.
+    /// size's PoRep, WindowPoSt, WinningPoSt or SnapDeals circuit; writes the v28 .params, .vk
+    /// and .meta files into DIR.
     #[command(name = "gen-params", after_help = EXIT_CODES)]
     GenParams(GenParamsArgs),
     /// Serve the cuzk.v1.ProvingEngine gRPC API (Curio's cuzk daemon) until SIGINT / SIGTERM:
@@ -917,6 +917,21 @@ fn verify_post(a: VerifyPostArgs) -> Result<(), Failure> {
 }
 
 fn verify_snap(a: VerifySnapArgs) -> Result<(), Failure> {
+    // filecoin-proofs converts the three to field elements and panics on one that is not:
+    // refused first, before the parameters are read.
+    for (name, comm) in [
+        ("comm-r-old", &a.comm_r_old),
+        ("comm-r-new", &a.comm_r_new),
+        ("comm-d-new", &a.comm_d_new),
+    ] {
+        if bool::from(<blstrs::Scalar as ff::PrimeField>::from_repr(*comm).is_none()) {
+            return Err(Error::InvalidInput(format!(
+                "--{name} {} is not a canonical BLS12-381 scalar field element",
+                hex(comm)
+            ))
+            .into());
+        }
+    }
     let dir = parameter_dir(a.params.as_deref())?;
     let proof_type = cuzk::snap::registered_update_proof(a.registered_proof)?;
     // As `verify`: the verifying key must be there and readable (20 / 21), not derived by

@@ -387,6 +387,37 @@ fn verify_post_refuses_what_it_cannot_check() {
     assert_eq!(run(bad_r).0, Some(2));
 }
 
+/// `verify-snap` with a commitment that is not a canonical field element (filecoin-proofs
+/// panics on one): invalid input (exit 11) naming it, before the parameters are read, and no
+/// panic.
+#[test]
+fn verify_snap_refuses_commitments_that_are_no_field_elements() {
+    let d = tmp_dir("verify-snap");
+    let (ok, bad) = ("00".repeat(32), "ff".repeat(32));
+    for name in ["--comm-r-old", "--comm-r-new", "--comm-d-new"] {
+        let mut a = vec![
+            "verify-snap",
+            "--registered-proof",
+            "0",
+            "--params",
+            s(&d),
+            "--proof",
+            "/nonexistent/cuzk-cli-test/proof.bin",
+        ];
+        for c in ["--comm-r-old", "--comm-r-new", "--comm-d-new"] {
+            a.extend([c, if c == name { &bad } else { &ok }]);
+        }
+        let out = cuzk(&a);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{name}: {stderr}");
+        assert!(
+            stderr.contains(name) && stderr.contains("canonical"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
 /// Missing parameters (exit 20): the hint names the `--params` directory when it was given, and
 /// `FIL_PROOFS_PARAMETER_CACHE` only when it was not. `prove` gets that far after parsing and
 /// checking the C1 output, reported as one `parse` stage.
