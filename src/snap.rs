@@ -13,18 +13,22 @@
 //! (`EmptySectorUpdateCompound::circuit`, `generate_public_inputs`, `h` of its
 //! `SectorUpdateConfig`); the vanilla proofs are verified (`EmptySectorUpdate::
 //! verify_all_partitions`: Merkle paths, challenges from comm_r_new, the new labels) before any
-//! heavy work.
+//! heavy work, after their values are checked for what that code takes on trust (field
+//! elements, path positions), and then their apex leaves as the circuit checks them (the apex
+//! tree's root up to comm_d_new, each challenge's path to its apex leaf), which it does not.
 
 use std::path::{Path, PathBuf};
 
 use blstrs::{Bls12, Scalar as Fr};
+use ff::PrimeField;
+use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::{MerkleTreeTrait, SectorUpdateConfig};
 use filecoin_proofs_api::RegisteredUpdateProof;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_update::constants::{TreeDDomain, TreeRDomain, TreeRHasher};
+use storage_proofs_update::constants::{TreeDDomain, TreeDHasher, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams,
 };
@@ -101,9 +105,10 @@ pub struct SnapRequest<'a> {
 }
 
 /// Checks `req` as the engine does before any heavy work — the proof type and sector size, the
-/// commitments, the partition count, the vanilla proofs' encoding and shape, and the vanilla
-/// proofs themselves against the commitments — without parameters or a device: what the daemon
-/// runs before queueing.
+/// commitments, the partition count, the vanilla proofs' encoding and shape (every field
+/// element a canonical scalar, every path of the tree's shape with its positions in range), the
+/// vanilla proofs themselves against the commitments, and the apex leaves as the circuit checks
+/// them — without parameters or a device: what the daemon runs before queueing.
 ///
 /// # Errors
 /// [`Error::InvalidInput`], [`Error::MalformedInput`] as the engine's call returns them.
@@ -148,7 +153,10 @@ pub(crate) struct SnapJob<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
 }
 
 /// Runs `f`, a filecoin-proofs call on the caller's vanilla proofs, turning its error or panic
-/// (malformed values make it panic) into [`Error::InvalidInput`] prefixed with `what`.
+/// into [`Error::InvalidInput`] prefixed with `what`. The values it panics on (field elements
+/// that are not canonical, path positions out of range) are refused before it runs
+/// ([`check_partition_fields`]); the panic is caught as the last guard only (the panic hook has
+/// printed it by then).
 fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => Ok(v),
@@ -161,6 +169,170 @@ fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T>
             Err(Error::InvalidInput(format!("{what}: {msg}")))
         }
     }
+}
+
+/// What a value that is not a canonical field element is called in messages.
+const NOT_CANONICAL: &str = "is not a canonical BLS12-381 scalar field element";
+
+/// Whether `bytes` are a canonical BLS12-381 scalar (32 bytes, little endian, below the
+/// modulus): what filecoin-proofs' conversions of a Poseidon or SHA-256 digest to a field
+/// element expect (`from_repr failure` panics otherwise). As `post`'s.
+fn is_canonical(bytes: &[u8]) -> bool {
+    <[u8; 32]>::try_from(bytes).is_ok_and(|repr| Fr::from_repr(repr).is_some().into())
+}
+
+/// Checks the values of `p`, one Merkle path of a challenge proof (`tree` names it), that
+/// filecoin-proofs takes on trust and panics on: its leaf, root and siblings canonical scalars
+/// ([`is_canonical`]), each level's position below its arity (its siblings plus one: the
+/// path's shape is checked before), and the position the proof's parts (base, sub-tree, top
+/// tree) make the one these levels make.
+///
+/// # Errors
+/// What is wrong, naming the tree and the value.
+fn check_path<P: MerkleProofTrait>(tree: &str, p: &P) -> std::result::Result<(), String> {
+    for (name, value) in [("leaf", p.leaf()), ("root", p.root())] {
+        if !is_canonical(value.as_ref()) {
+            return Err(format!("{tree} {name} {NOT_CANONICAL}"));
+        }
+    }
+    let (mut position, mut leaves_below) = (0usize, 1usize);
+    for (l, (siblings, at)) in p.path().iter().enumerate() {
+        if let Some(s) = siblings.iter().position(|h| !is_canonical(h.as_ref())) {
+            return Err(format!(
+                "{tree} path level {l}, sibling {s} {NOT_CANONICAL}"
+            ));
+        }
+        let arity = siblings.len() + 1;
+        if *at >= arity {
+            return Err(format!(
+                "{tree} path level {l}: position {at} out of range for arity {arity}"
+            ));
+        }
+        position += at * leaves_below;
+        leaves_below *= arity;
+    }
+    if p.path_index() != position {
+        return Err(format!(
+            "{tree} path: its parts (base, sub-tree, top tree) do not split the path as the \
+             tree's shape does"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `p`, partition `k`'s vanilla proof (of the circuit's shape:
+/// [`check_partition_shape`]), for what filecoin-proofs takes on trust and panics on: comm_c,
+/// the apex leaves and each challenge's three paths ([`check_path`]: TreeROld, TreeDNew,
+/// TreeRNew; the SHA-256 values too, which the vanilla check and the circuit convert to field
+/// elements alike).
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the partition, the challenge and the value.
+fn check_partition_fields<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    k: usize,
+    p: &PartitionProof<Tree>,
+) -> Result<()> {
+    let bad = |what: String| {
+        Err(Error::InvalidInput(format!(
+            "snap-deals vanilla proof {k} (partition {k}): {what}"
+        )))
+    };
+    if !is_canonical(p.comm_c.as_ref()) {
+        return bad(format!("comm_c {NOT_CANONICAL}"));
+    }
+    if let Some(a) = p.apex_leafs.iter().position(|l| !is_canonical(l.as_ref())) {
+        return bad(format!("apex leaf {a} {NOT_CANONICAL}"));
+    }
+    for (i, c) in p.challenge_proofs.iter().enumerate() {
+        let checked = check_path("TreeROld", &c.proof_r_old)
+            .and_then(|()| check_path("TreeDNew", &c.proof_d_new))
+            .and_then(|()| check_path("TreeRNew", &c.proof_r_new));
+        if let Err(what) = checked {
+            return bad(format!("challenge {i}: {what}"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks what the circuit checks of the TreeDNew values of `p`, partition `k`'s vanilla proof
+/// (verified by filecoin-proofs: each challenge's TreeDNew path leads to `comm_d_new` from the
+/// challenged leaf), and filecoin-proofs' vanilla check does not: the root of the apex tree
+/// (SHA-256 of pairs, row by row, as `apex_por`) leads to `comm_d_new` along the partition's
+/// path (challenge 0's TreeDNew path above the apex tree, which every challenge's must equal,
+/// with `k`'s bits), and each challenge's TreeDNew path leads from its leaf to the apex leaf at
+/// its position. filecoin-proofs' check only looks each apex-path sibling up somewhere in the
+/// apex tree's row: apex leaves out of order pass it and fail in synthesis.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the partition (and the challenge).
+fn check_apex<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &PublicParams,
+    k: usize,
+    p: &PartitionProof<Tree>,
+    comm_d_new: &TreeDDomain,
+) -> Result<()> {
+    let bad = |what: String| {
+        Err(Error::InvalidInput(format!(
+            "snap-deals vanilla proof {k} (partition {k}): {what}"
+        )))
+    };
+    let hash2 = <TreeDHasher as Hasher>::Function::hash2;
+    // `node` at position `at` (0: left, 1: right) among the pair with `sibling`.
+    let up = |node: &TreeDDomain, sibling: &TreeDDomain, at: usize| {
+        if at == 0 {
+            hash2(node, sibling)
+        } else {
+            hash2(sibling, node)
+        }
+    };
+    let mut row = p.apex_leafs.clone();
+    while row.len() > 1 {
+        row = row.chunks(2).map(|s| hash2(&s[0], &s[1])).collect();
+    }
+    let to_apex = pp.challenge_bit_len - pp.partition_bit_len - pp.apex_leaf_bit_len;
+    let above_apex = pp.challenge_bit_len - pp.partition_bit_len;
+    let siblings_above = |c: &storage_proofs_update::ChallengeProof<Tree>| -> Vec<TreeDDomain> {
+        c.proof_d_new.path()[above_apex..]
+            .iter()
+            .map(|(s, _)| s[0])
+            .collect()
+    };
+    let partition_path = siblings_above(&p.challenge_proofs[0]);
+    if let Some(i) = (1..p.challenge_proofs.len())
+        .find(|&i| siblings_above(&p.challenge_proofs[i]) != partition_path)
+    {
+        return bad(format!(
+            "challenge {i}: its TreeDNew path above the apex tree is not challenge 0's (the \
+             partition's path)"
+        ));
+    }
+    let root = partition_path
+        .iter()
+        .enumerate()
+        .fold(row[0], |node, (j, s)| up(&node, s, (k >> j) & 1));
+    if root != *comm_d_new {
+        return bad(
+            "the root of its apex leaves does not lead to comm_d_new along the partition's path \
+             (apex leaves changed or out of order?)"
+                .into(),
+        );
+    }
+    for (i, c) in p.challenge_proofs.iter().enumerate() {
+        let path = c.proof_d_new.path();
+        let apex_leaf = path[..to_apex]
+            .iter()
+            .fold(c.proof_d_new.leaf(), |node, (s, at)| up(&node, &s[0], *at));
+        let a = path[to_apex..above_apex]
+            .iter()
+            .enumerate()
+            .fold(0, |a, (j, (_, at))| a | at << j);
+        if apex_leaf != p.apex_leafs[a] {
+            return bad(format!(
+                "challenge {i}: its TreeDNew path does not lead to apex leaf {a}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The shape of a Merkle path: siblings per level.
@@ -178,7 +350,7 @@ fn check_partition_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 ) -> Result<()> {
     let bad = |what: String| {
         Err(Error::InvalidInput(format!(
-            "snap-deals vanilla proof {k}: {what}"
+            "snap-deals vanilla proof {k} (partition {k}): {what}"
         )))
     };
     if p.apex_leafs.len() != pp.apex_leaf_count {
@@ -254,8 +426,10 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             })
         })
         .collect::<Result<_>>()?;
+    // Before any filecoin-proofs code runs on them (`on_vanilla` stays the last guard).
     for (k, p) in vanilla.iter().enumerate() {
         check_partition_shape(&pp, k, p)?;
+        check_partition_fields(k, p)?;
     }
     let config = SectorUpdateConfig::from_porep_config(&proof.as_v1_config());
     let pub_inputs = PublicInputs {
@@ -274,6 +448,9 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
              comm_d_new (wrong commitments, partition order or sector size?)"
                 .into(),
         ));
+    }
+    for (k, p) in vanilla.iter().enumerate() {
+        check_apex(&pp, k, p, &comm_d_new)?;
     }
     let (params_path, _) = crate::srs::snap_param_paths::<Tree>(param_dir, &pp);
     Ok(SnapJob {

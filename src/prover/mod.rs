@@ -423,7 +423,7 @@ pub fn check_satisfied(asg: &Assignment, partition: usize) -> Result<()> {
 pub fn unsatisfied(partition: usize, j: usize, n: usize) -> Error {
     Error::Synthesis {
         partition,
-        message: format!("the C1 output does not satisfy the circuit (constraint {j} of {n})"),
+        message: format!("the inputs do not satisfy the circuit (constraint {j} of {n})"),
     }
 }
 
