@@ -488,7 +488,7 @@ impl Engine {
     ///
     /// # Errors
     /// Input errors (1xx) before any heavy work; parameter errors (2xx); device and memory errors
-    /// (3xx, 4xx); [`Error::Synthesis`] when the C1 output does not satisfy the circuit;
+    /// (3xx, 4xx); [`Error::Synthesis`] when the inputs do not satisfy the circuit;
     /// [`Error::VerificationFailed`] if a proof does not verify; [`Error::Panic`] if a worker
     /// panicked.
     pub fn prove_porep_c2(

@@ -138,7 +138,8 @@ pub enum Error {
     },
 
     // ---- proving: 500-599 ----
-    /// Circuit synthesis failed (the C1 output does not satisfy the circuit, or is inconsistent).
+    /// Circuit synthesis failed (the inputs — a C1 output, vanilla proofs — do not satisfy the
+    /// circuit, or are inconsistent).
     #[error("synthesis of partition {partition} failed: {message}")]
     Synthesis {
         /// Partition index.

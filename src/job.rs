@@ -151,6 +151,18 @@ pub(crate) trait Job: Sync {
     }
 }
 
+/// What a value that is not a canonical field element is called in the input checks' messages.
+pub(crate) const NOT_CANONICAL: &str = "is not a canonical BLS12-381 scalar field element";
+
+/// Whether `bytes` are a canonical BLS12-381 scalar (32 bytes, little endian, below the
+/// modulus): what filecoin-proofs' conversions of a Poseidon or SHA-256 digest to a field
+/// element expect (it panics with `from_repr failure` otherwise). The PoSt and SnapDeals input
+/// checks refuse every vanilla-proof value that is not.
+pub(crate) fn is_canonical(bytes: &[u8]) -> bool {
+    use ff::PrimeField;
+    <[u8; 32]>::try_from(bytes).is_ok_and(|repr| Fr::from_repr(repr).is_some().into())
+}
+
 /// The file name of `path` (a parameter file's: the compiled circuit's cache names derive from
 /// it), empty for a path without one.
 /// Decodes a vanilla proof as filecoin-proofs-api encodes it (bincode, fixed-width integers,

@@ -15,7 +15,6 @@
 use std::path::{Path, PathBuf};
 
 use blstrs::Scalar as Fr;
-use ff::PrimeField;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig};
 use filecoin_proofs_api::RegisteredPoStProof;
@@ -31,6 +30,7 @@ use storage_proofs_post::fallback::{
 
 use crate::circuit::{self, CompiledCircuit, Layout, Witness};
 use crate::error::{Error, Result};
+use crate::job::{is_canonical, NOT_CANONICAL};
 use crate::job::{Job, ProofKind};
 use crate::synth::Assignment;
 
@@ -209,16 +209,6 @@ fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T>
             Err(Error::InvalidInput(format!("{what}: {msg}")))
         }
     }
-}
-
-/// What a value that is not a canonical field element is called in messages.
-const NOT_CANONICAL: &str = "is not a canonical BLS12-381 scalar field element";
-
-/// Whether `bytes` are a canonical BLS12-381 scalar (32 bytes, little endian, below the
-/// modulus): what filecoin-proofs' conversions of a Poseidon digest to a field element expect
-/// (`from_repr failure` panics otherwise).
-fn is_canonical(bytes: &[u8]) -> bool {
-    <[u8; 32]>::try_from(bytes).is_ok_and(|repr| Fr::from_repr(repr).is_some().into())
 }
 
 /// The arity of each level of a challenged leaf's path in `Tree`'s tree_r_last of a sector of
@@ -626,6 +616,7 @@ impl<Tree: 'static + MerkleTreeTrait> Job for PostJob<Tree> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ff::PrimeField;
 
     #[test]
     fn post_proof_numbers_follow_the_actors_numbering() {

@@ -20,7 +20,6 @@
 use std::path::{Path, PathBuf};
 
 use blstrs::{Bls12, Scalar as Fr};
-use ff::PrimeField;
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::{MerkleTreeTrait, SectorUpdateConfig};
 use filecoin_proofs_api::RegisteredUpdateProof;
@@ -40,6 +39,7 @@ type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
 /// filecoin's vanilla proof scheme of SnapDeals.
 type Scheme<Tree> = EmptySectorUpdate<Tree>;
 use crate::error::{Error, Result};
+use crate::job::{is_canonical, NOT_CANONICAL};
 use crate::job::{Job, ProofKind};
 use crate::synth::Assignment;
 
@@ -169,16 +169,6 @@ fn on_vanilla<T>(what: &str, f: impl FnOnce() -> anyhow::Result<T>) -> Result<T>
             Err(Error::InvalidInput(format!("{what}: {msg}")))
         }
     }
-}
-
-/// What a value that is not a canonical field element is called in messages.
-const NOT_CANONICAL: &str = "is not a canonical BLS12-381 scalar field element";
-
-/// Whether `bytes` are a canonical BLS12-381 scalar (32 bytes, little endian, below the
-/// modulus): what filecoin-proofs' conversions of a Poseidon or SHA-256 digest to a field
-/// element expect (`from_repr failure` panics otherwise). As `post`'s.
-fn is_canonical(bytes: &[u8]) -> bool {
-    <[u8; 32]>::try_from(bytes).is_ok_and(|repr| Fr::from_repr(repr).is_some().into())
 }
 
 /// Checks the values of `p`, one Merkle path of a challenge proof (`tree` names it), that

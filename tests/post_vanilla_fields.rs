@@ -9,8 +9,9 @@
 //! test's panics are counted. Inputs from `cuzk_dev::postgen` (2 KiB, no sealing, no
 //! parameters).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+mod panic_count;
+
+use std::sync::atomic::Ordering;
 
 use blstrs::Scalar as Fr;
 use cuzk::post::{check, PostRequest};
@@ -61,13 +62,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 #[test]
 fn non_canonical_values_and_bad_positions_are_refused_without_a_panic() {
-    let panics = Arc::new(AtomicUsize::new(0));
-    let seen = panics.clone();
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        default_hook(info);
-    }));
+    let panics = panic_count::count_panics();
     for kind in [ProofKind::WindowPost, ProofKind::WinningPost] {
         let g = generated(kind);
         let number = g.registered_proof_number().unwrap();

@@ -12,8 +12,9 @@
 //! fixture (its parameters are not read: every request is refused before) and
 //! `cuzk_dev::snapgen`'s generated ones.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+mod panic_count;
+
+use std::sync::atomic::Ordering;
 
 use blstrs::Scalar as Fr;
 use cuzk::snap::SnapRequest;
@@ -99,13 +100,7 @@ fn non_canonical() -> [[u8; 32]; 3] {
 
 #[test]
 fn bad_values_and_apex_leaves_are_refused_without_a_panic() {
-    let panics = Arc::new(AtomicUsize::new(0));
-    let seen = panics.clone();
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        default_hook(info);
-    }));
+    let panics = panic_count::count_panics();
     let f = ensure_snap_fixture(&default_snap_fixture_dir()).expect("2 KiB SnapDeals fixture");
     let engine = Engine::new(
         EngineConfig::default()
