@@ -210,6 +210,13 @@ fn check_path<P: MerkleProofTrait>(tree: &str, p: &P) -> std::result::Result<(),
     Ok(())
 }
 
+/// Partition `k`'s vanilla proof refused for `what`: [`Error::InvalidInput`] naming it.
+fn refuse_partition<T>(k: usize, what: String) -> Result<T> {
+    Err(Error::InvalidInput(format!(
+        "snap-deals vanilla proof {k} (partition {k}): {what}"
+    )))
+}
+
 /// Checks `p`, partition `k`'s vanilla proof (of the circuit's shape:
 /// [`check_partition_shape`]), for what filecoin-proofs takes on trust and panics on: comm_c,
 /// the apex leaves and each challenge's three paths ([`check_path`]: TreeROld, TreeDNew,
@@ -222,11 +229,7 @@ fn check_partition_fields<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>
     k: usize,
     p: &PartitionProof<Tree>,
 ) -> Result<()> {
-    let bad = |what: String| {
-        Err(Error::InvalidInput(format!(
-            "snap-deals vanilla proof {k} (partition {k}): {what}"
-        )))
-    };
+    let bad = |what: String| refuse_partition(k, what);
     if !is_canonical(p.comm_c.as_ref()) {
         return bad(format!("comm_c {NOT_CANONICAL}"));
     }
@@ -261,11 +264,7 @@ fn check_apex<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     p: &PartitionProof<Tree>,
     comm_d_new: &TreeDDomain,
 ) -> Result<()> {
-    let bad = |what: String| {
-        Err(Error::InvalidInput(format!(
-            "snap-deals vanilla proof {k} (partition {k}): {what}"
-        )))
-    };
+    let bad = |what: String| refuse_partition(k, what);
     let hash2 = <TreeDHasher as Hasher>::Function::hash2;
     // `node` at position `at` (0: left, 1: right) among the pair with `sibling`.
     let up = |node: &TreeDDomain, sibling: &TreeDDomain, at: usize| {
@@ -338,11 +337,7 @@ fn check_partition_shape<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     k: usize,
     p: &PartitionProof<Tree>,
 ) -> Result<()> {
-    let bad = |what: String| {
-        Err(Error::InvalidInput(format!(
-            "snap-deals vanilla proof {k} (partition {k}): {what}"
-        )))
-    };
+    let bad = |what: String| refuse_partition(k, what);
     if p.apex_leafs.len() != pp.apex_leaf_count {
         return bad(format!(
             "{} apex leaves, expected {}",

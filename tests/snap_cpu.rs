@@ -69,6 +69,18 @@ fn prove(vanilla: &[Vec<u8>], options: &ProveOptions) -> cuzk::Result<cuzk::Proo
     engine().prove_snap_deals(&request(f, &v), options)
 }
 
+/// The counts a witness driver reads from a layout: inputs and aux of the prefix and of a
+/// block, and the blocks.
+fn layout_counts(l: &cuzk::circuit::Layout) -> (usize, usize, usize, usize, usize) {
+    (
+        l.prefix.inputs,
+        l.prefix.aux,
+        l.block.inputs,
+        l.block.aux,
+        l.challenges,
+    )
+}
+
 /// The proof, checked by filecoin-proofs-api in a child process whose
 /// `FIL_PROOFS_PARAMETER_CACHE` is the fixture's parameter directory (read once per process).
 #[test]
@@ -223,16 +235,7 @@ fn compiled_snap_circuit_equals_the_reference_synthesis() {
         "native aux values"
     );
     let counted = cuzk::circuit::native::snap::counted_layout::<SectorShape2KiB>(&pp).unwrap();
-    let counts = |l: &cuzk::circuit::Layout| {
-        (
-            l.prefix.inputs,
-            l.prefix.aux,
-            l.block.inputs,
-            l.block.aux,
-            l.challenges,
-        )
-    };
-    assert_eq!(counts(&counted), counts(&cc.layout));
+    assert_eq!(layout_counts(&counted), layout_counts(&cc.layout));
     let asg = cc.evaluate(w.clone()).unwrap();
     assert_eq!(asg.a.len(), 1_705_044);
     assert!(asg.a == reference.a, "a = A·z");
@@ -283,16 +286,7 @@ fn native_witness_equals_the_gadgets_on_real_8mib_inputs() {
     };
     let layout = cuzk::circuit::snap::layout::<Tree>(&pp).unwrap();
     let counted = cuzk::circuit::native::snap::counted_layout::<Tree>(&pp).unwrap();
-    let counts = |l: &cuzk::circuit::Layout| {
-        (
-            l.prefix.inputs,
-            l.prefix.aux,
-            l.block.inputs,
-            l.block.aux,
-            l.challenges,
-        )
-    };
-    assert_eq!(counts(&counted), counts(&layout));
+    assert_eq!(layout_counts(&counted), layout_counts(&layout));
     type C = EmptySectorUpdateCompound<Tree>;
     for k in [0, pp.partition_count - 1] {
         let vanilla: PartitionProof<Tree> = bincode::deserialize(&snap.vanilla_proofs[k]).unwrap();
