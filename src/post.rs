@@ -96,6 +96,30 @@ pub fn registered_post_proof(kind: ProofKind, v: u64) -> Result<RegisteredPoStPr
     Ok(proof)
 }
 
+/// The most partitions a WindowPoSt deadline holds: the actors' policy
+/// `MAX_PARTITIONS_PER_DEADLINE`, 3000 for every sector size (300 partitions of 2349 32 GiB
+/// sectors in each of the 48 deadlines make about 1 EiB). A WindowPoSt partition index is below
+/// it.
+pub const MAX_PARTITIONS_PER_DEADLINE: usize = 3000;
+
+/// Checks a PoSt request's partition index: a WindowPoSt's must be below
+/// [`MAX_PARTITIONS_PER_DEADLINE`] (WinningPoSt has no partitions: its index is not used). A
+/// cheap check of the request's own field, run by [`check`] and the engine's calls before
+/// anything else, and by the daemon before it reads the vanilla proofs.
+///
+/// # Errors
+/// [`Error::InvalidInput`] naming the index and the limit.
+pub fn check_partition_index(kind: ProofKind, partition_index: usize) -> Result<()> {
+    if kind == ProofKind::WindowPost && partition_index >= MAX_PARTITIONS_PER_DEADLINE {
+        return Err(Error::InvalidInput(format!(
+            "{kind}: partition_index {partition_index} is out of range: a deadline holds at \
+             most {MAX_PARTITIONS_PER_DEADLINE} partitions (0 to {})",
+            MAX_PARTITIONS_PER_DEADLINE - 1
+        )));
+    }
+    Ok(())
+}
+
 /// Sector size in bytes of the PoSt proof type `v` of `kind` ([`registered_post_proof`]).
 ///
 /// # Errors
@@ -118,16 +142,19 @@ pub struct PostRequest<'a> {
     pub randomness: &'a [u8],
     /// The 32-byte prover id ([`crate::c1::prover_id_from_actor_id`]).
     pub prover_id: &'a [u8],
-    /// WindowPoSt: the partition's index in the deadline (not used by WinningPoSt). It goes to
-    /// filecoin-proofs as its `generate_single_window_post_with_vanilla` takes it; from V1_1 on
-    /// the challenges, and so the proof, do not depend on it.
+    /// WindowPoSt: the partition's index in the deadline, below [`MAX_PARTITIONS_PER_DEADLINE`]
+    /// (not used by WinningPoSt). It goes to filecoin-proofs as its
+    /// `generate_single_window_post_with_vanilla` takes it; from V1_1 on the challenges, and so
+    /// the proof, do not depend on it.
     pub partition_index: usize,
 }
 
-/// Checks `req` as the engine does before any heavy work — the proof type, the vanilla proofs'
-/// encoding and shape (one sector proof of the proof type's challenge count each, every field
-/// element a canonical scalar, every path of the tree's shape with its positions in range), the
-/// randomness and prover id, and the vanilla proofs themselves against the randomness —
+/// Checks `req` as the engine does before any heavy work — the proof type, the partition index
+/// ([`check_partition_index`]), the vanilla proofs' encoding and shape (one sector proof of the
+/// proof type's challenge count each, every field element a canonical scalar, every path of the
+/// tree's shape with its positions in range; WinningPoSt's one vanilla proof, WindowPoSt's in
+/// ascending order of their sectors, each once), the randomness and prover id, and the vanilla
+/// proofs themselves against the randomness —
 /// without parameters or a device: what the daemon runs before queueing.
 ///
 /// # Errors
@@ -331,6 +358,7 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
     param_dir: &Path,
 ) -> Result<PostJob<Tree>> {
     let kind = req.kind;
+    check_partition_index(kind, req.partition_index)?;
     let prover_id = crate::c1::prover_id(req.prover_id)?;
     if req.vanilla_proofs.is_empty() {
         return Err(Error::InvalidInput(format!("{kind}: no vanilla proofs")));
@@ -363,6 +391,24 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
         filecoin_proofs::as_safe_commitment(&prover_id, "prover_id")
             .map_err(|e| Error::InvalidInput(format!("{kind}: {e:#}")))?;
     let config: PoStConfig = proof.as_v1_config();
+    // WinningPoSt proves the one challenged sector: more vanilla proofs (the same one repeated,
+    // say) are refused as that, before the checks of each proof and of their order.
+    if kind == ProofKind::WinningPost && vanilla.len() != config.sector_count {
+        let ids: Vec<u64> = vanilla.iter().map(|v| u64::from(v.sector_id)).collect();
+        let repeated = ids.iter().enumerate().find_map(|(i, id)| {
+            let j = ids[i + 1..].iter().position(|x| x == id)?;
+            Some(format!(
+                " (vanilla proofs {i} and {} are both of sector {id})",
+                i + 1 + j
+            ))
+        });
+        return Err(Error::InvalidInput(format!(
+            "{kind}: {} vanilla proofs{}, expected {}: the challenged sector's",
+            vanilla.len(),
+            repeated.unwrap_or_default(),
+            config.sector_count
+        )));
+    }
     // One sector's vanilla proof holds one sector proof of `challenge_count` inclusion proofs
     // (filecoin-proofs-api `generate_single_vanilla_proof`). filecoin-proofs would take extra
     // sector proofs into the partition unchecked, so a crafted one fails only in synthesis.
@@ -393,15 +439,24 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
     // filecoin-proofs' verifiers take a partition's sectors as a map by number: in ascending
     // order, each once. A proof over another order (which filecoin-proofs would make, and our
     // self-check in that order would accept) never verifies there.
-    if let Some(w) = vanilla
+    if let Some(i) = vanilla
         .windows(2)
-        .find(|w| u64::from(w[0].sector_id) >= u64::from(w[1].sector_id))
+        .position(|w| u64::from(w[0].sector_id) >= u64::from(w[1].sector_id))
     {
+        let (a, b) = (
+            u64::from(vanilla[i].sector_id),
+            u64::from(vanilla[i + 1].sector_id),
+        );
+        let what = if a == b {
+            format!("vanilla proofs {i} and {} are both of sector {a}", i + 1)
+        } else {
+            format!(
+                "vanilla proof {i} is of sector {a}, the next one of sector {b}, a lower number"
+            )
+        };
         return Err(Error::InvalidInput(format!(
-            "{kind} vanilla proofs: sector {} before sector {}: the sectors must come in \
-             ascending order of their numbers, each once (as the verifiers take them)",
-            u64::from(w[0].sector_id),
-            u64::from(w[1].sector_id)
+            "{kind}: {what}: the sectors must come in ascending order of their numbers, each \
+             once (as the verifiers take them)"
         )));
     }
     let sectors: Vec<PublicSector<_>> = vanilla
@@ -436,14 +491,8 @@ pub(crate) fn prepare<Tree: 'static + MerkleTreeTrait>(
             (pp, p, inputs(sectors, Some(0)))
         }
         ProofKind::WinningPost => {
+            // One vanilla proof per challenged sector: checked above.
             let pp = public_params::<Tree>(proof)?;
-            if vanilla.len() != config.sector_count {
-                return Err(Error::InvalidInput(format!(
-                    "{kind}: {} vanilla proofs, expected {}",
-                    vanilla.len(),
-                    config.sector_count
-                )));
-            }
             let one = inputs(sectors.clone(), Some(0));
             let p = on_vanilla("vanilla proofs", || {
                 filecoin_proofs::single_partition_vanilla_proofs(&config, &pp, &one, &vanilla)
@@ -733,5 +782,42 @@ mod tests {
             }),
             100
         );
+    }
+
+    #[test]
+    fn window_post_partition_indices_stop_at_the_deadlines_limit() {
+        let rand = [7u8; 32];
+        let prover = crate::c1::prover_id_from_actor_id(1000);
+        let junk: &[&[u8]] = &[b"not a vanilla proof"];
+        let req = |kind, registered_proof, partition_index| PostRequest {
+            kind,
+            registered_proof,
+            vanilla_proofs: junk,
+            randomness: &rand,
+            prover_id: &prover,
+            partition_index,
+        };
+        // Past the limit: refused before the vanilla proofs are read (no panic, whatever the
+        // value); below it, the junk vanilla proof is what is refused (100).
+        for index in [3000, 3001, 1 << 40, usize::MAX - 1, usize::MAX] {
+            let e = check(&req(ProofKind::WindowPost, 13, index)).unwrap_err();
+            assert_eq!(e.code(), 101, "{index}: {e}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid input: window-post: partition_index {index} is out of range: a \
+                     deadline holds at most 3000 partitions (0 to 2999)"
+                )
+            );
+        }
+        for index in [0, 1, 2999] {
+            let e = check(&req(ProofKind::WindowPost, 13, index)).unwrap_err();
+            assert_eq!(e.code(), 100, "{index}: {e}");
+        }
+        // WinningPoSt has no partitions: the index is not looked at.
+        let e = check(&req(ProofKind::WinningPost, 0, usize::MAX)).unwrap_err();
+        assert_eq!(e.code(), 100, "{e}");
+        assert!(check_partition_index(ProofKind::WinningPost, usize::MAX).is_ok());
+        assert_eq!(MAX_PARTITIONS_PER_DEADLINE, 3000);
     }
 }

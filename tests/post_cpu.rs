@@ -280,14 +280,70 @@ fn bad_post_input_gets_typed_errors_before_proving() {
             .unwrap()
     };
     let (a, b) = (next(f.sector_id), next(f.sector_id + 1));
-    for (v, what) in [
-        (vec![b.clone(), a.clone()], "descending"),
-        (vec![a.clone(), a.clone()], "twice"),
+    let (id, id1) = (f.sector_id, f.sector_id + 1);
+    for (v, what, says) in [
+        (
+            vec![b.clone(), a.clone()],
+            "descending",
+            format!("vanilla proof 0 is of sector {id1}, the next one of sector {id}"),
+        ),
+        (
+            vec![a.clone(), a.clone()],
+            "twice",
+            format!("vanilla proofs 0 and 1 are both of sector {id}:"),
+        ),
     ] {
         let e = prove(ProofKind::WindowPost, &v, &RANDOMNESS, &o).unwrap_err();
-        assert_eq!(e.code(), 101, "{what}: {e}");
-        assert!(e.to_string().contains("ascending order"), "{what}: {e}");
+        let msg = e.to_string();
+        assert_eq!(e.code(), 101, "{what}: {msg}");
+        assert!(msg.contains(&says), "{what}: {msg}");
+        assert!(msg.contains("ascending order"), "{what}: {msg}");
     }
+    // WinningPoSt's challenged sector's vanilla proof sent twice: one line that says so once
+    // (the sector named once), not an ordering complaint about the sector and itself.
+    let winning = f
+        .vanilla_proofs(ProofKind::WinningPost, &RANDOMNESS)
+        .unwrap();
+    let e = prove(
+        ProofKind::WinningPost,
+        &[winning[0].clone(), winning[0].clone()],
+        &RANDOMNESS,
+        &o,
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert_eq!(e.code(), 101, "{msg}");
+    assert_eq!(
+        msg,
+        format!(
+            "invalid input: winning-post: 2 vanilla proofs (vanilla proofs 0 and 1 are both of \
+             sector {id}), expected 1: the challenged sector's"
+        )
+    );
+    assert_eq!(msg.lines().count(), 1, "{msg}");
+    // A WindowPoSt partition index past the most partitions a deadline holds (3000), up to
+    // usize::MAX: invalid input before any proving, no panic; the last index proves.
+    let partition = f
+        .vanilla_proofs(ProofKind::WindowPost, &RANDOMNESS)
+        .unwrap();
+    let partition: Vec<&[u8]> = partition.iter().map(Vec::as_slice).collect();
+    for index in [3000, 1 << 32, usize::MAX] {
+        let e = engine()
+            .prove_window_post(10, &partition, &RANDOMNESS, &f.prover_id, index, &o)
+            .unwrap_err();
+        assert_eq!(e.code(), 101, "{index}: {e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "invalid input: window-post: partition_index {index} is out of range: a \
+                 deadline holds at most 3000 partitions (0 to 2999)"
+            )
+        );
+    }
+    let last = engine()
+        .prove_window_post(10, &partition, &RANDOMNESS, &f.prover_id, 2999, &o)
+        .unwrap();
+    assert_eq!(last.proof.len(), 192);
     // One kind's vanilla proof sent as the other's.
     let window = f
         .vanilla_proofs(ProofKind::WindowPost, &RANDOMNESS)

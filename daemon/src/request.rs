@@ -343,8 +343,9 @@ pub fn commitment_bytes(
     Ok(mh.digest().to_vec())
 }
 
-/// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, no
-/// `vanilla_proof`) and returns its job (with its priority) and [`ContentKey`]. The vanilla proofs are
+/// Checks a PoSt request's own fields (priority, proof type of `kind`, sector size, a
+/// WindowPoSt partition index below the deadline's limit ([`cuzk::post::check_partition_index`]),
+/// no `vanilla_proof`) and returns its job (with its priority) and [`ContentKey`]. The vanilla proofs are
 /// checked after it, by [`crate::prover::Prover::check_post`] (the engine's
 /// [`cuzk::post::check`]: decoded, one sector proof each, and verified against the randomness; about a
 /// second for a 32 GiB WindowPoSt partition's 2349 vanilla proofs, so both run on a blocking
@@ -352,14 +353,17 @@ pub fn commitment_bytes(
 ///
 /// # Errors
 /// [`DaemonError::InvalidArgument`] for the request's own fields, and the engine's error for a
-/// proof type that is not of `kind` (1xx, as [`DaemonError::Engine`]: a proof type cuzk does
-/// not prove (103) is UNIMPLEMENTED, the others INVALID_ARGUMENT).
+/// proof type that is not of `kind` or a partition index out of range (1xx, as
+/// [`DaemonError::Engine`]: a proof type cuzk does not prove (103) is UNIMPLEMENTED, the others
+/// INVALID_ARGUMENT).
 pub fn check_post(
     req: proto::SubmitProofRequest,
     kind: cuzk::ProofKind,
 ) -> Result<(PostJob, ContentKey), DaemonError> {
     let priority = priority_from_wire(req.priority)?;
     let size = cuzk::post::sector_size(kind, req.registered_proof)?;
+    let partition_index = usize::try_from(req.partition_index).unwrap_or(usize::MAX);
+    cuzk::post::check_partition_index(kind, partition_index)?;
     if req.sector_size != 0 && req.sector_size != size {
         return Err(DaemonError::InvalidArgument(format!(
             "sector_size {} disagrees with registered_proof {} ({size} bytes)",
@@ -379,7 +383,7 @@ pub fn check_post(
         randomness: req.randomness,
         miner_id: req.miner_id,
         prover_id: cuzk::c1::prover_id_from_actor_id(req.miner_id),
-        partition_index: req.partition_index as usize,
+        partition_index,
         sector_size: size,
         priority,
     };
@@ -1083,5 +1087,50 @@ mod tests {
             check_snap(swapped),
             Err(DaemonError::InvalidArgument(_))
         ));
+    }
+
+    #[test]
+    fn window_post_partition_indices_past_the_deadlines_limit_are_refused() {
+        let base = proto::SubmitProofRequest {
+            request_id: "wdpost-1000-0-0909090909090909".into(),
+            proof_kind: proto::ProofKind::WindowPostPartition as i32,
+            registered_proof: 10, // WindowPoSt 2 KiB V1_1
+            priority: proto::Priority::High as i32,
+            vanilla_proofs: vec![vec![1; 40]],
+            randomness: vec![9; 32],
+            miner_id: 1000,
+            ..Default::default()
+        };
+        let with = |partition_index| proto::SubmitProofRequest {
+            partition_index,
+            ..base.clone()
+        };
+        for index in [3000, 3001, u32::MAX - 1, u32::MAX] {
+            let e = check_post(with(index), cuzk::ProofKind::WindowPost)
+                .err()
+                .unwrap();
+            assert_eq!(e.code(), tonic::Code::InvalidArgument, "{index}: {e}");
+            assert!(
+                matches!(&e, DaemonError::Engine(c) if c.code() == 101),
+                "{e}"
+            );
+            assert_eq!(
+                tonic::Status::from(e).message(),
+                format!(
+                    "cuzk error 101: invalid input: window-post: partition_index {index} is out \
+                     of range: a deadline holds at most 3000 partitions (0 to 2999)"
+                )
+            );
+        }
+        let (job, _) = check_post(with(2999), cuzk::ProofKind::WindowPost).unwrap();
+        assert_eq!(job.partition_index, 2999);
+        // WinningPoSt has no partitions: its index is not looked at.
+        let winning = proto::SubmitProofRequest {
+            proof_kind: proto::ProofKind::WinningPost as i32,
+            registered_proof: 0,
+            partition_index: u32::MAX,
+            ..base.clone()
+        };
+        assert!(check_post(winning, cuzk::ProofKind::WinningPost).is_ok());
     }
 }
