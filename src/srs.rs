@@ -477,30 +477,14 @@ impl Srs {
         on_section: &mut dyn FnMut(&Srs),
     ) -> Result<Srs> {
         let invalid = invalid_at(path);
-        let (file, len) = open_regular(path)?;
-        let total = usize::try_from(len).map_err(|_| invalid(format!("{len} bytes: too large")))?;
-        let layout = Layout::read(&file, total).map_err(invalid)?;
-        let mut vk_bytes = vec![0u8; layout.vk.len()];
-        file.read_exact_at(&mut vk_bytes, layout.vk.start as u64)
-            .map_err(|e| invalid(format!("cannot read the verifying key: {e}")))?;
-        let vk = VerifyingKey::<Bls12>::read(&vk_bytes[..])
-            .map_err(|e| invalid(format!("bad verifying key: {e}")))?;
-        let file_vk = vk_path
-            .map(|p| read_vk_file(p).map(|k| (p, k)))
-            .transpose()?;
-        if let Some((vk_path, expected)) = &file_vk {
-            if vk != *expected {
-                return Err(invalid(format!(
-                    "its verifying key differs from the one in {} (the key filecoin-proofs' \
-                     verify_seal uses): the .params and .vk files are not of the same setup",
-                    vk_path.display()
-                )));
-            }
-        }
+        let Head {
+            file,
+            layout,
+            vk,
+            file_vk,
+        } = Head::read(path, vk_path)?;
         let [h, l, a, b1] = layout.g1.clone();
-        let pvk = Arc::new(prepare_verifying_key(
-            file_vk.as_ref().map_or(&vk, |(_, k)| k),
-        ));
+        let pvk = Arc::new(prepare_verifying_key(file_vk.as_ref().unwrap_or(&vk)));
         // What the load has decoded so far, handed to `on_section` after each section.
         let mut so_far = Srs {
             path: path.to_path_buf(),
@@ -642,6 +626,63 @@ pub struct ShapeCounts {
     pub b_inputs: usize,
     /// Aux variables in the B query.
     pub b_aux: usize,
+}
+
+/// What a load reads before the point sections: the `.params` file opened, its layout and
+/// verifying key, and the `.vk` file's key (equal to it) when one was given.
+struct Head {
+    file: File,
+    layout: Layout,
+    vk: VerifyingKey<Bls12>,
+    file_vk: Option<VerifyingKey<Bls12>>,
+}
+
+impl Head {
+    /// Opens the `.params` file at `path`, checks its layout ([`Layout::read`]) and reads its
+    /// verifying key; with `vk_path`, reads that `.vk` file and checks that the two keys are
+    /// equal. Reads a few kilobytes, whatever the file's size.
+    fn read(path: &Path, vk_path: Option<&Path>) -> Result<Head> {
+        let invalid = invalid_at(path);
+        let (file, len) = open_regular(path)?;
+        let total = usize::try_from(len).map_err(|_| invalid(format!("{len} bytes: too large")))?;
+        let layout = Layout::read(&file, total).map_err(invalid)?;
+        let mut vk_bytes = vec![0u8; layout.vk.len()];
+        file.read_exact_at(&mut vk_bytes, layout.vk.start as u64)
+            .map_err(|e| invalid(format!("cannot read the verifying key: {e}")))?;
+        let vk = VerifyingKey::<Bls12>::read(&vk_bytes[..])
+            .map_err(|e| invalid(format!("bad verifying key: {e}")))?;
+        let file_vk = vk_path.map(read_vk_file).transpose()?;
+        if let (Some(vk_path), Some(expected)) = (vk_path, &file_vk) {
+            if vk != *expected {
+                return Err(invalid(format!(
+                    "its verifying key differs from the one in {} (the key filecoin-proofs' \
+                     verify_seal uses): the .params and .vk files are not of the same setup",
+                    vk_path.display()
+                )));
+            }
+        }
+        Ok(Head {
+            file,
+            layout,
+            vk,
+            file_vk,
+        })
+    }
+}
+
+/// Checks the `.params` file at `path` and the `.vk` file at `vk_path` as a load
+/// ([`Srs::load_with_vk`]) does before it decodes any point: both there and regular files, the
+/// `.params` file's section headers and length ([`Layout::read`]), the two verifying keys
+/// readable and equal. Reads a few kilobytes, whatever the files' sizes: what a command runs
+/// before its heavy work, so that a missing or cut parameter file fails at once.
+///
+/// # Errors
+/// As [`Srs::load_with_vk`] for these checks: [`Error::ParametersNotFound`] naming the missing
+/// file, [`Error::ParametersInvalid`] naming a bad one (the points themselves are checked by the
+/// load only).
+#[cfg(any(test, feature = "internals"))]
+pub fn check_files(path: &Path, vk_path: &Path) -> Result<()> {
+    Head::read(path, Some(vk_path)).map(|_| ())
 }
 
 /// The [`Error::ParametersInvalid`] of the file at `path`, for a reason.

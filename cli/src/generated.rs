@@ -10,7 +10,10 @@ use clap::Args;
 use cuzk::{Engine, EngineConfig, Error, ProveOptions};
 use serde::de::DeserializeOwned;
 
-use super::{out, parameter_dir, report_and_write, run_repeated, BackendArg, Failure, Finished};
+use super::{
+    jobs_in_flight, out, parameter_dir, report_and_write, run_repeated, BackendArg, Failure,
+    Finished,
+};
 
 /// The arguments of a command that proves a generated input file.
 #[derive(Args)]
@@ -29,7 +32,8 @@ pub(crate) struct RunArgs {
     /// verifier: the first proof alone (the cold one), then the rest --jobs at a time.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
-    /// Proofs in flight at once after the first with --repeat (at most --repeat − 1).
+    /// Proofs in flight at once after the first with --repeat. At most --repeat − 1 can be: a
+    /// larger value is lowered to that (1 with --repeat 1) with a note on stderr.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
     /// Write the first proof (192 bytes per partition) to this file (default: print it in hex
@@ -48,26 +52,38 @@ pub(crate) struct Run {
 }
 
 impl RunArgs {
-    /// The input file read as `F` and turned into the command's inputs by `decode`.
+    /// The input file read as `F`.
     ///
     /// # Errors
     /// [`Error::Io`] naming the file when it cannot be read; [`Error::MalformedInput`] naming
-    /// it when it is no `F` or `decode` refuses it.
-    pub(crate) fn read<F: DeserializeOwned, G, E: std::fmt::Display>(
-        &self,
-        decode: impl FnOnce(&F) -> Result<G, E>,
-    ) -> Result<G, Failure> {
+    /// it when it is no `F`.
+    pub(crate) fn read<F: DeserializeOwned>(&self) -> Result<F, Failure> {
         let bytes = std::fs::read(&self.input).map_err(|e| {
             Error::Io(std::io::Error::new(
                 e.kind(),
                 format!("reading {}: {e}", self.input.display()),
             ))
         })?;
-        let malformed = |e: &dyn std::fmt::Display| {
-            Error::MalformedInput(format!("{}: {e:#}", self.input.display()))
-        };
-        let file = serde_json::from_slice::<F>(&bytes).map_err(|e| malformed(&e))?;
-        Ok(decode(&file).map_err(|e| malformed(&e))?)
+        Ok(serde_json::from_slice::<F>(&bytes).map_err(|e| self.malformed(&e))?)
+    }
+
+    /// The [`Error::MalformedInput`] of the input file, for `e`.
+    pub(crate) fn malformed(&self, e: &dyn std::fmt::Display) -> Error {
+        Error::MalformedInput(format!("{}: {e:#}", self.input.display()))
+    }
+
+    /// Checks the parameter files of `set` in the parameter directory before any heavy work
+    /// ([`cuzk::srs::check_files`]: both there, the `.params` file's headers and length, the
+    /// two verifying keys equal; a few kilobytes read), as the engine's load would find them.
+    ///
+    /// # Errors
+    /// The parameter directory's errors; [`Error::ParametersNotFound`] (exit 20) or
+    /// [`Error::ParametersInvalid`] (exit 21) naming the file.
+    pub(crate) fn check_params(&self, set: cuzk::srs::ParamSet) -> Result<(), Failure> {
+        let dir = parameter_dir(self.params.as_deref())?;
+        let params = set.params_path(&dir)?;
+        cuzk::srs::check_files(&params, &params.with_extension("vk"))?;
+        Ok(())
     }
 
     /// The engine (the environment's configuration over the parameter directory and
@@ -86,12 +102,12 @@ impl RunArgs {
             .as_deref()
             .map(|p| out::ProofFile::check(p, &self.input))
             .transpose()?;
-        let repeat = self.repeat as usize;
+        let jobs = jobs_in_flight(self.repeat, self.jobs);
         Ok(Run {
             engine: Engine::new(config)?,
             options: ProveOptions::from_env()?,
-            repeat,
-            jobs: (self.jobs as usize).min(repeat - 1).max(1),
+            repeat: self.repeat as usize,
+            jobs,
             out,
         })
     }

@@ -162,7 +162,8 @@ struct ProveArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
     /// Proofs in flight at once after the first with --repeat (they share the engine's devices
-    /// and host-memory budget; at most --repeat − 1).
+    /// and host-memory budget). At most --repeat − 1 can be: a larger value is lowered to that
+    /// (1 with --repeat 1) with a note on stderr.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
 }
@@ -579,6 +580,25 @@ fn verify_seal(
     Ok(())
 }
 
+/// The proofs in flight at once after the first of `repeat` when `--jobs` is `jobs`: at most
+/// `repeat − 1` (the first proof runs alone), at least 1. A `--jobs` above that is lowered to
+/// it, with a note on stderr that says so.
+fn jobs_in_flight(repeat: u32, jobs: u32) -> usize {
+    let (repeat, asked) = (repeat as usize, jobs as usize);
+    let jobs = asked.min(repeat.saturating_sub(1)).max(1);
+    if asked > jobs {
+        if repeat == 1 {
+            say!("note: --jobs {asked} has no effect with --repeat 1: one proof, alone");
+        } else {
+            say!(
+                "note: --jobs {asked} lowered to {jobs}: with --repeat {repeat} the first proof \
+                 runs alone, then {jobs} at a time"
+            );
+        }
+    }
+    jobs
+}
+
 fn prove(a: ProveArgs) -> Result<(), Failure> {
     let param_dir = parameter_dir(a.sector.params.as_deref())?;
     let prover_id = parse_prover_id(&a.sector.prover_id)?;
@@ -610,17 +630,11 @@ fn prove_with(
     prover_id: [u8; 32],
     out: Option<&out::ProofFile>,
 ) -> Result<(), Failure> {
-    let engine = Engine::new(config)?;
-    let partitions = c1.registered_proof.partitions();
     // The first proof runs alone: at most repeat − 1 are ever in flight.
     let repeat = a.repeat as usize;
-    let jobs = (a.jobs as usize).min(repeat - 1).max(1);
-    if a.jobs as usize > jobs {
-        say!(
-            "note: --jobs {} with --repeat {repeat}: at most {jobs} in flight (the first proof runs alone)",
-            a.jobs
-        );
-    }
+    let jobs = jobs_in_flight(a.repeat, a.jobs);
+    let engine = Engine::new(config)?;
+    let partitions = c1.registered_proof.partitions();
     say!(
         "proving {:?}, sector {sector}, {partitions} partition(s) on {}{}; comm_r {}",
         c1.registered_proof,

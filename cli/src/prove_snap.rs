@@ -1,10 +1,13 @@
 //! `cuzk prove-snap`: SnapDeals proofs of a `snap.json` (`cuzk gen-snap`'s output: the update
 //! proof type, the three commitments and the vanilla partition proofs as Curio sends them), each
 //! checked with filecoin-proofs-api's `verify_empty_sector_update_proof`; `--repeat` / `--jobs`
-//! as `cuzk prove` (the first proof alone, the cold one).
+//! as `cuzk prove` (the first proof alone, the cold one). Before the vanilla proofs are decoded
+//! and checked (seconds at 32 GiB): the proof type (the library's error: 101, exit 11, for a
+//! number that is no update proof type), then the parameter files (20 / 21).
 
 use clap::Args;
 use cuzk::snap::SnapRequest;
+use cuzk::srs::ParamSet;
 use cuzk_dev::snapgen::{GeneratedSnap, SnapFile};
 
 use super::generated::RunArgs;
@@ -17,7 +20,10 @@ pub(crate) struct ProveSnapArgs {
 }
 
 pub(crate) fn prove_snap(a: ProveSnapArgs) -> Result<(), Failure> {
-    let g = a.run.read(|f: &SnapFile| GeneratedSnap::from_file(f))?;
+    let f: SnapFile = a.run.read()?;
+    let proof_type = cuzk::snap::registered_update_proof(f.registered_proof)?;
+    a.run.check_params(ParamSet::Snap(proof_type))?;
+    let g = GeneratedSnap::from_file(&f).map_err(|e| a.run.malformed(&e))?;
     let run = a.run.start()?;
     say!(
         "proving {:?} ({} partition(s), {} vanilla proof bytes){}",

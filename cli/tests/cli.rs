@@ -965,6 +965,21 @@ fn prove_post_takes_the_partition_index() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(11), "{err}");
     assert!(err.contains("partition_index 1"), "{err}");
+    // A WindowPoSt partition index past the most partitions a deadline holds (3000), up to
+    // u64::MAX: the library's invalid input (101, exit 11), before the parameters too, no panic.
+    for index in [3000, u64::MAX] {
+        let window = with_partition("window", index);
+        let out = cuzk(&["prove-post", s(&window), "--params", s(&d.join("none"))]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{err}");
+        assert_eq!(
+            err,
+            format!(
+                "cuzk: error 101: invalid input: window-post: partition_index {index} is out of \
+                 range: a deadline holds at most 3000 partitions (0 to 2999)\n"
+            )
+        );
+    }
     let window = with_partition("window", 1);
     let params = cuzk_dev::post_fixture::ensure_post_fixture(
         &cuzk_dev::post_fixture::default_post_fixture_dir(),
@@ -1045,5 +1060,297 @@ fn gen_snap_inputs_prove_with_prove_snap() {
         s(&d.join("c")),
     ]);
     assert_eq!(out.status.code(), Some(14));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A proof type number that is none of the file's kind is the library's invalid input (101,
+/// exit 11), as README's status table has it and as the engine and the daemon answer it, not
+/// malformed input (100, exit 10); WindowPoSt V1 (5) is unsupported (103, exit 13). Both
+/// before the parameter directory is looked at (it does not exist).
+#[test]
+fn unknown_registered_proofs_exit_11() {
+    let d = tmp_dir("registered-proof");
+    assert!(cuzk(&[
+        "gen-post",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "r",
+        s(&d.join("post"))
+    ])
+    .status
+    .success());
+    assert!(cuzk(&[
+        "gen-snap",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "r",
+        s(&d.join("snap"))
+    ])
+    .status
+    .success());
+    let with_number = |file: PathBuf, n: u64| {
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        json["registered_proof"] = n.into();
+        let path = d.join(format!(
+            "{n}-{}",
+            file.file_name().unwrap().to_str().unwrap()
+        ));
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        path
+    };
+    let none = d.join("none");
+    let post = d.join("post").join(cuzk_dev::postgen::POST_JSON);
+    let snap = d.join("snap").join(cuzk_dev::snapgen::SNAP_JSON);
+    for (command, file, n, code, says) in [
+        (
+            "prove-post",
+            &post,
+            99,
+            11,
+            "cuzk: error 101: invalid input: registered PoSt proof 99 is not a PoSt proof type\n",
+        ),
+        (
+            "prove-post",
+            &post,
+            u64::MAX,
+            11,
+            "is not a PoSt proof type\n",
+        ),
+        (
+            "prove-post",
+            &post,
+            0,
+            11,
+            "cuzk: error 101: invalid input: registered PoSt proof 0 (StackedDrgWinning2KiBV1) \
+             is not a window-post proof type\n",
+        ),
+        ("prove-post", &post, 5, 13, "cuzk: error 103: "),
+        (
+            "prove-snap",
+            &snap,
+            99,
+            11,
+            "cuzk: error 101: invalid input: registered update proof 99 is not an update proof \
+             type (0-4)\n",
+        ),
+    ] {
+        let file = with_number(file.clone(), n);
+        let out = cuzk(&[command, s(&file), "--params", s(&none)]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{command} {n}: {err}");
+        assert!(err.contains(says), "{command} {n}: {err}");
+        assert_eq!(err.lines().count(), 1, "{command} {n}: {err}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--jobs` above `--repeat − 1` is lowered to it with a note on stderr (as `--help` says), for
+/// `prove` (printed before the engine starts: here the parameters are missing, exit 20) and for
+/// `prove-post` (which proves: one proof with `--repeat 1`, two one at a time with
+/// `--repeat 2`); a `--jobs` that fits gets no note.
+#[test]
+fn jobs_above_repeat_are_lowered_with_a_note() {
+    let d = tmp_dir("jobs");
+    let c1 = gen_c1_2kib(&d, "jobs");
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let help = String::from_utf8_lossy(&cuzk(&["prove", "--help"]).stdout).into_owned();
+    assert!(help.contains("a larger value is lowered to that"), "{help}");
+    let help = String::from_utf8_lossy(&cuzk(&["prove-post", "--help"]).stdout).into_owned();
+    assert!(help.contains("a larger value is lowered to that"), "{help}");
+    let prove = |repeat: &str, jobs: &str| {
+        cuzk(&[
+            "prove",
+            s(&c1),
+            "--prover-id",
+            "f01000",
+            "--params",
+            s(&empty),
+            "--backend",
+            "cpu",
+            "--repeat",
+            repeat,
+            "--jobs",
+            jobs,
+        ])
+    };
+    let out = prove("1", "3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(20), "{err}");
+    assert_eq!(
+        err.lines().next(),
+        Some("note: --jobs 3 has no effect with --repeat 1: one proof, alone"),
+        "{err}"
+    );
+    let out = prove("3", "5");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "note: --jobs 5 lowered to 2: with --repeat 3 the first proof runs alone, then 2 at \
+             a time\n"
+        ),
+        "{err}"
+    );
+    let out = prove("3", "2");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    // prove-post, on the 2 KiB PoSt fixture's parameters.
+    let params = cuzk_dev::post_fixture::ensure_post_fixture(
+        &cuzk_dev::post_fixture::default_post_fixture_dir(),
+    )
+    .expect("2 KiB PoSt fixture")
+    .param_dir;
+    assert!(cuzk(&[
+        "gen-post",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "j",
+        s(&d.join("post"))
+    ])
+    .status
+    .success());
+    let post = d.join("post").join(cuzk_dev::postgen::POST_JSON);
+    let prove_post = |repeat: &str, jobs: &str| {
+        cuzk(&[
+            "prove-post",
+            s(&post),
+            "--params",
+            s(&params),
+            "--backend",
+            "cpu",
+            "--repeat",
+            repeat,
+            "--jobs",
+            jobs,
+        ])
+    };
+    let out = prove_post("1", "3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("note: --jobs 3 has no effect with --repeat 1: one proof, alone\n"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("filecoin-proofs verifier OK").count(),
+        1,
+        "{err}"
+    );
+    let out = prove_post("2", "3");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("note: --jobs 3 lowered to 1: with --repeat 2"),
+        "{err}"
+    );
+    assert!(err.contains("2 proofs, 1 in flight:"), "{err}");
+    assert_eq!(
+        err.matches("filecoin-proofs verifier OK").count(),
+        2,
+        "{err}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `prove-snap` checks the parameter files before it decodes and checks the vanilla proofs or
+/// starts an engine (no "proving" line, nothing logged by the engine): a missing `.params` file
+/// is error 200 (exit 20), a cut one 201 (exit 21), naming the file; a missing `.vk` 200.
+#[test]
+fn prove_snap_checks_the_parameter_files_first() {
+    let f = cuzk_dev::snap_fixture::ensure_snap_fixture(
+        &cuzk_dev::snap_fixture::default_snap_fixture_dir(),
+    )
+    .unwrap();
+    let d = tmp_dir("snap-params");
+    assert!(cuzk(&[
+        "gen-snap",
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        "p",
+        s(&d.join("in"))
+    ])
+    .status
+    .success());
+    let json = d.join("in").join(cuzk_dev::snapgen::SNAP_JSON);
+    let name = std::fs::read_dir(&f.param_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|n| n.ends_with(".params"))
+        .unwrap();
+    let vk_name = name.replace(".params", ".vk");
+    let prove_snap = |dir: &Path| {
+        let t = std::time::Instant::now();
+        let out = cuzk(&[
+            "prove-snap",
+            s(&json),
+            "--params",
+            s(dir),
+            "--backend",
+            "cpu",
+        ]);
+        (out, t.elapsed())
+    };
+    // Missing .params (the .vk there).
+    let missing = d.join("missing");
+    std::fs::create_dir_all(&missing).unwrap();
+    std::fs::copy(f.param_dir.join(&vk_name), missing.join(&vk_name)).unwrap();
+    // A .params file cut after its first MiB, with its .vk.
+    let cut = d.join("cut");
+    std::fs::create_dir_all(&cut).unwrap();
+    std::fs::copy(f.param_dir.join(&vk_name), cut.join(&vk_name)).unwrap();
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(
+            std::fs::File::open(f.param_dir.join(&name)).unwrap(),
+            1 << 20,
+        ),
+        &mut head,
+    )
+    .unwrap();
+    std::fs::write(cut.join(&name), &head).unwrap();
+    // The .params file there (a link to the fixture's), no .vk.
+    let no_vk = d.join("no-vk");
+    std::fs::create_dir_all(&no_vk).unwrap();
+    std::os::unix::fs::symlink(f.param_dir.join(&name), no_vk.join(&name)).unwrap();
+    for (dir, code, says) in [
+        (
+            &missing,
+            20,
+            format!(
+                "cuzk: error 200: Groth16 parameters not found at {}",
+                s(&missing.join(&name))
+            ),
+        ),
+        (&cut, 21, "cuzk: error 201: ".to_string()),
+        (
+            &no_vk,
+            20,
+            format!(
+                "cuzk: error 200: Groth16 parameters not found at {}",
+                s(&no_vk.join(&vk_name))
+            ),
+        ),
+    ] {
+        let (out, took) = prove_snap(dir);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.starts_with(&says), "{err}");
+        assert_eq!(
+            err.lines().count(),
+            1,
+            "one line, before any proving: {err}"
+        );
+        assert!(took.as_secs_f64() < 5.0, "{took:?}");
+    }
+    let (out, _) = prove_snap(&cut);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(s(&cut.join(&name))) && err.contains("truncated"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
