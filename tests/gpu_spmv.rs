@@ -17,6 +17,7 @@ use cuzk::gpu::driver::device::{Device, DeviceBuffer};
 use cuzk::gpu::kernels::spmv::{
     r1cs_check, spmv, CircuitOnDevice, DeviceCircuit, DeviceCsr, Matrix, Scheme, StreamedCircuit,
 };
+use cuzk::gpu::kernels::zpack::PackedAux;
 use cuzk::gpu::memory::alloc::Arena;
 use cuzk::gpu::memory::layout::{circuit_device_bytes, SPMV_BLOCK_NNZ, SPMV_BLOCK_ROWS};
 use cuzk::prover::gpu::pinned_registry;
@@ -468,5 +469,46 @@ fn streamed_spmv_and_the_blockwise_check_equal_the_cpu() {
             )
             .unwrap();
         assert_eq!(got, None, "{kind}: z = 0 satisfies every row");
+    }
+}
+
+/// z's aux packed on the host and expanded on the device (`cuzk::gpu::kernels::zpack`) equals
+/// the dense vector, value for value: a PoRep-like mix (partial groups and tasks included), all
+/// zeros and ones, and a scratch too short is refused without touching the output.
+#[test]
+fn packed_aux_expands_on_the_device_to_the_dense_vector() {
+    let Some(dev) = device() else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(44);
+    for (n, share) in [(1usize, 0.5), (33, 0.04), (300_001, 0.035), (1 << 20, 0.0)] {
+        let aux: Vec<Fr> = (0..n)
+            .map(|_| {
+                let u: f64 = rng.gen();
+                if u < share {
+                    Fr::random(&mut rng)
+                } else if u < share + (1.0 - share) / 2.0 {
+                    Fr::ONE
+                } else {
+                    Fr::ZERO
+                }
+            })
+            .collect();
+        // One value out of one is "more than a quarter": not packed.
+        let Some(p) = PackedAux::pack(&aux) else {
+            assert_eq!(n, 1);
+            continue;
+        };
+        let stream = dev.stream().unwrap();
+        let mut scratch = dev.alloc::<u32>(p.scratch_words()).unwrap();
+        let mut out = dev.alloc::<Fr>(n).unwrap();
+        p.expand(&stream, scratch.as_mut_slice(), &mut out.as_mut_slice())
+            .unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(out.to_vec().unwrap(), aux, "n = {n}");
+        if p.scratch_words() > 1 {
+            let mut short = dev.alloc::<u32>(p.scratch_words() - 1).unwrap();
+            assert!(p
+                .expand(&stream, short.as_mut_slice(), &mut out.as_mut_slice())
+                .is_err());
+        }
     }
 }

@@ -46,6 +46,7 @@ use crate::gpu::memory::alloc::fmt_gib;
 use crate::gpu::memory::layout::{h_step_bytes, r1cs_block_bytes, spmv_work_bytes};
 use crate::gpu::kernels::msm::{MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
 use crate::gpu::kernels::ntt;
+use crate::gpu::kernels::zpack::PackedAux;
 use crate::gpu::memory::pinned::{HostPinner, PinnedRegistry};
 use crate::gpu::kernels::spmv::{
     r1cs_check, CircuitOnDevice, DeviceCircuit, Matrix, StreamedCircuit,
@@ -157,6 +158,67 @@ fn upload_in<T: device::DeviceRepr>(
     Ok(b)
 }
 
+/// z's aux on the device, in `arena`: with `packed` (of the same length), its packed form
+/// uploaded through `scratch` — or through a scratch buffer of its own taken from `arena` and
+/// freed before this returns, the stream synchronised — and expanded on `stream`
+/// ([`PackedAux::expand`]); else (no packed form, or no room for the scratch) the dense
+/// values through aux's pinned registration (normally the engine's pooled buffer, registered
+/// once: a shared hit). Copies are synchronous; with a lent `scratch` the expansion may still
+/// be queued on `stream` when this returns.
+///
+/// # Errors
+/// Allocation, copy and launch errors.
+fn upload_aux(
+    dev: &Arc<Device>,
+    arena: &Arena,
+    stream: &device::Stream,
+    aux: &[Fr],
+    packed: Option<&PackedAux>,
+    scratch: Option<device::DeviceSliceMut<'_, u32>>,
+) -> Result<DeviceBuffer<Fr>> {
+    let mut daux = dev.alloc_in::<Fr>(Some(arena), aux.len())?;
+    if let Some(p) = packed.filter(|p| p.len() == aux.len()) {
+        match scratch {
+            Some(words) if words.len() >= p.scratch_words() => {
+                p.expand(stream, words, &mut daux.as_mut_slice())?;
+                log_packed(p);
+                return Ok(daux);
+            }
+            Some(_) => {}
+            None => {
+                // Freed here, before the caller allocates its MSM buffers: the plan holds it.
+                if let Ok(mut own) = dev.alloc_in::<u32>(Some(arena), p.scratch_words()) {
+                    p.expand(stream, own.as_mut_slice(), &mut daux.as_mut_slice())?;
+                    stream.synchronize()?;
+                    log_packed(p);
+                    return Ok(daux);
+                }
+            }
+        }
+    }
+    let pin = pinned_registry().pin_slice(aux);
+    log::debug!(
+        "aux upload: {} values dense, {}",
+        aux.len(),
+        match pin.state() {
+            crate::gpu::memory::pinned::PinState::Pinned { shared: true } => "pinned (pooled)",
+            crate::gpu::memory::pinned::PinState::Pinned { shared: false } => "pinned now",
+            crate::gpu::memory::pinned::PinState::Pageable(_) => "pageable",
+        }
+    );
+    daux.copy_from_host(aux)?;
+    Ok(daux)
+}
+
+fn log_packed(p: &PackedAux) {
+    log::debug!(
+        "aux upload: {} values packed, {:.1} MB ({} neither 0 nor 1)",
+        p.len(),
+        p.bytes() as f64 / 1e6,
+        p.big()
+    );
+}
+
 /// A compiled circuit's matrices kept on a device for the GPU SpMV (its own reservation, like
 /// the resident parameters), with the circuit they are the copy of.
 struct ResidentCircuit {
@@ -216,6 +278,9 @@ struct GpuJob {
     compiled: Option<Arc<CompiledCircuit>>,
     /// Whether a, b, c may be computed on the device (`Tuning::cpu_spmv_only` off).
     gpu_spmv: bool,
+    /// aux packed for its upload (made before the job waits for a device), when packing is on
+    /// (`Tuning::dense_z_upload` off) and pays ([`PackedAux::pack`]).
+    packed: Option<PackedAux>,
     srs: Arc<Srs>,
     /// The MSMs to compute (`PartitionCtx::part`). Split ([`Part::HOnly`], [`Part::Rest`]),
     /// `srs` may hold only the sections a cold load has decoded so far; such an incomplete set
@@ -277,6 +342,8 @@ pub struct GpuBackend {
     scheduler: Scheduler<GpuExecutor>,
     allow_cpu: bool,
     gpu_spmv: bool,
+    /// aux uploaded packed for the GPU SpMV (`Tuning::dense_z_upload` off).
+    pack_z: bool,
     /// Bytes each device may use: its memory, or the configured cap when lower.
     capacities: Vec<u64>,
     /// Workers per device.
@@ -360,6 +427,7 @@ impl GpuBackend {
             scheduler,
             allow_cpu: config.allow_cpu_fallback,
             gpu_spmv: !config.tuning.cpu_spmv_only,
+            pack_z: !config.tuning.dense_z_upload,
             capacities,
             workers_per_device: config.workers_per_device() as u64,
             msm_batch: config.tuning.msm_batch(),
@@ -653,6 +721,7 @@ impl PartitionExecutor for GpuExecutor {
             &shape,
             &mut asg,
             spmv,
+            job.packed.as_ref(),
             srs,
             job.part,
             &mut ctx,
@@ -869,12 +938,10 @@ impl GpuExecutor {
         // ---- Each partition's aux, uploaded outside the GPU section.
         let _deadline = stage_deadline("upload", timeout);
         let mut dauxs = Vec::with_capacity(k);
+        let upload_stream = dev.stream()?;
         for ((j, asg), t) in jobs.iter().zip(asgs).zip(timings.iter_mut()) {
             let t0 = Instant::now();
-            let d = {
-                let _pin = pinned_registry().pin_slice(&asg.aux);
-                upload_in(dev, &arena, &asg.aux)?
-            };
+            let d = upload_aux(dev, &arena, &upload_stream, &asg.aux, j.packed.as_ref(), None)?;
             j.reporter
                 .report(t, Some(j.partition), Stage::Transfer, t0.elapsed());
             dauxs.push(d);
@@ -1354,6 +1421,7 @@ fn run_on(
     shape: &PartitionShape,
     asg: &mut Assignment,
     spmv: Option<DeviceSpmv<'_>>,
+    packed: Option<&PackedAux>,
     srs: &Srs,
     part: Part,
     ctx: &mut PartitionCtx<'_>,
@@ -1385,6 +1453,7 @@ fn run_on(
         reporter: ctx.reporter,
         timings: &mut *ctx.timings,
         timeout,
+        packed,
     };
 
     // ---- 2. Upload. `dh`: a (or h) now, h after the H step, freed after the H MSM.
@@ -1485,6 +1554,8 @@ struct DeviceRun<'a> {
     timings: &'a mut Timings,
     /// Longest one stage may wait for the device (`EngineConfig::stage_timeout`).
     timeout: Option<std::time::Duration>,
+    /// aux's packed form, when the job has one ([`upload_aux`]).
+    packed: Option<&'a PackedAux>,
 }
 
 /// The H step's domain buffers besides `dh` (n scalars each, 4 GiB at 32 GiB).
@@ -1517,7 +1588,8 @@ impl DeviceRun<'_> {
     /// three domain buffers (3·n·32 B, 12 GiB at 32 GiB: resident and full staging always,
     /// partial too: its MSM pass is not allocated yet), else two (2·n·32 B, b's shared with c).
     /// `dh` and the others are allocated; then with the GPU SpMV z (input pageable, aux
-    /// 3.88 GiB through its pinned registration) is uploaded, else a and b are staged into
+    /// 3.88 GiB through its pinned registration; with `packed`, aux's packed form instead,
+    /// expanded on the device: [`PackedAux`]) is uploaded, else a and b are staged into
     /// `dh` and the next buffer, and c into the third (with two buffers c is staged later,
     /// [`Self::h_step_shared`]), the rest zeroed. When not even two fit (a small streaming
     /// plan) h comes from the CPU NTT (reported as [`Stage::Ntt`]) and only h (n·32 B) is
@@ -1564,26 +1636,17 @@ impl DeviceRun<'_> {
         // The compiled path's z on the device: (input, aux); aux is kept for the MSMs.
         let mut dz = None;
         if spmv.is_some() {
-            // The inputs (a few hundred values) are copied pageable. aux is normally in a
-            // buffer of the engine's host pool, registered once for its whole capacity:
-            // this pin is a shared hit (no driver call) that holds the registration during
-            // the copy; any other aux is registered here, for this copy. Both copies are
-            // synchronous: none is running from the host vectors when this returns.
+            // The inputs (a few hundred values) are copied pageable; aux packed through `dh`,
+            // which the SpMV overwrites next on this stream, else dense (`upload_aux`).
             let din = upload_in(dev, arena, &asg.input)?;
-            let daux = {
-                let pin = pinned_registry().pin_slice(&asg.aux);
-                log::debug!(
-                    "partition {}: z upload, aux {}",
-                    self.partition,
-                    match pin.state() {
-                        crate::gpu::memory::pinned::PinState::Pinned { shared: true } =>
-                            "pinned (pooled)",
-                        crate::gpu::memory::pinned::PinState::Pinned { shared: false } => "pinned now",
-                        crate::gpu::memory::pinned::PinState::Pageable(_) => "pageable",
-                    }
-                );
-                upload_in(dev, arena, &asg.aux)?
-            };
+            let daux = upload_aux(
+                dev,
+                arena,
+                self.stream,
+                &asg.aux,
+                self.packed,
+                Some(dh.as_mut_slice().into_scratch_words()),
+            )?;
             self.work
                 .note_allocated(32 * (din.len() + daux.len()) as u64);
             dz = Some((din, daux));
@@ -1926,8 +1989,8 @@ impl DeviceRun<'_> {
     }
 
     /// aux's scalars on the device: `kept` (z's aux from the GPU SpMV) when given, else
-    /// uploaded now through a pinned registration of aux (3.88 GiB at 32 GiB; reported as
-    /// [`Stage::Transfer`]).
+    /// uploaded now ([`upload_aux`]: packed when the job has the form and the plan room for
+    /// its scratch, else dense, 3.88 GiB at 32 GiB; reported as [`Stage::Transfer`]).
     fn aux_scalars(
         &mut self,
         kept: Option<DeviceBuffer<Fr>>,
@@ -1937,10 +2000,8 @@ impl DeviceRun<'_> {
             Some(d) => Ok(d),
             None => {
                 let t = Instant::now();
-                let d = {
-                    let _pin = pinned_registry().pin_slice(&asg.aux);
-                    upload_in(self.dev, self.arena, &asg.aux)?
-                };
+                let d =
+                    upload_aux(self.dev, self.arena, self.stream, &asg.aux, self.packed, None)?;
                 self.report(Stage::Transfer, t.elapsed());
                 Ok(d)
             }
@@ -2091,10 +2152,13 @@ impl GpuBackend {
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
+        // Packed here, before the job waits for a device (off the GPU's path).
+        let packed = self.pack_z.then(|| PackedAux::pack(&asg.aux)).flatten();
         let job = Arc::new(GpuJob {
             asg: Mutex::new(std::mem::take(asg)),
             compiled: compiled.clone(),
             gpu_spmv: self.gpu_spmv,
+            packed,
             srs: srs.clone(),
             part: ctx.part,
             reporter: ctx.reporter.clone(),

@@ -1328,6 +1328,18 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             _t: PhantomData,
         }
     }
+    /// The range's memory as 32-bit words (`len · size_of::<T>() / 4` of them), lent as
+    /// scratch space. What is written through it need not be valid `T` values: the lender
+    /// must have the range overwritten with valid ones before it is read as `T` again
+    /// ([`DeviceRepr`]'s contract).
+    pub fn into_scratch_words(self) -> DeviceSliceMut<'a, u32> {
+        DeviceSliceMut {
+            device: self.device,
+            ptr: self.ptr,
+            len: self.len * std::mem::size_of::<T>() / 4,
+            _t: PhantomData,
+        }
+    }
     /// Reborrows mutably (to pass to a function without giving this one away).
     #[cfg(any(test, feature = "internals"))]
     pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {

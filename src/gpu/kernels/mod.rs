@@ -5,6 +5,7 @@
 //! - `ntt`: number-theoretic transforms and the fused H-polynomial step.
 //! - `spmv`: a, b, c = A·z, B·z, C·z of a compiled circuit, and the R1CS check.
 //! - `fixed_base`: fixed-base scalar multiplication, for parameter generation.
+//! - `zpack`: a witness's aux vector packed on the host, expanded on the device.
 //!
 //! Every module needs the `cuda` feature. They launch through [`crate::gpu::driver`] and size
 //! their buffers with [`crate::gpu::memory::layout`].
@@ -18,3 +19,5 @@ pub mod msm;
 pub mod ntt;
 #[cfg(feature = "cuda")]
 pub mod spmv;
+#[cfg(feature = "cuda")]
+pub mod zpack;
