@@ -492,7 +492,7 @@ fn packed_aux_expands_on_the_device_to_the_dense_vector() {
                 }
             })
             .collect();
-        // One value out of one is "more than a quarter": not packed.
+        // One value of one is more than the share packed (1/8): not packed.
         let Some(p) = PackedAux::pack(&aux) else {
             assert_eq!(n, 1);
             continue;

@@ -186,8 +186,12 @@ fn upload_aux(
             }
             Some(_) => {}
             None => {
-                // Freed here, before the caller allocates its MSM buffers: the plan holds it.
-                if let Ok(mut own) = dev.alloc_in::<u32>(Some(arena), p.scratch_words()) {
+                // Only where the plan has room left for it (asked first: a refused allocation
+                // is logged as a plan error); freed here, before the caller allocates its MSM
+                // buffers.
+                let bytes = crate::gpu::memory::layout::align_up(4 * p.scratch_words() as u64);
+                if arena.capacity() - arena.used() >= bytes {
+                    let mut own = dev.alloc_in::<u32>(Some(arena), p.scratch_words())?;
                     p.expand(stream, own.as_mut_slice(), &mut daux.as_mut_slice())?;
                     stream.synchronize()?;
                     log_packed(p);
@@ -1464,7 +1468,8 @@ fn run_on(
     } else {
         Uploaded { bc: None, z: None }
     };
-    // The GPU section: kernels only (the uploads above overlap other workers' kernels).
+    // The GPU section: the kernels (the uploads above, with the packed aux's expansion,
+    // overlap other workers' kernels).
     let section = attempt.enter_gpu();
     run.report(Stage::Wait, section.waited());
     // ---- 3. SpMV and the R1CS check (compiled path), 4. H.
@@ -1594,7 +1599,8 @@ impl DeviceRun<'_> {
     /// [`Self::h_step_shared`]), the rest zeroed. When not even two fit (a small streaming
     /// plan) h comes from the CPU NTT (reported as [`Stage::Ntt`]) and only h (n·32 B) is
     /// staged into `dh`. The copies are reported as [`Stage::Transfer`]; all are synchronous
-    /// except the zeroing on the stream.
+    /// except the zeroing and the packed aux's expansion on the stream (a few milliseconds of
+    /// kernel outside the GPU section: it writes only this partition's buffers).
     ///
     /// # Errors
     /// Driver errors.
@@ -2152,8 +2158,12 @@ impl GpuBackend {
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
-        // Packed here, before the job waits for a device (off the GPU's path).
-        let packed = self.pack_z.then(|| PackedAux::pack(&asg.aux)).flatten();
+        // Packed here, before the job waits for a device (off the GPU's path); not for an H
+        // side that uploads a, b, c rather than z.
+        let uploads_aux = ctx.part != Part::HOnly || (compiled.is_some() && self.gpu_spmv);
+        let packed = (self.pack_z && uploads_aux)
+            .then(|| PackedAux::pack(&asg.aux))
+            .flatten();
         let job = Arc::new(GpuJob {
             asg: Mutex::new(std::mem::take(asg)),
             compiled: compiled.clone(),
