@@ -1593,8 +1593,8 @@ impl DeviceRun<'_> {
     /// three domain buffers (3·n·32 B, 12 GiB at 32 GiB: resident and full staging always,
     /// partial too: its MSM pass is not allocated yet), else two (2·n·32 B, b's shared with c).
     /// `dh` and the others are allocated; then with the GPU SpMV z (input pageable, aux
-    /// 3.88 GiB through its pinned registration; with `packed`, aux's packed form instead,
-    /// expanded on the device: [`PackedAux`]) is uploaded, else a and b are staged into
+    /// packed, 103 MB at 32 GiB, expanded on the device, `dh` lending the scratch — else dense,
+    /// 3.88 GiB: [`upload_aux`]) is uploaded, else a and b are staged into
     /// `dh` and the next buffer, and c into the third (with two buffers c is staged later,
     /// [`Self::h_step_shared`]), the rest zeroed. When not even two fit (a small streaming
     /// plan) h comes from the CPU NTT (reported as [`Stage::Ntt`]) and only h (n·32 B) is
