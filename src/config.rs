@@ -436,8 +436,7 @@ impl EngineConfig {
             c.vram_limit = Some(parse_vram_limit(&v)?);
         }
         if let Some(v) = env_text("CUZK_HOST_MEM_LIMIT")? {
-            c.host_memory_limit =
-                Some(parse_bytes(&v).map_err(|r| bad("CUZK_HOST_MEM_LIMIT", &v, &r))?);
+            c.host_memory_limit = Some(parse_host_memory_limit(&v)?);
         }
         if let Some(v) = env_text("CUZK_STAGE_TIMEOUT")? {
             c.stage_timeout =
@@ -538,7 +537,11 @@ impl EngineConfig {
     pub fn validate(&self) -> Result<()> {
         let per_device = |name: &str, n: usize| {
             if n > 64 {
-                Err(bad(name, &n.to_string(), "expected 0 (the default) or 1 ..= 64"))
+                Err(bad(
+                    name,
+                    &n.to_string(),
+                    "expected 0 (the default) or 1 ..= 64",
+                ))
             } else {
                 Ok(())
             }
@@ -552,7 +555,11 @@ impl EngineConfig {
             self.tuning.gpu_sections_per_device,
         )?;
         if self.vram_limit == Some(0) {
-            return Err(bad("vram_limit (CUZK_VRAM_LIMIT)", "0", "expected a size above zero (None: no cap)"));
+            return Err(bad(
+                "vram_limit (CUZK_VRAM_LIMIT)",
+                "0",
+                "expected a size above zero (None: no cap)",
+            ));
         }
         if self.host_memory_limit == Some(0) {
             return Err(bad(
@@ -562,7 +569,11 @@ impl EngineConfig {
             ));
         }
         if self.stage_timeout == Some(Duration::ZERO) {
-            return Err(bad("stage_timeout (CUZK_STAGE_TIMEOUT)", "0s", "expected a duration above zero"));
+            return Err(bad(
+                "stage_timeout (CUZK_STAGE_TIMEOUT)",
+                "0s",
+                "expected a duration above zero",
+            ));
         }
         Ok(())
     }
@@ -864,9 +875,7 @@ fn env_text(name: &str) -> Result<Option<String>> {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => Ok(Some(v)),
         Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => {
-            Err(bad(name, &v.to_string_lossy(), "not UTF-8"))
-        }
+        Err(std::env::VarError::NotUnicode(v)) => Err(bad(name, &v.to_string_lossy(), "not UTF-8")),
     }
 }
 
@@ -985,6 +994,21 @@ fn parse_vram_limit(v: &str) -> Result<u64> {
     }
 }
 
+/// A `CUZK_HOST_MEM_LIMIT` value: a byte size (see [`parse_bytes`]) above zero (unset, the
+/// limit is the machine's available memory; a limit of 0 bytes would refuse every job).
+fn parse_host_memory_limit(v: &str) -> Result<u64> {
+    match parse_bytes(v) {
+        Ok(0) => Err(bad(
+            "CUZK_HOST_MEM_LIMIT",
+            v,
+            "a limit of 0 bytes leaves no host memory; unset it for the machine's available \
+             memory",
+        )),
+        Ok(b) => Ok(b),
+        Err(r) => Err(bad("CUZK_HOST_MEM_LIMIT", v, &r)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1023,6 +1047,25 @@ mod tests {
     }
 
     #[test]
+    fn host_memory_limit_must_be_a_size_above_zero() {
+        assert_eq!(parse_host_memory_limit("64GiB").unwrap(), 64 << 30);
+        for zero in ["0", "0GiB"] {
+            let e = parse_host_memory_limit(zero).unwrap_err();
+            assert_eq!(e.code(), 104, "{zero}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid configuration CUZK_HOST_MEM_LIMIT=\"{zero}\": a limit of 0 bytes \
+                     leaves no host memory; unset it for the machine's available memory"
+                )
+            );
+        }
+        let e = parse_host_memory_limit("abc").unwrap_err();
+        assert_eq!(e.code(), 104);
+        assert!(e.to_string().contains("CUZK_HOST_MEM_LIMIT"), "{e}");
+    }
+
+    #[test]
     fn vram_limit_must_be_a_size_above_zero() {
         assert_eq!(parse_vram_limit("16GiB").unwrap(), 16 << 30);
         for bad_value in ["0", "0GiB", "abc"] {
@@ -1045,7 +1088,10 @@ mod tests {
         std::env::set_var(name, "4GiB");
         let set = env_text(name).unwrap();
         std::env::remove_var(name);
-        assert!(matches!(&e, Error::InvalidConfig { name: n, .. } if n == name), "{e:?}");
+        assert!(
+            matches!(&e, Error::InvalidConfig { name: n, .. } if n == name),
+            "{e:?}"
+        );
         assert_eq!(blank, None);
         assert_eq!(set.as_deref(), Some("4GiB"));
         assert_eq!(env_text(name).unwrap(), None);
@@ -1115,7 +1161,10 @@ mod tests {
         assert_eq!(c.backend, Backend::Cpu);
         assert_eq!(c.devices, Some(vec![1, 0]));
         assert_eq!((c.workers_per_device(), c.sections_per_device()), (3, 2));
-        assert_eq!((c.vram_limit, c.host_memory_limit), (Some(16 << 30), Some(64 << 30)));
+        assert_eq!(
+            (c.vram_limit, c.host_memory_limit),
+            (Some(16 << 30), Some(64 << 30))
+        );
         assert_eq!(c.circuit_cache, CircuitCache::Off);
         assert_eq!(c.stage_timeout(), Duration::from_secs(5));
         let t = &c.tuning;
