@@ -1063,10 +1063,10 @@ fn gen_snap_inputs_prove_with_prove_snap() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// A proof type number that is none of the file's kind is the library's invalid input (101,
-/// exit 11), as README's status table has it and as the engine and the daemon answer it, not
-/// malformed input (100, exit 10); WindowPoSt V1 (5) is unsupported (103, exit 13). Both
-/// before the parameter directory is looked at (it does not exist).
+/// A proof type number that is no PoSt proof type, or not the one the file's name says, is the
+/// library's invalid input (101, exit 11), as README's status table has it and as the engine and
+/// the daemon answer it, not malformed input (100, exit 10); WindowPoSt V1 (5) is unsupported
+/// (103, exit 13). Both before the parameter directory is looked at (it does not exist).
 #[test]
 fn unknown_registered_proofs_exit_11() {
     let d = tmp_dir("registered-proof");
@@ -1124,8 +1124,8 @@ fn unknown_registered_proofs_exit_11() {
             &post,
             0,
             11,
-            "cuzk: error 101: invalid input: registered PoSt proof 0 (StackedDrgWinning2KiBV1) \
-             is not a window-post proof type\n",
+            "cuzk: error 101: invalid input: registered_proof 0 is StackedDrgWinning2KiBV1, but \
+             registered_proof_name says StackedDrgWindow2KiBV1_2\n",
         ),
         ("prove-post", &post, 5, 13, "cuzk: error 103: "),
         (
@@ -1351,6 +1351,209 @@ fn prove_snap_checks_the_parameter_files_first() {
     assert!(
         err.contains(s(&cut.join(&name))) && err.contains("truncated"),
         "{err}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `gen-post --kind <kind> --sector-size 2KiB --seed <seed>` into `<d>/<name>`; returns its
+/// post.json read as JSON and its path.
+fn gen_post_2kib(d: &Path, name: &str, kind: &str, seed: &str) -> (serde_json::Value, PathBuf) {
+    let dir = d.join(name);
+    let out = cuzk(&[
+        "gen-post",
+        "--kind",
+        kind,
+        "--sector-size",
+        "2KiB",
+        "--seed",
+        seed,
+        s(&dir),
+    ]);
+    assert!(out.status.success());
+    let path = dir.join(cuzk_dev::postgen::POST_JSON);
+    let json = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    (json, path)
+}
+
+/// `prove-post` takes the proof type from post.json's `registered_proof` (what the engine
+/// proves): a `registered_proof_name`, `kind` or `sector_size` that is not the number's is
+/// invalid input (101, exit 11) naming the field, before the parameter directory is looked at
+/// (it does not exist), not a complaint about the number.
+#[test]
+fn prove_post_takes_the_proof_type_from_the_number() {
+    let d = tmp_dir("post-proof-type");
+    let (window, _) = gen_post_2kib(&d, "window", "window", "n");
+    let (winning, _) = gen_post_2kib(&d, "winning", "winning", "n");
+    let n = std::cell::Cell::new(0);
+    let with = |base: &serde_json::Value, field: &str, value: serde_json::Value| {
+        let mut json = base.clone();
+        json[field] = value;
+        n.set(n.get() + 1);
+        let path = d.join(format!("{}-{field}.json", n.get()));
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        path
+    };
+    let cases = [
+        (
+            with(
+                &window,
+                "registered_proof_name",
+                "StackedDrgWinning2KiBV1".into(),
+            ),
+            "registered_proof 10 is StackedDrgWindow2KiBV1_2, but registered_proof_name says \
+             StackedDrgWinning2KiBV1",
+        ),
+        (
+            with(
+                &window,
+                "registered_proof_name",
+                "StackedDrgWindow8MiBV1_2".into(),
+            ),
+            "registered_proof 10 is StackedDrgWindow2KiBV1_2, but registered_proof_name says \
+             StackedDrgWindow8MiBV1_2",
+        ),
+        (
+            with(
+                &winning,
+                "registered_proof_name",
+                "StackedDrgWindow2KiBV1_2".into(),
+            ),
+            "registered_proof 0 is StackedDrgWinning2KiBV1, but registered_proof_name says \
+             StackedDrgWindow2KiBV1_2",
+        ),
+        (
+            with(&window, "kind", "winning-post".into()),
+            "registered_proof 10 is StackedDrgWindow2KiBV1_2, a window-post proof type, but kind \
+             says \"winning-post\"",
+        ),
+        (
+            with(&winning, "kind", "window-post".into()),
+            "registered_proof 0 is StackedDrgWinning2KiBV1, a winning-post proof type, but kind \
+             says \"window-post\"",
+        ),
+        (
+            with(&window, "sector_size", 8_388_608.into()),
+            "registered_proof 10 is StackedDrgWindow2KiBV1_2, of 2048-byte sectors, but \
+             sector_size says 8388608",
+        ),
+    ];
+    for (file, says) in cases {
+        let out = cuzk(&["prove-post", s(&file), "--params", s(&d.join("none"))]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{err}");
+        assert_eq!(err, format!("cuzk: error 101: invalid input: {says}\n"));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `prove-post` checks post.json's `sectors` (the sector numbers and comm_r that filecoin-proofs'
+/// verifier checks the proof against) against the vanilla proofs before proving: a repeated
+/// sector, a sector number that is not the vanilla proof's or a comm_r that is not the one the
+/// vanilla proof carries is invalid input (101, exit 11) naming the sector and the field, not a
+/// proof that filecoin-proofs rejects (exit 51). The 2 KiB PoSt fixture's parameters (built on
+/// first use).
+#[test]
+fn prove_post_checks_the_sectors_against_the_vanilla_proofs() {
+    let d = tmp_dir("post-sectors");
+    let params = cuzk_dev::post_fixture::ensure_post_fixture(
+        &cuzk_dev::post_fixture::default_post_fixture_dir(),
+    )
+    .expect("2 KiB PoSt fixture")
+    .param_dir;
+    let (window, _) = gen_post_2kib(&d, "window", "window", "sectors");
+    let (winning, _) = gen_post_2kib(&d, "winning", "winning", "sectors");
+    let (id0, id1) = (
+        window["sectors"][0]["sector_id"].clone(),
+        window["sectors"][1]["sector_id"].clone(),
+    );
+    let comm_r0 = window["sectors"][0]["comm_r"].as_str().unwrap().to_owned();
+    let comm_r1 = window["sectors"][1]["comm_r"].as_str().unwrap().to_owned();
+    let win_id = winning["sectors"][0]["sector_id"].as_u64().unwrap();
+    let edit = |base: &serde_json::Value, name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut json = base.clone();
+        f(&mut json["sectors"]);
+        let path = d.join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        path
+    };
+    let cases = [
+        (
+            edit(&window, "commr", &|s| {
+                s[1]["comm_r"] = comm_r0.clone().into()
+            }),
+            format!(
+                "sectors[1].comm_r (sector {id1}) is {comm_r0}, but vanilla proof 1 carries \
+                 {comm_r1}"
+            ),
+        ),
+        (
+            edit(&window, "repeated", &|s| s[1]["sector_id"] = id0.clone()),
+            format!("sectors[1].sector_id {id0} repeats sectors[0]'s: each sector is listed once"),
+        ),
+        (
+            edit(&window, "swapped", &|s| {
+                s[0]["sector_id"] = id1.clone();
+                s[1]["sector_id"] = id0.clone();
+            }),
+            format!(
+                "sectors[0].sector_id {id1}, but vanilla proof 0 is of sector {id0}: the sectors \
+                 are the vanilla proofs', in their order"
+            ),
+        ),
+        (
+            edit(&winning, "winning-id", &|s| {
+                s[0]["sector_id"] = (win_id + 1000).into()
+            }),
+            format!(
+                "sectors[0].sector_id {}, but vanilla proof 0 is of sector {win_id}: the sectors \
+                 are the vanilla proofs', in their order",
+                win_id + 1000
+            ),
+        ),
+    ];
+    for (file, says) in cases {
+        let out = cuzk(&[
+            "prove-post",
+            s(&file),
+            "--params",
+            s(&params),
+            "--backend",
+            "cpu",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(11), "{err}");
+        assert_eq!(err, format!("cuzk: error 101: invalid input: {says}\n"));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `CUZK_HOST_MEM_LIMIT=0` is the configuration error (104, exit 14) in the words of
+/// `CUZK_VRAM_LIMIT`'s, before any proving.
+#[test]
+fn a_zero_host_memory_limit_exit_14() {
+    let d = tmp_dir("host-mem-zero");
+    let c1 = gen_c1_2kib(&d, "h");
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args([
+            "prove",
+            s(&c1),
+            "--prover-id",
+            "f01000",
+            "--params",
+            s(&d),
+            "--backend",
+            "cpu",
+        ])
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .env("CUZK_HOST_MEM_LIMIT", "0")
+        .output()
+        .expect("run cuzk");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(14), "{err}");
+    assert_eq!(
+        err,
+        "cuzk: error 104: invalid configuration CUZK_HOST_MEM_LIMIT=\"0\": a limit of 0 bytes \
+         leaves no host memory; unset it for the machine's available memory\n"
     );
     std::fs::remove_dir_all(&d).unwrap();
 }

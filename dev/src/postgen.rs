@@ -614,6 +614,33 @@ fn verify_shape<Tree: 'static + MerkleTreeTrait>(g: &GeneratedPost) -> Result<bo
     Ok(matches!(verdict, Ok(Ok(true))))
 }
 
+/// The sector number and comm_r each vanilla proof of `g` carries (`FallbackPoStSectorProof`'s
+/// `sector_id` and `comm_r`), in order: what `g.sectors` must repeat for filecoin-proofs'
+/// verifiers to check a proof of them. `None` for a proof that is not bincode of a sector proof
+/// of `g`'s proof type (decoded as the prover decodes it: fixed-width integers, nothing left
+/// over), whose own error the prover gives.
+pub fn vanilla_sectors(g: &GeneratedPost) -> Vec<Option<(u64, [u8; 32])>> {
+    let size = u64::from(g.spec.registered_proof.sector_size());
+    with_shape!(size, vanilla_sectors_shape, g)
+}
+
+fn vanilla_sectors_shape<Tree: 'static + MerkleTreeTrait>(
+    g: &GeneratedPost,
+) -> Vec<Option<(u64, [u8; 32])>> {
+    use bincode::Options;
+    g.vanilla_proofs
+        .par_iter()
+        .map(|b| {
+            let v: FallbackPoStSectorProof<Tree> = bincode::DefaultOptions::new()
+                .with_fixint_encoding()
+                .deserialize(b)
+                .ok()?;
+            let comm_r: [u8; 32] = v.comm_r.into_bytes().try_into().ok()?;
+            Some((u64::from(v.sector_id), comm_r))
+        })
+        .collect()
+}
+
 /// The challenged leaf of every inclusion proof of every vanilla proof of `g`, in order (what
 /// the proofs open, for comparison with filecoin-proofs' derivation).
 ///
