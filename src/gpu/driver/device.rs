@@ -819,7 +819,6 @@ impl KernelArgs {
         self.push(v)
     }
     /// Appends a `u64` (`unsigned long long` / `size_t`) argument.
-    #[cfg(any(test, feature = "internals"))]
     pub fn push_u64(&mut self, v: u64) -> &mut Self {
         self.push(v)
     }

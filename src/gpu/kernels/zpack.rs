@@ -143,6 +143,7 @@ impl PackedAux {
     }
 
     /// Whether the vector is empty (never: an empty one is not packed).
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
