@@ -15,6 +15,7 @@
 # CAP+base (e.g. 16GiB+base) runs with the environment $E2E_BASE_ENV added (e.g.
 # CUZK_MSM_BATCH=1: the same build without a feature, as the baseline of the same lease) and,
 # with E2E_BASE_BIN=BIN, with that build instead (an older commit as the baseline).
+# E2E_BASE=same: the uncapped baseline is this build with $E2E_BASE_ENV (e.g. CUZK_PACKED_Z=0).
 # E2E_MAIN=0: no uncapped run first (the caps only; proof 0 of each cap is then its cold one).
 # E2E_COLD="off always": after a size's run, one more cold proof per mode (page cache dropped
 # again, CUZK_H_AHEAD=mode, verified the same way), its time in the summary.
@@ -194,7 +195,10 @@ for step in "$@"; do
   for cap in ${E2E_CAPS:-} ${E2E_BASE:+base}; do
     bin=$F/cuzk; lim=${cap%%+*}; envs=(); [ "$lim" != "$cap" ] && read -ra envs <<< "${E2E_BASE_ENV:-}"
     [ "$lim" != "$cap" ] && [ -n "${E2E_BASE_BIN:-}" ] && bin=$E2E_BASE_BIN
-    [ "$cap" = base ] && { bin=$E2E_BASE; lim=; }
+    if [ "$cap" = base ]; then
+      bin=$E2E_BASE; lim=
+      [ "$bin" = same ] && { bin=$F/cuzk; read -ra envs <<< "${E2E_BASE_ENV:-}"; }
+    fi
     ( nvidia-smi dmon -s t -d 1 > "$L/dmon-$cap.txt" 2>&1 ) & DMON=$!
     a=$(date +%s)
     [ "$lim" != "$cap" ] && echo "== $cap: with ${envs[*]:-} ${E2E_BASE_BIN:+build $E2E_BASE_BIN}" | tee -a "$S"
