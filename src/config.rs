@@ -70,7 +70,7 @@ pub enum Backend {
 /// | `CUZK_GPU_SECTIONS` | *tuning*: partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
 /// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
-/// | `CUZK_PACKED_Z` | *tuning*: `0`: the GPU backend uploads the witness's aux dense (32 B a value) instead of packed (zeros and ones as bits: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition) | `1` |
+/// | `CUZK_PACKED_Z` | *tuning*: `1`: the GPU backend uploads the witness's aux packed (zeros and ones as bits: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition), expanded on the device, instead of dense (32 B a value); off until measured on a device | `0` |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 /// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
 /// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own) | `4` |
@@ -133,11 +133,12 @@ pub struct Tuning {
     /// GPU backend, compiled path: compute a, b, c on the CPU even when the matrices fit on the
     /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
     pub cpu_spmv_only: bool,
-    /// GPU backend, compiled path: upload the witness's aux dense (32 B a value) instead of
-    /// packed (`CUZK_PACKED_Z=0`; default `false`: packed — three 32-bit words per 32 values
-    /// plus the values that are neither 0 nor 1, ~1/40 of the bytes for a PoRep witness,
-    /// expanded on the device; `gpu::kernels::zpack`).
-    pub dense_z_upload: bool,
+    /// GPU backend: upload the witness's aux packed — three 32-bit words per 32 values plus
+    /// the values that are neither 0 nor 1, ~1/40 of the bytes for a PoRep witness, expanded
+    /// on the device (`gpu::kernels::zpack`) — instead of dense, 32 B a value
+    /// (`CUZK_PACKED_Z=1`; default `false`: dense, until the packed path has been measured on
+    /// a device).
+    pub packed_z_upload: bool,
     /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`;
     /// default [`MsmAccumulation::BatchAffine`]).
     pub msm_accumulation: MsmAccumulation,
@@ -472,7 +473,7 @@ impl EngineConfig {
             c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
         if let Some(v) = env_text("CUZK_PACKED_Z")? {
-            c.tuning.dense_z_upload = !parse_bool("CUZK_PACKED_Z", &v)?;
+            c.tuning.packed_z_upload = parse_bool("CUZK_PACKED_Z", &v)?;
         }
         if let Some(v) = env_text("CUZK_MSM_ACCUMULATION")? {
             c.tuning.msm_accumulation = Accumulation::parse(&v)
@@ -675,9 +676,9 @@ impl Tuning {
         self
     }
 
-    /// Sets [`Tuning::dense_z_upload`]: upload the witness's aux dense, not packed.
-    pub fn with_dense_z_upload(mut self, on: bool) -> Self {
-        self.dense_z_upload = on;
+    /// Sets [`Tuning::packed_z_upload`]: upload the witness's aux packed, not dense.
+    pub fn with_packed_z_upload(mut self, on: bool) -> Self {
+        self.packed_z_upload = on;
         self
     }
 
@@ -1149,7 +1150,7 @@ mod tests {
                 Tuning::default()
                     .with_gpu_sections_per_device(2)
                     .with_cpu_spmv_only(true)
-                    .with_dense_z_upload(true)
+                    .with_packed_z_upload(true)
                     .with_msm_accumulation(MsmAccumulation::Xyzz)
                     .with_msm_affine_min_list(0)
                     .with_gpu_start_tier(Tier::Partial)
@@ -1168,7 +1169,7 @@ mod tests {
         assert_eq!(c.circuit_cache, CircuitCache::Off);
         assert_eq!(c.stage_timeout(), Duration::from_secs(5));
         let t = &c.tuning;
-        assert!(t.cpu_spmv_only && t.dense_z_upload);
+        assert!(t.cpu_spmv_only && t.packed_z_upload);
         assert_eq!(t.msm_accumulation, MsmAccumulation::Xyzz);
         assert_eq!(t.msm_affine_min_list, Some(0));
         assert_eq!(t.gpu_start_tier, Some(Tier::Partial));

@@ -283,7 +283,7 @@ struct GpuJob {
     /// Whether a, b, c may be computed on the device (`Tuning::cpu_spmv_only` off).
     gpu_spmv: bool,
     /// aux packed for its upload (made before the job waits for a device), when packing is on
-    /// (`Tuning::dense_z_upload` off) and pays ([`PackedAux::pack`]).
+    /// (`Tuning::packed_z_upload`) and pays ([`PackedAux::pack`]).
     packed: Option<PackedAux>,
     srs: Arc<Srs>,
     /// The MSMs to compute (`PartitionCtx::part`). Split ([`Part::HOnly`], [`Part::Rest`]),
@@ -346,7 +346,7 @@ pub struct GpuBackend {
     scheduler: Scheduler<GpuExecutor>,
     allow_cpu: bool,
     gpu_spmv: bool,
-    /// aux uploaded packed for the GPU SpMV (`Tuning::dense_z_upload` off).
+    /// aux uploaded packed (`Tuning::packed_z_upload`).
     pack_z: bool,
     /// Bytes each device may use: its memory, or the configured cap when lower.
     capacities: Vec<u64>,
@@ -431,7 +431,7 @@ impl GpuBackend {
             scheduler,
             allow_cpu: config.allow_cpu_fallback,
             gpu_spmv: !config.tuning.cpu_spmv_only,
-            pack_z: !config.tuning.dense_z_upload,
+            pack_z: config.tuning.packed_z_upload,
             capacities,
             workers_per_device: config.workers_per_device() as u64,
             msm_batch: config.tuning.msm_batch(),
