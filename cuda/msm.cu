@@ -64,6 +64,31 @@ extern "C" __global__ void cuzk_msm_classify(const u64* scalars, u32 n, u32 mont
     if (is_one) ones[base_o + __popc(mo & lt)] = point_index(j, dens_words, dens_prefix);
 }
 
+/// Gathering (src/gpu/kernels/msm.rs, `GatherSink`): the m scalars of the rest list and their
+/// points copied into a sink, whose one Pippenger MSM after the last streamed pass replaces one
+/// per pass. One thread per 32-bit word of a gathered point (`pw` words a point: 24 for G1, 48
+/// for G2); the thread of word 0 also writes the scalar, in canonical form (4 limbs).
+extern "C" __global__ void cuzk_msm_gather(const u32* rest, u32 m, const u64* scalars, u32 mont,
+                                           const u32* dens_words, const u32* dens_prefix, const u32* points,
+                                           u32 pw, u64* out_scalars, u32* out_points) {
+    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 i = t / pw;
+    const u32 w = (u32)(t - i * pw);
+    if (i >= m) return;
+    const u32 j = rest[i];
+    const u32 p = point_index(j, dens_words, dens_prefix);
+    out_points[i * pw + w] = points[(u64)p * pw + w];
+    if (w == 0) {
+        u64 s[4];
+        load_scalar(scalars, j, mont, s);
+        u64* o = out_scalars + 4 * i;
+        o[0] = s[0];
+        o[1] = s[1];
+        o[2] = s[2];
+        o[3] = s[3];
+    }
+}
+
 /// out[i] = popcount(words[i]), i < nwords (input of the density prefix scan).
 extern "C" __global__ void cuzk_msm_popc(const u32* words, u32 nwords, u32* out) {
     const u32 i = global_tid();

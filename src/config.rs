@@ -71,6 +71,7 @@ pub enum Backend {
 /// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
 /// | `CUZK_PACKED_Z` | *tuning*: `1`: the GPU backend uploads the witness's aux packed (zeros and ones as bits: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition), expanded on the device, instead of dense (32 B a value); off until measured on a device | `0` |
+/// | `CUZK_MSM_GATHER` | *tuning*: `1`: partitions sharing streamed bases copy each pass's scalars that are neither 0 nor 1 and their points into a device buffer and sum them in one MSM after the last pass, instead of a Pippenger run per pass (the ones stay per pass); off until measured on a device | `0` |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 /// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
 /// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own) | `4` |
@@ -139,6 +140,13 @@ pub struct Tuning {
     /// (`CUZK_PACKED_Z=1`; default `false`: dense, until the packed path has been measured on
     /// a device).
     pub packed_z_upload: bool,
+    /// Partitions whose L, A, B MSMs share streamed bases gather each pass's Pippenger scalars
+    /// (neither 0 nor 1) and their points on the device and sum them in one MSM per query
+    /// after the last pass (`gpu::kernels::msm::GatherSink`), instead of a bucket-method run
+    /// per pass (`CUZK_MSM_GATHER=1`; default `false` until measured on a device). Costs
+    /// 224 B of device memory per such value and partition (1.70 M values, 381 MB, for a
+    /// 32 GiB PoRep partition); a plan that cannot hold it runs without.
+    pub msm_gather: bool,
     /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`;
     /// default [`MsmAccumulation::BatchAffine`]).
     pub msm_accumulation: MsmAccumulation,
@@ -475,6 +483,9 @@ impl EngineConfig {
         if let Some(v) = env_text("CUZK_PACKED_Z")? {
             c.tuning.packed_z_upload = parse_bool("CUZK_PACKED_Z", &v)?;
         }
+        if let Some(v) = env_text("CUZK_MSM_GATHER")? {
+            c.tuning.msm_gather = parse_bool("CUZK_MSM_GATHER", &v)?;
+        }
         if let Some(v) = env_text("CUZK_MSM_ACCUMULATION")? {
             c.tuning.msm_accumulation = Accumulation::parse(&v)
                 .map(MsmAccumulation::from)
@@ -679,6 +690,12 @@ impl Tuning {
     /// Sets [`Tuning::packed_z_upload`]: upload the witness's aux packed, not dense.
     pub fn with_packed_z_upload(mut self, on: bool) -> Self {
         self.packed_z_upload = on;
+        self
+    }
+
+    /// Sets [`Tuning::msm_gather`]: gather the Pippenger scalars of streamed passes.
+    pub fn with_msm_gather(mut self, on: bool) -> Self {
+        self.msm_gather = on;
         self
     }
 
@@ -1151,6 +1168,7 @@ mod tests {
                     .with_gpu_sections_per_device(2)
                     .with_cpu_spmv_only(true)
                     .with_packed_z_upload(true)
+                    .with_msm_gather(true)
                     .with_msm_accumulation(MsmAccumulation::Xyzz)
                     .with_msm_affine_min_list(0)
                     .with_gpu_start_tier(Tier::Partial)
@@ -1169,7 +1187,7 @@ mod tests {
         assert_eq!(c.circuit_cache, CircuitCache::Off);
         assert_eq!(c.stage_timeout(), Duration::from_secs(5));
         let t = &c.tuning;
-        assert!(t.cpu_spmv_only && t.packed_z_upload);
+        assert!(t.cpu_spmv_only && t.packed_z_upload && t.msm_gather);
         assert_eq!(t.msm_accumulation, MsmAccumulation::Xyzz);
         assert_eq!(t.msm_affine_min_list, Some(0));
         assert_eq!(t.gpu_start_tier, Some(Tier::Partial));

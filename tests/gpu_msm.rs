@@ -3,7 +3,8 @@
 //! 2^CUZK_TEST_MSM_MAX_LOG (default 22) and scalar kinds (0, 1, r - 1, random, the PoRep mix of
 //! zeros and ones, one repeated value), with repeated points and points at infinity; plus the
 //! density bitmap, device-resident points, canonical scalars, chunked bucket lists, forced window
-//! sizes and out-of-order tickets.
+//! sizes and out-of-order tickets; streamed passes whose Pippenger parts are gathered into a
+//! sink and summed once equal the one MSM.
 //!
 //! Needs a CUDA device; without one every test prints why and passes.
 #![cfg(feature = "cuda")]
@@ -15,7 +16,8 @@ use std::sync::Arc;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuzk::gpu::driver::device::Device;
 use cuzk::gpu::kernels::msm::{
-    Accumulation, CanonicalScalar, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2,
+    Accumulation, CanonicalScalar, GatherSink, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars,
+    G1, G2,
 };
 use cuzk::Error;
 use ff::Field;
@@ -899,4 +901,95 @@ fn two_pass_msm(
     let (got, st) = one_msm::<G1>(dev, cfg, aff, s, density);
     let t = st.two_pass.expect("two-pass scatter");
     (got, st, t)
+}
+
+/// Passes of `pass` scalars (a multiple of 64) over the PoRep mix, their points on the device,
+/// each pass run with `ws.msm_gathering` into one sink of `capacity` entries, then
+/// `sink.drain`: Σ of the pass results and the drain equals the whole MSM, with and without a
+/// density bitmap. Returns (passes gathered, passes that ran their own Pippenger part).
+fn gathered_passes<G: TestGroup>(
+    dev: &Arc<Device>,
+    n: usize,
+    pass: usize,
+    capacity: usize,
+    dense: bool,
+    seed: u64,
+) -> (usize, usize)
+where
+    G::Projective: Curve<AffineRepr = G::Affine> + std::fmt::Debug + PartialEq + Send + Sync,
+    G::Affine: Send + Sync + Default + Copy,
+{
+    assert_eq!(pass % 64, 0);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let (bits, used) = if dense {
+        (Vec::new(), (0..n).collect::<Vec<_>>())
+    } else {
+        density_bits(n, 0.6, &mut rng)
+    };
+    let (proj, aff) = points::<G::Projective>(used.len(), seed);
+    let s = scalars(n, Kind::PoRep, seed + 1);
+    let sel: Vec<Scalar> = used.iter().map(|&j| s[j]).collect();
+    let want = G::reference(&proj, &sel);
+    let resident = dev.upload(&aff).unwrap();
+    let ds = dev.upload(&s).unwrap();
+    let mut ws = MsmWorkspace::new(dev).unwrap();
+    let mut sink = GatherSink::<G>::new(dev, None, capacity).unwrap();
+    assert_eq!(sink.capacity(), capacity.max(1));
+    let (mut got, mut gathered, mut own) = (G::Projective::identity(), 0, 0);
+    let mut p0 = 0usize; // the pass's first point
+    for a in (0..n).step_by(pass) {
+        let e = (a + pass).min(n);
+        let words = (!dense).then(|| &bits[a / 64..e.div_ceil(64)]);
+        let np = if dense {
+            e - a
+        } else {
+            used.iter().filter(|&&j| j >= a && j < e).count()
+        };
+        let before = sink.len();
+        got += ws
+            .msm_gathering::<G>(
+                Points::Device(resident.slice(p0..p0 + np).unwrap()),
+                Scalars::Device(ds.slice(a..e).unwrap()),
+                words,
+                &mut sink,
+            )
+            .unwrap();
+        let st = ws.stats().clone();
+        if st.gathered > 0 {
+            assert_eq!((st.m, sink.len()), (0, before + st.gathered), "pass at {a}");
+            gathered += 1;
+        } else if st.m > 0 {
+            own += 1;
+        }
+        p0 += np;
+    }
+    assert!(!sink.is_empty() || gathered == 0);
+    got += sink.drain(&mut ws).unwrap();
+    assert!(sink.is_empty());
+    assert_eq!(
+        got,
+        want,
+        "{} n={n} pass={pass} capacity={capacity} dense={dense}",
+        G::SUFFIX
+    );
+    // an empty sink drains to the identity
+    assert_eq!(sink.drain(&mut ws).unwrap(), G::Projective::identity());
+    (gathered, own)
+}
+
+#[test]
+fn gathered_passes_equal_one_msm() {
+    let Some(dev) = device() else { return };
+    // Room for every pass: all gathered, one Pippenger run at the end.
+    let (g, o) = gathered_passes::<G1>(&dev, 200_003, 1 << 15, 200_003, true, 1);
+    assert!(g >= 6 && o == 0, "{g} gathered, {o} own");
+    let (g, o) = gathered_passes::<G1>(&dev, 100_001, 1 << 14, 100_001, false, 2);
+    assert!(g >= 6 && o == 0, "{g} gathered, {o} own");
+    let (g, o) = gathered_passes::<G2>(&dev, 40_001, 1 << 13, 40_001, false, 3);
+    assert!(g >= 4 && o == 0, "{g} gathered, {o} own");
+    // Room for about two passes' parts (~3.5 % of a pass each): the rest run their own.
+    let (g, o) = gathered_passes::<G1>(&dev, 200_003, 1 << 15, 2400, true, 4);
+    assert!(g >= 1 && o >= 1, "{g} gathered, {o} own");
+    let (g, o) = gathered_passes::<G2>(&dev, 40_001, 1 << 13, 600, false, 5);
+    assert!(g >= 1 && o >= 1, "{g} gathered, {o} own");
 }

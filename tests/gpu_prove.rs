@@ -162,8 +162,8 @@ fn gpu_proof_equals_cpu_proof_and_verifies_and_memory_returns_to_baseline() {
 /// partitions queued together run in batches over one streamed upload of the bases (passes
 /// of 2^18 points, forced, so each MSM runs several: a 2 KiB partition has 1.34 M aux
 /// variables; much smaller passes make thousands of blocking MSMs per batch, minutes of
-/// launches): each proof equals the CPU's with the same r, s and verifies, and at least one
-/// batch of two or more ran.
+/// launches), half of them with the Pippenger parts gathered across passes: each proof equals
+/// the CPU's with the same r, s and verifies, and at least one batch of two or more ran each way.
 #[test]
 fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let Some((_serial, size, f)) = start() else {
@@ -171,15 +171,21 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     };
     let c1 = f.read_c1().unwrap();
     let cfg = |backend| config(&f, backend);
-    let gpu = Engine::new(
-        cfg(Backend::Gpu).with_tuning(
-            Tuning::default()
-                .with_gpu_start_tier(Tier::FullStaging)
-                .with_msm_batch(4)
-                .with_partitions_ahead(8),
-        ),
-    )
-    .unwrap();
+    // Even proofs on an engine that sums each pass's Pippenger part, odd ones on one that
+    // gathers them across passes (`Tuning::msm_gather`).
+    let engine = |gather| {
+        Engine::new(
+            cfg(Backend::Gpu).with_tuning(
+                Tuning::default()
+                    .with_gpu_start_tier(Tier::FullStaging)
+                    .with_msm_batch(4)
+                    .with_msm_gather(gather)
+                    .with_partitions_ahead(8),
+            ),
+        )
+        .unwrap()
+    };
+    let gpus = [engine(false), engine(true)];
     let cpu = Engine::new(cfg(Backend::Cpu)).unwrap();
     // The fixtures have one partition: one r, s per proof.
     let opts = |i: u64| {
@@ -189,7 +195,7 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let tiers = std::thread::scope(|s| {
         let hs: Vec<_> = (0..8u64)
             .map(|i| {
-                let (gpu, cpu, f, c1) = (&gpu, &cpu, &f, &c1);
+                let (gpu, cpu, f, c1) = (&gpus[i as usize % 2], &cpu, &f, &c1);
                 s.spawn(move || {
                     let g = gpu
                         .prove_porep_c2(c1, f.sector_id, &f.prover_id, &opts(i))
@@ -213,7 +219,15 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     cuzk::prover::gpu::force_shared_pass(0);
     println!("{size}: tiers {tiers:?}");
     assert!(
-        tiers.iter().any(|t| t.contains("shared-bases-")),
+        tiers
+            .iter()
+            .any(|t| t.contains("shared-bases-") && !t.contains("+gathered")),
         "no batch over shared bases ran: {tiers:?}"
+    );
+    assert!(
+        tiers
+            .iter()
+            .any(|t| t.contains("shared-bases-") && t.contains("+gathered")),
+        "no batch gathered its Pippenger parts: {tiers:?}"
     );
 }

@@ -43,8 +43,12 @@ use crate::gpu::driver::device::{self, Device, DeviceBuffer};
 use crate::gpu::driver::fault::stage_deadline;
 use crate::gpu::driver::hostmem;
 use crate::gpu::memory::alloc::fmt_gib;
-use crate::gpu::memory::layout::{h_step_bytes, r1cs_block_bytes, spmv_work_bytes};
-use crate::gpu::kernels::msm::{MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2};
+use crate::gpu::memory::layout::{
+    gather_sink_bytes, h_step_bytes, r1cs_block_bytes, spmv_work_bytes, G2_LAYOUT,
+};
+use crate::gpu::kernels::msm::{
+    GatherSink, MsmConfig, MsmGroup, MsmWorkspace, Points, Scalars, G1, G2,
+};
 use crate::gpu::kernels::ntt;
 use crate::gpu::kernels::zpack::PackedAux;
 use crate::gpu::memory::pinned::{HostPinner, PinnedRegistry};
@@ -339,6 +343,8 @@ struct GpuExecutor {
     stage_timeout: std::time::Duration,
     /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`).
     msm_batch: usize,
+    /// Those partitions gather their Pippenger parts across passes (`Tuning::msm_gather`).
+    gather: bool,
 }
 
 /// The GPU backend: one slot per device, and the partition scheduler over them.
@@ -415,6 +421,7 @@ impl GpuBackend {
             pinned_circuit: Mutex::new(None),
             stage_timeout: config.stage_timeout(),
             msm_batch: config.tuning.msm_batch(),
+            gather: config.tuning.msm_gather,
         });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
@@ -882,25 +889,55 @@ impl GpuExecutor {
             )));
         }
         let shape = shape_of(a0, cc.layout.num_constraints())?.with_queries(part.queries());
-        // ---- The plan: the most partitions, then the largest pass, that fit now.
+        // Each partition's aux values that are neither 0 nor 1: no query has more Pippenger
+        // scalars, so a gather sink of this many entries holds a query's whole part.
+        let big: Vec<usize> = jobs
+            .iter()
+            .zip(&asgs)
+            .map(|(j, a)| match j.packed.as_ref().filter(|p| p.len() == a.aux.len()) {
+                Some(p) => p.big(),
+                None => count_big(&a.aux),
+            })
+            .collect();
+        // ---- The plan: the most partitions, then passes with the Pippenger parts gathered
+        // (largest pass first), then passes without, that fit now.
         let lim = slot.alloc.msm_limits();
         let mut cands = Vec::new();
         for k in (2..=jobs.len()).rev() {
+            let mut passes = Vec::new();
             let mut pass = shape.pass_points();
             if let Some(p) = forced_shared_pass() {
-                cands.push((k, p, shape.shared_bases_bytes(k as u64, p, &lim)));
-                continue;
-            }
-            loop {
-                cands.push((k, pass, shape.shared_bases_bytes(k as u64, pass, &lim)));
-                if pass / 2 < SHARED_PASS_MIN_POINTS.max(shape.min_chunk_points()) {
-                    break;
+                passes.push(p);
+            } else {
+                loop {
+                    passes.push(pass);
+                    if pass / 2 < SHARED_PASS_MIN_POINTS.max(shape.min_chunk_points()) {
+                        break;
+                    }
+                    pass /= 2;
                 }
-                pass /= 2;
+            }
+            let sinks = |pass: u64| -> Option<u64> {
+                let fits = big[..k].iter().all(|&b| gathers(b as u64, pass));
+                (self.gather && fits).then(|| {
+                    big[..k]
+                        .iter()
+                        .map(|&b| gather_sink_bytes(b as u64, &G2_LAYOUT))
+                        .sum()
+                })
+            };
+            for &p in &passes {
+                if let Some(extra) = sinks(p) {
+                    let b = shape.shared_bases_bytes(k as u64, p, &lim);
+                    cands.push((k, p, true, b.saturating_add(extra)));
+                }
+            }
+            for &p in &passes {
+                cands.push((k, p, false, shape.shared_bases_bytes(k as u64, p, &lim)));
             }
         }
-        let bytes: Vec<u64> = cands.iter().map(|c| c.2).collect();
-        let (reservation, k, pass) = loop {
+        let bytes: Vec<u64> = cands.iter().map(|c| c.3).collect();
+        let (reservation, k, pass, gather) = loop {
             let idle = slot.alloc.reserved_bytes() <= slot.kept_bytes()?;
             let wait = if idle {
                 std::time::Duration::ZERO
@@ -908,7 +945,7 @@ impl GpuExecutor {
                 std::time::Duration::from_millis(200)
             };
             match slot.alloc.reserve_first(&bytes, "shared bases", wait)? {
-                Some((i, r)) => break (r, cands[i].0, cands[i].1 as usize),
+                Some((i, r)) => break (r, cands[i].0, cands[i].1 as usize, cands[i].2),
                 None if idle => return Ok(None),
                 None => continue,
             }
@@ -921,13 +958,23 @@ impl GpuExecutor {
         .max(attempt.start_tier);
         attempt.record_tier(tier);
         let (jobs, asgs) = (&jobs[..k], &asgs[..k]);
-        let tier_name = format!("{}+shared-bases-{k}", tier.name());
+        let tier_name = format!(
+            "{}+shared-bases-{k}{}",
+            tier.name(),
+            if gather { "+gathered" } else { "" }
+        );
+        let big = &big[..k];
         log::info!(
             "partitions {:?}: GPU {} worker {}, tier {tier_name} (L, A, B over one streamed \
-             upload of the bases, passes of {pass} points, {} reserved)",
+             upload of the bases, passes of {pass} points, Pippenger parts {}, {} reserved)",
             jobs.iter().map(|j| j.partition).collect::<Vec<_>>(),
             attempt.device,
             attempt.worker,
+            if gather {
+                format!("gathered ({big:?} values neither 0 nor 1)")
+            } else {
+                "per pass".to_string()
+            },
             fmt_gib(reservation.bytes()),
         );
         let dev = &slot.dev;
@@ -965,6 +1012,7 @@ impl GpuExecutor {
                 dev.alloc_in::<G1Affine>(Some(&arena), pass)?,
                 dev.alloc_in::<G1Affine>(Some(&arena), pass)?,
             ];
+            let mut sinks = sinks_for::<G1>(dev, &arena, gather, big)?;
             type G1Query<'q> = (Queries, &'q Query<G1Affine>, usize, Option<&'q crate::synth::Density>);
             let aux_g1: [G1Query<'_>; 3] = [
                 (Queries::L, &QUERY_L, 0, None),
@@ -983,10 +1031,13 @@ impl GpuExecutor {
                     &sets,
                     density,
                     pass,
-                    |pt, sc, d| ws.msm::<G1>(pt, sc, d),
+                    |i, pt, sc, d| match sinks.get_mut(i) {
+                        Some(sink) => ws.msm_gathering::<G1>(pt, sc, d, sink),
+                        None => ws.msm::<G1>(pt, sc, d),
+                    },
                 )?;
-                for (g, sum) in g1.iter_mut().zip(sums) {
-                    g[q] = sum;
+                for (i, (g, sum)) in g1.iter_mut().zip(sums).enumerate() {
+                    g[q] = sum + drain(&mut sinks, i, &mut ws)?;
                 }
                 report(&mut timings, query.stage, share(t0.elapsed()));
             }
@@ -998,6 +1049,7 @@ impl GpuExecutor {
                 dev.alloc_in::<G2Affine>(Some(&arena), pass)?,
                 dev.alloc_in::<G2Affine>(Some(&arena), pass)?,
             ];
+            let mut sinks = sinks_for::<G2>(dev, &arena, gather, big)?;
             let t0 = Instant::now();
             let (sums, _) = streamed_msm(
                 dev,
@@ -1006,9 +1058,14 @@ impl GpuExecutor {
                 &sets,
                 Some(&a0.b_aux_density),
                 pass,
-                |pt, sc, d| ws.msm::<G2>(pt, sc, d),
+                |i, pt, sc, d| match sinks.get_mut(i) {
+                    Some(sink) => ws.msm_gathering::<G2>(pt, sc, d, sink),
+                    None => ws.msm::<G2>(pt, sc, d),
+                },
             )?;
-            g2 = sums;
+            for (i, (g, sum)) in g2.iter_mut().zip(sums).enumerate() {
+                *g = sum + drain(&mut sinks, i, &mut ws)?;
+            }
             report(&mut timings, Stage::MsmBG2, share(t0.elapsed()));
         }
         ws.release()?;
@@ -1269,13 +1326,56 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
     }
 }
 
+/// Whether a partition with `big` aux values neither 0 nor 1 gathers its Pippenger parts
+/// over passes of `pass` points ([`GatherSink`]): at most half a pass, so that the drain's
+/// MSM stays within the pass workspace and the sink within a fraction of the pass buffers.
+fn gathers(big: u64, pass: u64) -> bool {
+    big > 0 && big <= pass / 2
+}
+
+/// Aux values that are neither 0 nor 1 (the Pippenger scalars of every query over aux).
+fn count_big(aux: &[Fr]) -> usize {
+    use ff::Field;
+    use rayon::prelude::*;
+    aux.par_iter()
+        .filter(|v| !bool::from(v.is_zero()) && **v != Fr::ONE)
+        .count()
+}
+
+/// One gather sink per partition (`big[i]` entries) when `gather`, else none.
+fn sinks_for<G: MsmGroup>(
+    dev: &Arc<Device>,
+    arena: &Arena,
+    gather: bool,
+    big: &[usize],
+) -> Result<Vec<GatherSink<G>>> {
+    if !gather {
+        return Ok(Vec::new());
+    }
+    big.iter()
+        .map(|&b| GatherSink::<G>::new(dev, Some(arena), b))
+        .collect()
+}
+
+/// Set i's gathered Pippenger part, summed ([`GatherSink::drain`]); the identity without sinks.
+fn drain<G: MsmGroup>(
+    sinks: &mut [GatherSink<G>],
+    i: usize,
+    ws: &mut MsmWorkspace,
+) -> Result<G::Projective> {
+    match sinks.get_mut(i) {
+        Some(sink) => sink.drain(ws),
+        None => Ok(G::Projective::identity()),
+    }
+}
+
 /// Σ over the passes of MSMs whose bases stream from host memory (`points`) into the two
 /// device buffers `bufs` (double-buffered: the next pass uploads while this one computes):
 /// one MSM per scalar set of `sets` (each on the device, all of one length `n`), every pass of
 /// bases uploaded once and used by each set in turn (the batched MSM of issue 44: k scalar
 /// sets against shared points, as icicle's batch MSM takes them). `density` (when given) is
-/// the sets' common density. Returns one sum per set, in order, and the time spent waiting
-/// for uploads.
+/// the sets' common density; `msm(i, points, scalars, density)` runs set i's part of a pass.
+/// Returns one sum per set, in order, and the time spent waiting for uploads.
 ///
 /// # Errors
 /// [`Error::Internal`] for sets of different lengths or none; the uploads' and `msm`'s errors.
@@ -1286,7 +1386,7 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
     sets: &[device::DeviceSlice<'_, Fr>],
     density: Option<&crate::synth::Density>,
     chunk: usize,
-    mut msm: impl FnMut(Points<'_, A>, Scalars<'_>, Option<&[u64]>) -> Result<P>,
+    mut msm: impl FnMut(usize, Points<'_, A>, Scalars<'_>, Option<&[u64]>) -> Result<P>,
 ) -> Result<(Vec<P>, std::time::Duration)> {
     let n = sets
         .first()
@@ -1307,7 +1407,10 @@ fn streamed_msm<A: device::DeviceRepr, P: Group>(
                 _ => None,
             };
             sets.iter()
-                .map(|s| msm(Points::Device(pts), Scalars::Device(s.slice(p.s..p.e)?), words))
+                .enumerate()
+                .map(|(i, s)| {
+                    msm(i, Points::Device(pts), Scalars::Device(s.slice(p.s..p.e)?), words)
+                })
                 .collect::<Result<Vec<P>>>()
         })?;
     let mut total = vec![P::identity(); sets.len()];
@@ -2140,7 +2243,7 @@ impl Bases<'_> {
                     &[scalars],
                     density,
                     *chunk,
-                    |pt, sc, d| ws.msm::<G>(pt, sc, d),
+                    |_, pt, sc, d| ws.msm::<G>(pt, sc, d),
                 )?;
                 Ok((sums.into_iter().sum(), waited))
             }

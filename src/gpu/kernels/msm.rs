@@ -22,6 +22,10 @@
 //! 4. **window sums** (GPU): `sum_b b * B_b` per window by chunked running sums and a tree.
 //! 5. **combination** (host, blstrs): `sum_w 2^(c w) W_w + ones` by c doublings per window.
 //!
+//! Streamed bases (passes of points uploaded in turn, `prover::gpu`) may gather instead: each
+//! pass sums its ones and copies its other scalars and their points into a [`GatherSink`]
+//! (`cuzk_msm_gather`), and one MSM over the sink replaces steps 2–5 of every pass.
+//!
 //! Only one host/device synchronisation happens inside an MSM: the two counts of step 1 are read
 //! back to size the later launches (on this MSM's own stream, never the whole device). The result
 //! is read after an event, see [`MsmWorkspace::start`] / [`MsmWorkspace::finish`]: the
@@ -207,6 +211,8 @@ pub struct MsmStats {
     pub m: usize,
     /// Scalars equal to 1 (summed by reduction).
     pub ones: usize,
+    /// Scalars neither 0 nor 1 copied into a [`GatherSink`] instead of summed (then `m` is 0).
+    pub gathered: usize,
     /// Window size in bits (0 when m = 0).
     pub window_bits: u32,
     /// Number of windows.
@@ -714,13 +720,66 @@ impl MsmWorkspace {
         scalars: Scalars<'_>,
         density: Option<&[u64]>,
     ) -> Result<MsmTicket> {
+        self.start_in::<G>(points, scalars, density, None)
+    }
+
+    /// [`start`](Self::start) of one streamed pass whose Pippenger part goes to `sink`: when
+    /// the scalars that are neither 0 nor 1 fit the sink's room, they and their points are
+    /// copied into it (`cuzk_msm_gather`) and the ticket's result is the sum over the scalars
+    /// equal to 1 only; [`GatherSink::drain`] sums the gathered part in one MSM after the last
+    /// pass. Otherwise this is [`start`](Self::start). [`MsmStats::gathered`] says which.
+    ///
+    /// Errors: those of [`start`](Self::start); [`Error::Internal`] if the sink is on another
+    /// device.
+    pub fn start_gathering<G: MsmGroup>(
+        &mut self,
+        points: Points<'_, G::Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+        sink: &mut GatherSink<G>,
+    ) -> Result<MsmTicket> {
+        if sink.ordinal != self.dev.ordinal() {
+            return Err(Error::internal("a gather sink of another device"));
+        }
+        self.start_in::<G>(points, scalars, density, Some(sink))
+    }
+
+    /// Blocking [`start_gathering`](Self::start_gathering) then [`finish`](Self::finish).
+    pub fn msm_gathering<G: MsmGroup>(
+        &mut self,
+        points: Points<'_, G::Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+        sink: &mut GatherSink<G>,
+    ) -> Result<G::Projective> {
+        let t = self.start_gathering::<G>(points, scalars, density, sink)?;
+        self.finish::<G>(t)
+    }
+
+    fn start_in<G: MsmGroup>(
+        &mut self,
+        points: Points<'_, G::Affine>,
+        scalars: Scalars<'_>,
+        density: Option<&[u64]>,
+        sink: Option<&mut GatherSink<G>>,
+    ) -> Result<MsmTicket> {
         let n = scalars.len();
         self.check_inputs::<G>(&points, n, density)?;
         let (slot_i, id) = self.claim_slot()?;
         self.wait_before_host_copies(&points, &scalars, density)?;
         let mut marks = Marks::new(self.cfg.profile, &self.dev, &self.stream)?;
         let inp = self.upload_inputs(&points, &scalars, density)?;
-        let cls = self.classify(&inp, n, &mut marks)?;
+        let mut cls = self.classify(&inp, n, &mut marks)?;
+        // ---- gathering: the Pippenger part moves to the sink when it fits
+        let mut gathered = 0usize;
+        if let Some(sink) = sink {
+            if cls.m > 0 && cls.m <= sink.room() {
+                self.gather::<G>(&inp, &cls, sink)?;
+                marks.mark(&self.dev, &self.stream, "gather")?;
+                gathered = cls.m;
+                cls.m = 0;
+            }
+        }
         let sz = self.plan_sizes::<G>(&points, &scalars, density, &cls)?;
         let out = self.prepare_outputs::<G>(slot_i, &sz)?;
         if cls.n1 > 0 {
@@ -756,6 +815,7 @@ impl MsmWorkspace {
         let stats = MsmStats {
             n,
             m: cls.m,
+            gathered,
             ones: cls.n1,
             window_bits: sz.c,
             windows: sz.nw,
@@ -981,6 +1041,46 @@ impl MsmWorkspace {
             m: cnt[0] as usize,
             n1: cnt[1] as usize,
         })
+    }
+
+    /// Stage 4' (gathering, when the rest fits the sink): `cuzk_msm_gather` copies the m rest
+    /// scalars (canonical) and their points into `sink` after its [`GatherSink::len`] entries,
+    /// on this workspace's stream, right after the classification that wrote the rest list.
+    fn gather<G: MsmGroup>(
+        &mut self,
+        inp: &Inputs,
+        cls: &Classified,
+        sink: &mut GatherSink<G>,
+    ) -> Result<()> {
+        let (dev, st) = (&self.dev, &self.stream);
+        let point = std::mem::size_of::<G::Affine>();
+        let pw = point / 4;
+        let at = sink.fill;
+        let words = cls
+            .m
+            .checked_mul(pw)
+            .filter(|w| w.div_ceil(256) <= i32::MAX as usize)
+            .ok_or_else(|| Error::internal("gather launch too large"))?;
+        launch(
+            st,
+            dev,
+            "cuzk_msm_gather",
+            blocks(words, 256),
+            256,
+            KernelArgs::new()
+                .push_ptr(cls.rest)
+                .push_u32(cls.m as u32)
+                .push_ptr(inp.scalars)
+                .push_u32(inp.mont)
+                .push_ptr(inp.dens_words)
+                .push_ptr(inp.dens_prefix)
+                .push_ptr(inp.points)
+                .push_u32(pw as u32)
+                .push_ptr(sink.scalars.device_ptr() + (at * 32) as u64)
+                .push_ptr(sink.points.device_ptr() + (at * point) as u64),
+        )?;
+        sink.fill += cls.m;
+        Ok(())
     }
 
     /// Stage 5, on the host: every size of this MSM from the counts, before any buffer of the
@@ -1542,6 +1642,83 @@ impl MsmWorkspace {
             self.parked.push((p, bytes));
         }
         Ok(())
+    }
+}
+
+/// The Pippenger part of a streamed MSM's passes, gathered for one MSM after the last pass.
+///
+/// A witness is mostly zeros and ones (a 32 GiB PoRep partition: 1.70 M of 130.17 M aux values
+/// are neither): a pass of a streamed MSM sums its ones by a reduction, and its few other
+/// scalars would pay a whole Pippenger run (bucket sort, accumulation of short lists, window
+/// sums) for a handful of points per bucket. With a sink
+/// ([`MsmWorkspace::start_gathering`]) each pass copies those scalars (canonical form, 32 B)
+/// and their points (96 B G1, 192 B G2) into it instead, and [`GatherSink::drain`] runs one
+/// Pippenger MSM over all of them, as long as the points are resident — the bucket method's
+/// cost once per query rather than once per pass. A pass whose part does not fit the room left
+/// runs its own Pippenger part as before, so any witness gives the same sum.
+///
+/// Memory: `capacity` × (affine point + 32 B) ([`layout::gather_sink_bytes`]), taken from the
+/// arena given. The drain's MSM has at most `capacity` scalars, so a workspace sized for passes
+/// of at least `capacity` points (any density) holds it without growing.
+pub struct GatherSink<G: MsmGroup> {
+    points: DeviceBuffer<G::Affine>,
+    scalars: DeviceBuffer<CanonicalScalar>,
+    fill: usize,
+    ordinal: usize,
+}
+
+impl<G: MsmGroup> GatherSink<G> {
+    /// An empty sink of `capacity` entries (at least 1) on `dev`, in `arena` when given.
+    ///
+    /// Errors: [`Error::OutOfDeviceMemory`] (the arena or the device), [`Error::Cuda`].
+    pub fn new(dev: &Arc<Device>, arena: Option<&Arena>, capacity: usize) -> Result<Self> {
+        let capacity = capacity.max(1);
+        Ok(GatherSink {
+            points: dev.alloc_in::<G::Affine>(arena, capacity)?,
+            scalars: dev.alloc_in::<CanonicalScalar>(arena, capacity)?,
+            fill: 0,
+            ordinal: dev.ordinal(),
+        })
+    }
+
+    /// Entries the sink holds at most.
+    pub fn capacity(&self) -> usize {
+        self.scalars.len()
+    }
+
+    /// Entries gathered since the last drain.
+    // Read by the tests and benches; the prover drains without asking.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    pub fn len(&self) -> usize {
+        self.fill
+    }
+
+    /// Whether nothing was gathered since the last drain.
+    // Read by the tests and benches; the prover drains without asking.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    pub fn is_empty(&self) -> bool {
+        self.fill == 0
+    }
+
+    fn room(&self) -> usize {
+        self.capacity() - self.fill
+    }
+
+    /// Σ of the gathered scalars times their points, by one MSM on `ws` (the workspace that
+    /// gathered them: its stream orders the copies before the sum), and empties the sink. The
+    /// identity when it is empty.
+    ///
+    /// Errors: those of [`MsmWorkspace::msm`].
+    pub fn drain(&mut self, ws: &mut MsmWorkspace) -> Result<G::Projective> {
+        let n = std::mem::take(&mut self.fill);
+        if n == 0 {
+            return Ok(G::Projective::identity());
+        }
+        ws.msm::<G>(
+            Points::Device(self.points.slice(0..n)?),
+            Scalars::DeviceCanonical(self.scalars.slice(0..n)?),
+            None,
+        )
     }
 }
 

@@ -716,6 +716,13 @@ pub fn streamed_bases_bytes(chunk: u64, group: &GroupLayout) -> u64 {
     2 * align_up(chunk.max(1).saturating_mul(group.affine_bytes))
 }
 
+/// Device bytes of a gather sink of `capacity` entries in `group` (`gpu::kernels::msm::GatherSink`:
+/// the points, then canonical scalars of 32 B): 128 B an entry in G1, 224 B in G2.
+pub fn gather_sink_bytes(capacity: u64, group: &GroupLayout) -> u64 {
+    let c = capacity.max(1);
+    align_up(c.saturating_mul(group.affine_bytes)).saturating_add(align_up(c.saturating_mul(FR_BYTES)))
+}
+
 /// Bytes of one CSR index entry on the device (`u32`: a row offset, a column or a coefficient
 /// index).
 pub const CSR_INDEX_BYTES: u64 = 4;
@@ -1049,6 +1056,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A gather sink's drain (`gpu::kernels::msm::GatherSink`: at most half a pass of entries,
+    /// device scalars and points, no density) fits the buffers of the pass MSMs it replaces,
+    /// so the batch plan needs only the sink's own bytes on top.
+    #[test]
+    fn a_drain_of_half_a_pass_fits_the_pass_workspace() {
+        let lim = MsmLimits::defaults(132);
+        for pass in [1u64 << 18, 1 << 22, 1 << 23, 1 << 24] {
+            for (g, density) in [(&G1_LAYOUT, false), (&G1_LAYOUT, true), (&G2_LAYOUT, true)] {
+                let shape = MsmShape {
+                    group: g,
+                    density,
+                    ..resident_g1(pass)
+                };
+                let bound = msm_workspace_slots(&[shape], &lim).unwrap();
+                for m in [1, pass / 64, pass / 4, pass / 2] {
+                    let drain = MsmShape {
+                        group: g,
+                        ..resident_g1(m)
+                    };
+                    let z = MsmSizes::new(&drain, m, 0, &lim).unwrap();
+                    assert_within(&bound, &z, &format!("{} pass {pass} drain {m}", g.name));
+                }
+            }
+        }
+        // 1.70 M values of a 32 GiB PoRep partition: 218 MB in G1, 381 MB in G2
+        assert_eq!(gather_sink_bytes(1_700_000, &G1_LAYOUT), 217_600_000);
+        assert_eq!(gather_sink_bytes(1_700_000, &G2_LAYOUT), 380_800_000);
     }
 
     #[test]
