@@ -682,31 +682,11 @@ fn run_partition(
     let reference = check.then(|| {
         let mut copy = asg.clone();
         let mut t = Timings::default();
-        let mut ctx = PartitionCtx {
-            partition: global,
-            part: Default::default(),
-            priority: Default::default(),
-            reporter: &reporter,
-            timings: &mut t,
-            device: None,
-            tier: None,
-            host_top_up: None,
-            host_buffers_busy: false,
-        };
+        let mut ctx = PartitionCtx::new(global, &reporter, &mut t);
         CpuBackend.compute(&mut copy, srs, &mut ctx)
     });
     let mut timings = Timings::default();
-    let mut ctx = PartitionCtx {
-        partition: global,
-        part: Default::default(),
-        priority: Default::default(),
-        reporter: &reporter,
-        timings: &mut timings,
-        device: None,
-        tier: None,
-        host_top_up: None,
-        host_buffers_busy: false,
-    };
+    let mut ctx = PartitionCtx::new(global, &reporter, &mut timings);
     let t = Instant::now();
     let r = backend.compute(asg, srs, &mut ctx);
     let compute_s = t.elapsed().as_secs_f64();
@@ -1282,17 +1262,7 @@ fn real_main() -> Result<ExitCode, Error> {
             tpl.fill(&mut a, 2);
             let reporter = Reporter::default();
             let mut t = Timings::default();
-            let mut ctx = PartitionCtx {
-                partition: 0,
-                part: Default::default(),
-                priority: Default::default(),
-                reporter: &reporter,
-                timings: &mut t,
-                device: None,
-                tier: None,
-                host_top_up: None,
-                host_buffers_busy: false,
-            };
+            let mut ctx = PartitionCtx::new(0, &reporter, &mut t);
             let t0 = Instant::now();
             CpuBackend.compute(&mut a, &srs, &mut ctx)?;
             let st: Vec<String> = t

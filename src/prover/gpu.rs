@@ -286,9 +286,10 @@ struct GpuJob {
     compiled: Option<Arc<CompiledCircuit>>,
     /// Whether a, b, c may be computed on the device (`Tuning::cpu_spmv_only` off).
     gpu_spmv: bool,
-    /// aux packed for its upload (made before the job waits for a device), when packing is on
-    /// (`Tuning::packed_z_upload`) and pays ([`PackedAux::pack`]).
-    packed: Option<PackedAux>,
+    /// aux packed for its upload (made before the job waits for a device, once per
+    /// partition: `PartitionCtx::packed_aux`), when packing is on
+    /// (`Tuning::dense_z_upload` off) and pays ([`PackedAux::pack`]).
+    packed: Option<Arc<PackedAux>>,
     srs: Arc<Srs>,
     /// The MSMs to compute (`PartitionCtx::part`). Split ([`Part::HOnly`], [`Part::Rest`]),
     /// `srs` may hold only the sections a cold load has decoded so far; such an incomplete set
@@ -343,7 +344,7 @@ struct GpuExecutor {
     stage_timeout: std::time::Duration,
     /// The most partitions whose L, A, B MSMs share streamed bases (`Tuning::msm_batch`).
     msm_batch: usize,
-    /// Those partitions gather their Pippenger parts across passes (`Tuning::msm_gather`).
+    /// Those partitions gather their Pippenger parts across passes (`Tuning::pippenger_per_pass` off).
     gather: bool,
 }
 
@@ -352,7 +353,7 @@ pub struct GpuBackend {
     scheduler: Scheduler<GpuExecutor>,
     allow_cpu: bool,
     gpu_spmv: bool,
-    /// aux uploaded packed (`Tuning::packed_z_upload`).
+    /// aux uploaded packed (`Tuning::dense_z_upload` off).
     pack_z: bool,
     /// Bytes each device may use: its memory, or the configured cap when lower.
     capacities: Vec<u64>,
@@ -421,7 +422,7 @@ impl GpuBackend {
             pinned_circuit: Mutex::new(None),
             stage_timeout: config.stage_timeout(),
             msm_batch: config.tuning.msm_batch(),
-            gather: config.tuning.msm_gather,
+            gather: !config.tuning.pippenger_per_pass,
         });
         let probe = executor.clone();
         let sched_config = SchedulerConfig {
@@ -438,7 +439,7 @@ impl GpuBackend {
             scheduler,
             allow_cpu: config.allow_cpu_fallback,
             gpu_spmv: !config.tuning.cpu_spmv_only,
-            pack_z: config.tuning.packed_z_upload,
+            pack_z: !config.tuning.dense_z_upload,
             capacities,
             workers_per_device: config.workers_per_device() as u64,
             msm_batch: config.tuning.msm_batch(),
@@ -725,6 +726,7 @@ impl PartitionExecutor for GpuExecutor {
             tier: Some(tier_name.clone()),
             host_top_up: None,
             host_buffers_busy: false,
+            packed_aux: None,
         };
         let msm = run_on(
             slot,
@@ -732,7 +734,7 @@ impl PartitionExecutor for GpuExecutor {
             &shape,
             &mut asg,
             spmv,
-            job.packed.as_ref(),
+            job.packed.as_deref(),
             srs,
             job.part,
             &mut ctx,
@@ -889,16 +891,19 @@ impl GpuExecutor {
             )));
         }
         let shape = shape_of(a0, cc.layout.num_constraints())?.with_queries(part.queries());
-        // Each partition's aux values that are neither 0 nor 1: no query has more Pippenger
-        // scalars, so a gather sink of this many entries holds a query's whole part.
-        let big: Vec<usize> = jobs
-            .iter()
-            .zip(&asgs)
-            .map(|(j, a)| match j.packed.as_ref().filter(|p| p.len() == a.aux.len()) {
-                Some(p) => p.big(),
-                None => count_big(&a.aux),
-            })
-            .collect();
+        // Each partition's aux values that are neither 0 nor 1 (when gathering): no query has
+        // more Pippenger scalars, so a gather sink of this many entries holds a query's part.
+        let big: Vec<usize> = if self.gather {
+            jobs.iter()
+                .zip(&asgs)
+                .map(|(j, a)| match j.packed.as_deref().filter(|p| p.len() == a.aux.len()) {
+                    Some(p) => p.big(),
+                    None => count_big(&a.aux),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         // ---- The plan: the most partitions, then passes with the Pippenger parts gathered
         // (largest pass first), then passes without, that fit now.
         let lim = slot.alloc.msm_limits();
@@ -917,11 +922,14 @@ impl GpuExecutor {
                     pass /= 2;
                 }
             }
+            // A partition without such values needs no sink; one with more than half a pass
+            // would fill its sink in a few passes: no gathering for the batch then.
             let sinks = |pass: u64| -> Option<u64> {
-                let fits = big[..k].iter().all(|&b| gathers(b as u64, pass));
-                (self.gather && fits).then(|| {
-                    big[..k]
-                        .iter()
+                let big = big.get(..k)?;
+                let fits = big.iter().all(|&b| b as u64 <= pass / 2);
+                (fits && big.iter().any(|&b| b > 0)).then(|| {
+                    big.iter()
+                        .filter(|&&b| b > 0)
                         .map(|&b| gather_sink_bytes(b as u64, &G2_LAYOUT))
                         .sum()
                 })
@@ -963,7 +971,7 @@ impl GpuExecutor {
             tier.name(),
             if gather { "+gathered" } else { "" }
         );
-        let big = &big[..k];
+        let big = if gather { &big[..k] } else { &[] };
         log::info!(
             "partitions {:?}: GPU {} worker {}, tier {tier_name} (L, A, B over one streamed \
              upload of the bases, passes of {pass} points, Pippenger parts {}, {} reserved)",
@@ -992,7 +1000,7 @@ impl GpuExecutor {
         let upload_stream = dev.stream()?;
         for ((j, asg), t) in jobs.iter().zip(asgs).zip(timings.iter_mut()) {
             let t0 = Instant::now();
-            let d = upload_aux(dev, &arena, &upload_stream, &asg.aux, j.packed.as_ref(), None)?;
+            let d = upload_aux(dev, &arena, &upload_stream, &asg.aux, j.packed.as_deref(), None)?;
             j.reporter
                 .report(t, Some(j.partition), Stage::Transfer, t0.elapsed());
             dauxs.push(d);
@@ -1012,7 +1020,7 @@ impl GpuExecutor {
                 dev.alloc_in::<G1Affine>(Some(&arena), pass)?,
                 dev.alloc_in::<G1Affine>(Some(&arena), pass)?,
             ];
-            let mut sinks = sinks_for::<G1>(dev, &arena, gather, big)?;
+            let mut sinks = sinks_for::<G1>(dev, &arena, big)?;
             type G1Query<'q> = (Queries, &'q Query<G1Affine>, usize, Option<&'q crate::synth::Density>);
             let aux_g1: [G1Query<'_>; 3] = [
                 (Queries::L, &QUERY_L, 0, None),
@@ -1031,7 +1039,7 @@ impl GpuExecutor {
                     &sets,
                     density,
                     pass,
-                    |i, pt, sc, d| match sinks.get_mut(i) {
+                    |i, pt, sc, d| match sinks.get_mut(i).and_then(Option::as_mut) {
                         Some(sink) => ws.msm_gathering::<G1>(pt, sc, d, sink),
                         None => ws.msm::<G1>(pt, sc, d),
                     },
@@ -1049,7 +1057,7 @@ impl GpuExecutor {
                 dev.alloc_in::<G2Affine>(Some(&arena), pass)?,
                 dev.alloc_in::<G2Affine>(Some(&arena), pass)?,
             ];
-            let mut sinks = sinks_for::<G2>(dev, &arena, gather, big)?;
+            let mut sinks = sinks_for::<G2>(dev, &arena, big)?;
             let t0 = Instant::now();
             let (sums, _) = streamed_msm(
                 dev,
@@ -1058,7 +1066,7 @@ impl GpuExecutor {
                 &sets,
                 Some(&a0.b_aux_density),
                 pass,
-                |i, pt, sc, d| match sinks.get_mut(i) {
+                |i, pt, sc, d| match sinks.get_mut(i).and_then(Option::as_mut) {
                     Some(sink) => ws.msm_gathering::<G2>(pt, sc, d, sink),
                     None => ws.msm::<G2>(pt, sc, d),
                 },
@@ -1326,13 +1334,6 @@ fn plan_on(slot: &Slot, shape: &PartitionShape, opts: &PlanOptions) -> Result<Pl
     }
 }
 
-/// Whether a partition with `big` aux values neither 0 nor 1 gathers its Pippenger parts
-/// over passes of `pass` points ([`GatherSink`]): at most half a pass, so that the drain's
-/// MSM stays within the pass workspace and the sink within a fraction of the pass buffers.
-fn gathers(big: u64, pass: u64) -> bool {
-    big > 0 && big <= pass / 2
-}
-
 /// Aux values that are neither 0 nor 1 (the Pippenger scalars of every query over aux).
 fn count_big(aux: &[Fr]) -> usize {
     use ff::Field;
@@ -1342,28 +1343,28 @@ fn count_big(aux: &[Fr]) -> usize {
         .count()
 }
 
-/// One gather sink per partition (`big[i]` entries) when `gather`, else none.
+/// A gather sink of `big[i]` entries for each partition i with such values (the batch's
+/// partitions sharing streamed bases gather their Pippenger parts when `big` is given: each
+/// has at most half a pass of them, so that the drain's MSM stays within the pass workspace,
+/// `layout` test `a_drain_of_half_a_pass_fits_the_pass_workspace`).
 fn sinks_for<G: MsmGroup>(
     dev: &Arc<Device>,
     arena: &Arena,
-    gather: bool,
     big: &[usize],
-) -> Result<Vec<GatherSink<G>>> {
-    if !gather {
-        return Ok(Vec::new());
-    }
+) -> Result<Vec<Option<GatherSink<G>>>> {
     big.iter()
-        .map(|&b| GatherSink::<G>::new(dev, Some(arena), b))
+        .map(|&b| (b > 0).then(|| GatherSink::<G>::new(dev, Some(arena), b)).transpose())
         .collect()
 }
 
-/// Set i's gathered Pippenger part, summed ([`GatherSink::drain`]); the identity without sinks.
+/// Set i's gathered Pippenger part, summed ([`GatherSink::drain`]); the identity without a
+/// sink.
 fn drain<G: MsmGroup>(
-    sinks: &mut [GatherSink<G>],
+    sinks: &mut [Option<GatherSink<G>>],
     i: usize,
     ws: &mut MsmWorkspace,
 ) -> Result<G::Projective> {
-    match sinks.get_mut(i) {
+    match sinks.get_mut(i).and_then(Option::as_mut) {
         Some(sink) => sink.drain(ws),
         None => Ok(G::Projective::identity()),
     }
@@ -2261,12 +2262,22 @@ impl GpuBackend {
         srs: &Arc<Srs>,
         ctx: &mut PartitionCtx<'_>,
     ) -> Result<MsmResults> {
-        // Packed here, before the job waits for a device (off the GPU's path); not for an H
-        // side that uploads a, b, c rather than z.
+        // Packed here, before the job waits for a device (off the GPU's path), once per
+        // partition: a part after the H side reuses the H side's form, so that it is queued
+        // at once (a batch over shared bases waits only `BATCH_LINGER` for its partners). Not
+        // for an H side that uploads a, b, c rather than z.
         let uploads_aux = ctx.part != Part::HOnly || (compiled.is_some() && self.gpu_spmv);
-        let packed = (self.pack_z && uploads_aux)
-            .then(|| PackedAux::pack(&asg.aux))
-            .flatten();
+        let packed = if self.pack_z && uploads_aux {
+            match ctx.packed_aux.clone().filter(|p| p.len() == asg.aux.len()) {
+                Some(p) => Some(p),
+                None => {
+                    ctx.packed_aux = PackedAux::pack(&asg.aux).map(Arc::new);
+                    ctx.packed_aux.clone()
+                }
+            }
+        } else {
+            None
+        };
         let job = Arc::new(GpuJob {
             asg: Mutex::new(std::mem::take(asg)),
             compiled: compiled.clone(),

@@ -156,6 +156,11 @@ pub struct PartitionCtx<'a> {
     /// device was retired with the copy pending. The engine then neither reuses nor frees
     /// them ([`crate::gpu::memory::hostpool::PooledBuf::retire`]).
     pub host_buffers_busy: bool,
+    /// The witness's aux in packed form, made by the GPU backend for the partition's first
+    /// part and reused by its later ones (the witness does not change between them), so that
+    /// a part after the H side is queued without packing again.
+    #[cfg(feature = "cuda")]
+    pub packed_aux: Option<std::sync::Arc<crate::gpu::kernels::zpack::PackedAux>>,
 }
 
 impl<'a> PartitionCtx<'a> {
@@ -172,6 +177,8 @@ impl<'a> PartitionCtx<'a> {
             tier: None,
             host_top_up: None,
             host_buffers_busy: false,
+            #[cfg(feature = "cuda")]
+            packed_aux: None,
         }
     }
 }

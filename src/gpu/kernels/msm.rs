@@ -1708,8 +1708,13 @@ impl<G: MsmGroup> GatherSink<G> {
     /// gathered them: its stream orders the copies before the sum), and empties the sink. The
     /// identity when it is empty.
     ///
-    /// Errors: those of [`MsmWorkspace::msm`].
+    /// Errors: those of [`MsmWorkspace::msm`]; [`Error::Internal`] for a workspace on another
+    /// device. After an error of a gathering pass or of the drain, the sink's sum is lost:
+    /// the caller's MSM is to be run again from its first pass.
     pub fn drain(&mut self, ws: &mut MsmWorkspace) -> Result<G::Projective> {
+        if self.ordinal != ws.dev.ordinal() {
+            return Err(Error::internal("a gather sink drained on another device"));
+        }
         let n = std::mem::take(&mut self.fill);
         if n == 0 {
             return Ok(G::Projective::identity());
