@@ -70,8 +70,8 @@ pub enum Backend {
 /// | `CUZK_GPU_SECTIONS` | *tuning*: partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
 /// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
-/// | `CUZK_PACKED_Z` | *tuning*: `1`: the GPU backend uploads the witness's aux packed (zeros and ones as bits: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition), expanded on the device, instead of dense (32 B a value); off until measured on a device | `0` |
-/// | `CUZK_MSM_GATHER` | *tuning*: `1`: partitions sharing streamed bases copy each pass's scalars that are neither 0 nor 1 and their points into a device buffer and sum them in one MSM after the last pass, instead of a Pippenger run per pass (the ones stay per pass); off until measured on a device | `0` |
+/// | `CUZK_PACKED_Z` | *tuning*: `0`: the GPU backend uploads the witness's aux dense (32 B a value) instead of packed (zeros and ones as bits, the other values as they are: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition, expanded on the device) | `1` |
+/// | `CUZK_MSM_GATHER` | *tuning*: `0`: partitions sharing streamed bases run each pass's Pippenger part (the scalars neither 0 nor 1) on its own, instead of copying those scalars and their points into a device buffer and summing them in one MSM after the last pass | `1` |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 /// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
 /// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own) | `4` |
@@ -134,19 +134,18 @@ pub struct Tuning {
     /// GPU backend, compiled path: compute a, b, c on the CPU even when the matrices fit on the
     /// device (`CUZK_GPU_SPMV=0`; default `false`: on the device when they fit).
     pub cpu_spmv_only: bool,
-    /// GPU backend: upload the witness's aux packed — three 32-bit words per 32 values plus
-    /// the values that are neither 0 nor 1, ~1/40 of the bytes for a PoRep witness, expanded
-    /// on the device (`gpu::kernels::zpack`) — instead of dense, 32 B a value
-    /// (`CUZK_PACKED_Z=1`; default `false`: dense, until the packed path has been measured on
-    /// a device).
-    pub packed_z_upload: bool,
-    /// Partitions whose L, A, B MSMs share streamed bases gather each pass's Pippenger scalars
-    /// (neither 0 nor 1) and their points on the device and sum them in one MSM per query
-    /// after the last pass (`gpu::kernels::msm::GatherSink`), instead of a bucket-method run
-    /// per pass (`CUZK_MSM_GATHER=1`; default `false` until measured on a device). Costs
-    /// 224 B of device memory per such value and partition (1.70 M values, 381 MB, for a
-    /// 32 GiB PoRep partition); a plan that cannot hold it runs without.
-    pub msm_gather: bool,
+    /// GPU backend: upload the witness's aux dense, 32 B a value, instead of packed — three
+    /// 32-bit words per 32 values plus the values that are neither 0 nor 1, ~1/40 of the
+    /// bytes for a PoRep witness, expanded on the device (`gpu::kernels::zpack`)
+    /// (`CUZK_PACKED_Z=0`; default `false`: packed where it pays).
+    pub dense_z_upload: bool,
+    /// GPU backend: partitions whose L, A, B MSMs share streamed bases run each pass's
+    /// Pippenger part (scalars neither 0 nor 1) on its own, instead of gathering those scalars
+    /// and their points on the device and summing them in one MSM per query after the last
+    /// pass (`gpu::kernels::msm::GatherSink`; `CUZK_MSM_GATHER=0`; default `false`: gathered).
+    /// Gathering costs 224 B of device memory per such value and partition (1.70 M values,
+    /// 381 MB, for a 32 GiB PoRep partition); a plan that cannot hold it runs without.
+    pub pippenger_per_pass: bool,
     /// How MSM buckets are accumulated on the GPU, G1 and G2 (`CUZK_MSM_ACCUMULATION`;
     /// default [`MsmAccumulation::BatchAffine`]).
     pub msm_accumulation: MsmAccumulation,
@@ -481,10 +480,10 @@ impl EngineConfig {
             c.tuning.cpu_spmv_only = !parse_bool("CUZK_GPU_SPMV", &v)?;
         }
         if let Some(v) = env_text("CUZK_PACKED_Z")? {
-            c.tuning.packed_z_upload = parse_bool("CUZK_PACKED_Z", &v)?;
+            c.tuning.dense_z_upload = !parse_bool("CUZK_PACKED_Z", &v)?;
         }
         if let Some(v) = env_text("CUZK_MSM_GATHER")? {
-            c.tuning.msm_gather = parse_bool("CUZK_MSM_GATHER", &v)?;
+            c.tuning.pippenger_per_pass = !parse_bool("CUZK_MSM_GATHER", &v)?;
         }
         if let Some(v) = env_text("CUZK_MSM_ACCUMULATION")? {
             c.tuning.msm_accumulation = Accumulation::parse(&v)
@@ -687,15 +686,17 @@ impl Tuning {
         self
     }
 
-    /// Sets [`Tuning::packed_z_upload`]: upload the witness's aux packed, not dense.
+    /// Upload the witness's aux packed (`true`, the default) or dense: sets
+    /// [`Tuning::dense_z_upload`] to `!on`.
     pub fn with_packed_z_upload(mut self, on: bool) -> Self {
-        self.packed_z_upload = on;
+        self.dense_z_upload = !on;
         self
     }
 
-    /// Sets [`Tuning::msm_gather`]: gather the Pippenger scalars of streamed passes.
+    /// Gather the Pippenger scalars of streamed passes (`true`, the default) or run them per
+    /// pass: sets [`Tuning::pippenger_per_pass`] to `!on`.
     pub fn with_msm_gather(mut self, on: bool) -> Self {
-        self.msm_gather = on;
+        self.pippenger_per_pass = !on;
         self
     }
 
@@ -1167,8 +1168,8 @@ mod tests {
                 Tuning::default()
                     .with_gpu_sections_per_device(2)
                     .with_cpu_spmv_only(true)
-                    .with_packed_z_upload(true)
-                    .with_msm_gather(true)
+                    .with_packed_z_upload(false)
+                    .with_msm_gather(false)
                     .with_msm_accumulation(MsmAccumulation::Xyzz)
                     .with_msm_affine_min_list(0)
                     .with_gpu_start_tier(Tier::Partial)
@@ -1187,7 +1188,9 @@ mod tests {
         assert_eq!(c.circuit_cache, CircuitCache::Off);
         assert_eq!(c.stage_timeout(), Duration::from_secs(5));
         let t = &c.tuning;
-        assert!(t.cpu_spmv_only && t.packed_z_upload && t.msm_gather);
+        assert!(t.cpu_spmv_only && t.dense_z_upload && t.pippenger_per_pass);
+        let d = Tuning::default();
+        assert!(!d.dense_z_upload && !d.pippenger_per_pass, "packed and gathered by default");
         assert_eq!(t.msm_accumulation, MsmAccumulation::Xyzz);
         assert_eq!(t.msm_affine_min_list, Some(0));
         assert_eq!(t.gpu_start_tier, Some(Tier::Partial));

@@ -172,7 +172,7 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let c1 = f.read_c1().unwrap();
     let cfg = |backend| config(&f, backend);
     // Even proofs on an engine that sums each pass's Pippenger part, odd ones on one that
-    // gathers them across passes (`Tuning::msm_gather`).
+    // gathers them across passes (`Tuning::pippenger_per_pass` off).
     let engine = |gather| {
         Engine::new(
             cfg(Backend::Gpu).with_tuning(
