@@ -70,8 +70,8 @@ pub enum Backend {
 /// | `CUZK_GPU_SECTIONS` | *tuning*: partitions whose kernels may run at once on a device (each worker's GPU section), 1 ..= 64 | 1 |
 /// | `CUZK_PARTITIONS_AHEAD` | *tuning*: witnesses made ahead of the partitions the GPU runs: at most devices × workers + this many partitions are in flight engine-wide | devices × workers per device |
 /// | `CUZK_GPU_SPMV` | *tuning*: `0`: the GPU backend computes a, b, c on the CPU even when the matrices fit on the device | `1` |
-/// | `CUZK_PACKED_Z` | *tuning*: `0`: the GPU backend uploads the witness's aux dense (32 B a value) instead of packed (zeros and ones as bits, the other values as they are: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition, expanded on the device) | `1` |
-/// | `CUZK_MSM_GATHER` | *tuning*: `0`: partitions sharing streamed bases run each pass's Pippenger part (the scalars neither 0 nor 1) on its own, instead of copying those scalars and their points into a device buffer and summing them in one MSM after the last pass | `1` |
+/// | `CUZK_PACKED_Z` | *tuning*: `0`: the GPU backend uploads the witness's aux dense (32 B a value) instead of packed (zeros and ones as bits, the other values as they are: 103 MB instead of 4.17 GB for a 32 GiB PoRep partition, expanded on the device) | `1` where it pays (at most 1/8 of the values neither 0 nor 1) |
+/// | `CUZK_MSM_GATHER` | *tuning*: `0`: partitions sharing streamed bases run each pass's Pippenger part (the scalars neither 0 nor 1) on its own, instead of copying those scalars and their points into a device buffer and summing them in one MSM after the last pass | `1` where the plan holds the sinks |
 /// | `CUZK_MSM_ACCUMULATION` | *tuning*: `affine` (batch-affine bucket accumulation on long lists, G1 and G2) or `xyzz` (XYZZ mixed additions everywhere) | `affine` |
 /// | `CUZK_H_AHEAD` | *tuning*: when a partition runs its H side ahead of its other MSMs ([`HAhead`]): `while-loading`, `always` or `off` | `while-loading` |
 /// | `CUZK_MSM_BATCH` | *tuning*: partitions whose L, A and B MSMs share one streamed upload of the bases when the parameters cannot stay on the device, 1 ..= 16 (1: each streams its own) | `4` |
@@ -101,6 +101,17 @@ pub struct EngineConfig {
     /// Host-memory budget in bytes for loaded parameters and the partitions in flight
     /// (`CUZK_HOST_MEM_LIMIT`; `None`, the default: the machine's `MemAvailable` when the
     /// engine is created, less 1/16 of it, at least 4 GiB, left to the rest of the machine).
+    ///
+    /// It covers every call of the engine: loaded parameter sets and compiled circuits (sets
+    /// of several circuits load within it, the least recently used idle one evicted for
+    /// another, WinningPoSt's kept), and each partition in flight (~170 B a constraint,
+    /// ~22 GB at 32 GiB; ~40 B, ~5.2 GB, when the GPU SpMV computes a, b, c on the device — a
+    /// worker that computes them on the host after all takes the rest then). Idle pooled
+    /// witness buffers count too and are freed first. A set larger than the limit, or a limit
+    /// below the loaded parameters plus one partition, is [`crate::Error::OutOfHostMemory`]
+    /// (401) once the parameters are loaded, before any partition starts. A partition that
+    /// waits for memory logs one `info` line when it starts waiting (what it needs, what is in
+    /// use and free, the limit) and one when admitted (how long it waited; `warn` from 60 s).
     pub host_memory_limit: Option<u64>,
     /// Let GPU jobs run on the CPU when no device can take them, reported, never silent
     /// (`CUZK_ALLOW_CPU`; default `false`).
@@ -686,17 +697,16 @@ impl Tuning {
         self
     }
 
-    /// Upload the witness's aux packed (`true`, the default) or dense: sets
-    /// [`Tuning::dense_z_upload`] to `!on`.
-    pub fn with_packed_z_upload(mut self, on: bool) -> Self {
-        self.dense_z_upload = !on;
+    /// Sets [`Tuning::dense_z_upload`]: upload the witness's aux dense, not packed.
+    pub fn with_dense_z_upload(mut self, on: bool) -> Self {
+        self.dense_z_upload = on;
         self
     }
 
-    /// Gather the Pippenger scalars of streamed passes (`true`, the default) or run them per
-    /// pass: sets [`Tuning::pippenger_per_pass`] to `!on`.
-    pub fn with_msm_gather(mut self, on: bool) -> Self {
-        self.pippenger_per_pass = !on;
+    /// Sets [`Tuning::pippenger_per_pass`]: streamed passes run their Pippenger parts on their
+    /// own, not gathered.
+    pub fn with_pippenger_per_pass(mut self, on: bool) -> Self {
+        self.pippenger_per_pass = on;
         self
     }
 
@@ -1168,8 +1178,8 @@ mod tests {
                 Tuning::default()
                     .with_gpu_sections_per_device(2)
                     .with_cpu_spmv_only(true)
-                    .with_packed_z_upload(false)
-                    .with_msm_gather(false)
+                    .with_dense_z_upload(true)
+                    .with_pippenger_per_pass(true)
                     .with_msm_accumulation(MsmAccumulation::Xyzz)
                     .with_msm_affine_min_list(0)
                     .with_gpu_start_tier(Tier::Partial)

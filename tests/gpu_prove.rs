@@ -173,13 +173,13 @@ fn gpu_proofs_sharing_streamed_bases_equal_cpu_proofs() {
     let cfg = |backend| config(&f, backend);
     // Even proofs on an engine that sums each pass's Pippenger part, odd ones on one that
     // gathers them across passes (`Tuning::pippenger_per_pass` off).
-    let engine = |gather| {
+    let engine = |gather: bool| {
         Engine::new(
             cfg(Backend::Gpu).with_tuning(
                 Tuning::default()
                     .with_gpu_start_tier(Tier::FullStaging)
                     .with_msm_batch(4)
-                    .with_msm_gather(gather)
+                    .with_pippenger_per_pass(!gather)
                     .with_partitions_ahead(8),
             ),
         )

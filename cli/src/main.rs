@@ -43,6 +43,7 @@ status code c (cuzk::Error::code, the C ABI's status) as (c / 100) * 10 + c % 10
   50 synthesis failed (500)      51 verification failed (501; also: verify_seal or
                                     verify-post's verifier rejected the proof, or could not read
                                     it, e.g. bytes that are not points)
+  52 cancelled (502)
   90 I/O error (900)             91 panic (901)                92 internal error (902)";
 
 #[derive(Parser)]
